@@ -1,0 +1,1 @@
+//! events: see ../../../shared/DESIGN.md

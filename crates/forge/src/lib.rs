@@ -1,0 +1,1 @@
+//! forge: see ../../../shared/DESIGN.md

@@ -1,0 +1,1 @@
+//! git-cache: see ../../../shared/DESIGN.md

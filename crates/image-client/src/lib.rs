@@ -1,0 +1,1 @@
+//! image-client: see ../../../shared/DESIGN.md

@@ -1,0 +1,1 @@
+//! image-pipeline: see ../../../shared/DESIGN.md

@@ -1,0 +1,1 @@
+//! review-domain: see ../../../shared/DESIGN.md

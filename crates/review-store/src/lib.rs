@@ -1,0 +1,1 @@
+//! review-store: see ../../../shared/DESIGN.md

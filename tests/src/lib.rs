@@ -1,0 +1,1 @@
+//! Test doubles: see DESIGN.md "Test doubles and real parts".
