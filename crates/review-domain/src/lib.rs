@@ -1,1 +1,9 @@
-//! review-domain: see ../../../shared/DESIGN.md
+//! Plain types of the review service: the rows of spec/review-service.md section 2, the enums
+//! of section 3, model specs, and what the agent's two tools submit. No I/O lives here, so the
+//! store, the agent and the HTTP layer can all share these shapes without depending on each other.
+
+mod model;
+mod rows;
+
+pub use model::{ModelSpec, ModelSpecError};
+pub use rows::*;
