@@ -1,1 +1,207 @@
-//! image-pipeline: see ../../../shared/DESIGN.md
+//! image-pipeline: decode, transform and encode images, bytes in and bytes out, no I/O.
+//!
+//! This is the engine of image-server's resize endpoint (spec section 4, DESIGN.md "Image
+//! server decisions"). The server parses the query into a [`TransformSpec`] (whose `Display`
+//! is the cache key), fetches the source (and watermark) bytes, and calls [`transform`].
+//!
+//! Order of operations: decode (JPEG shrink-on-load when the output is small), EXIF orient,
+//! crop, resize (fit and position), rotate, flip/flop, blur, sharpen, grayscale, watermark,
+//! encode.
+
+mod decode;
+mod encode;
+mod error;
+mod ops;
+mod spec;
+
+use image::DynamicImage;
+
+pub use decode::{SourceFormat, SourceInfo, probe, sniff};
+pub use error::PipelineError;
+pub use spec::{
+    CropRect, Fit, FormatParam, Limits, OutputFormat, Position, Rgba, TransformSpec, Watermark,
+};
+
+/// An encoded result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// The encoded file.
+    pub bytes: Vec<u8>,
+    pub format: OutputFormat,
+    /// Output width in pixels.
+    pub width: u32,
+    /// Output height in pixels.
+    pub height: u32,
+}
+
+/// Applies `spec` to the `source` image and encodes it as `format`.
+///
+/// `watermark` holds the bytes of the image named by `spec.watermark` (the caller fetches it);
+/// it is ignored when the spec has no watermark.
+///
+/// # Errors
+/// - [`PipelineError::NotAnImage`]: the source (or watermark) is not a supported format (415);
+/// - [`PipelineError::TooManyPixels`]: above `limits.max_source_pixels`, from the header (422);
+/// - [`PipelineError::Undecodable`]: truncated or corrupt (422);
+/// - [`PipelineError::BadParam`]: the crop lies outside the image, or the planned output
+///   exceeds `limits.max_output_dimension` (400);
+/// - [`PipelineError::Encode`]: the encoder failed (500).
+pub fn transform(
+    source: &[u8],
+    spec: &TransformSpec,
+    format: OutputFormat,
+    watermark: Option<&[u8]>,
+    limits: &Limits,
+) -> Result<Output, PipelineError> {
+    let info = probe(source, limits.max_source_pixels)?;
+    let (ow, oh) = info.oriented_size();
+
+    // The region of the oriented source that is kept, in full-resolution pixels.
+    let crop = match spec.crop {
+        None => (0, 0, ow, oh),
+        Some(c) => {
+            let fits = u64::from(c.left) + u64::from(c.width) <= u64::from(ow)
+                && u64::from(c.top) + u64::from(c.height) <= u64::from(oh);
+            if !fits {
+                return Err(PipelineError::BadParam {
+                    name: "cropWidth".into(),
+                    reason: format!("the crop rectangle lies outside the {ow}x{oh} image"),
+                });
+            }
+            (c.left, c.top, c.width, c.height)
+        }
+    };
+    let plan = ops::plan(
+        (crop.2, crop.3),
+        spec.width,
+        spec.height,
+        spec.fit,
+        spec.enlarge,
+    );
+    let (pw, ph) = plan.pad_to.unwrap_or(plan.resize);
+    if pw.max(ph) > limits.max_output_dimension {
+        return Err(PipelineError::BadParam {
+            name: if pw >= ph { "width" } else { "height" }.into(),
+            reason: format!(
+                "the output would be {pw}x{ph}, above the limit of {} pixels",
+                limits.max_output_dimension
+            ),
+        });
+    }
+
+    // Decode no larger than needed: the kept share of the crop must still cover the output.
+    let need_x = f64::from(plan.resize.0) / (f64::from(crop.2) * plan.keep.0);
+    let need_y = f64::from(plan.resize.1) / (f64::from(crop.3) * plan.keep.1);
+    let (img, scale) = decode::decode(source, &info, need_x.max(need_y).min(1.0))?;
+
+    let region = ops::Region {
+        left: f64::from(crop.0) * scale,
+        top: f64::from(crop.1) * scale,
+        width: (f64::from(crop.2) * scale).min(f64::from(img.width())),
+        height: (f64::from(crop.3) * scale).min(f64::from(img.height())),
+    };
+    let region = ops::place(&img, region, plan.keep, spec.position);
+    let mut img = ops::resize(&img, region, plan.resize)?;
+
+    let default_bg = if format == OutputFormat::Jpeg {
+        [255, 255, 255, 255]
+    } else {
+        [0, 0, 0, 0]
+    };
+    let bg = spec.background.map_or(default_bg, |c| c.0);
+    if let Some(size) = plan.pad_to {
+        img = ops::pad(&img, size, bg, spec.position);
+    }
+    if spec.rotate != 0.0 {
+        img = ops::rotate(img, spec.rotate, bg);
+    }
+    if spec.flip {
+        img = img.fliph();
+    }
+    if spec.flop {
+        img = img.flipv();
+    }
+    if let Some(sigma) = spec.blur {
+        img = ops::blur(img, sigma);
+    }
+    if spec.sharpen {
+        img = ops::sharpen(img);
+    }
+    if spec.grayscale {
+        img = ops::grayscale(img);
+    }
+    if let (Some(wm), Some(bytes)) = (&spec.watermark, watermark) {
+        img = apply_watermark(img, bytes, wm, limits)?;
+    }
+    if format == OutputFormat::Jpeg && img.color().has_alpha() {
+        img = flatten(&img, bg);
+    }
+    let bytes = encode::encode(&img, format, spec.quality, spec.progressive, spec.grayscale)?;
+    Ok(Output {
+        bytes,
+        format,
+        width: img.width(),
+        height: img.height(),
+    })
+}
+
+fn apply_watermark(
+    img: DynamicImage,
+    bytes: &[u8],
+    wm: &Watermark,
+    limits: &Limits,
+) -> Result<DynamicImage, PipelineError> {
+    let info = probe(bytes, limits.max_source_pixels)?;
+    let (mw, mh) = info.oriented_size();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let target_w = ((f64::from(img.width()) * f64::from(wm.scale)).round() as u32).max(1);
+    let target_h = ((f64::from(target_w) * f64::from(mh) / f64::from(mw)).round() as u32).max(1);
+    let need = f64::from(target_w) / f64::from(mw);
+    let (mark, _) = decode::decode(bytes, &info, need.min(1.0))?;
+    let region = ops::Region {
+        left: 0.0,
+        top: 0.0,
+        width: f64::from(mark.width()),
+        height: f64::from(mark.height()),
+    };
+    let mark = ops::resize(&decode::normalise(mark), region, (target_w, target_h))?.to_rgba8();
+    Ok(ops::composite(img, &mark, wm.position, wm.opacity))
+}
+
+fn flatten(img: &DynamicImage, bg: [u8; 4]) -> DynamicImage {
+    let mut rgb = image::RgbImage::new(img.width(), img.height());
+    let bg_a = f32::from(bg[3]) / 255.0;
+    for (dst, src) in rgb.pixels_mut().zip(img.to_rgba8().pixels()) {
+        let a = f32::from(src.0[3]) / 255.0;
+        for ((d, &s), &b) in dst.0.iter_mut().zip(&src.0[..3]).zip(&bg[..3]) {
+            let under = f32::from(b) * bg_a + 255.0 * (1.0 - bg_a);
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let v = (f32::from(s) * a + under * (1.0 - a))
+                .round()
+                .clamp(0.0, 255.0) as u8;
+            *d = v;
+        }
+    }
+    DynamicImage::ImageRgb8(rgb)
+}
+
+/// Decodes any supported image to RGBA with its orientation applied, at full size.
+///
+/// Used by tests and by the benchmark's SSIM tool to compare outputs pixel by pixel.
+///
+/// # Errors
+/// As [`transform`] for the source: not an image, too many pixels, undecodable.
+pub fn decode_to_rgba(
+    bytes: &[u8],
+    max_source_pixels: u64,
+) -> Result<image::RgbaImage, PipelineError> {
+    let info = probe(bytes, max_source_pixels)?;
+    let (img, _) = decode::decode(bytes, &info, 1.0)?;
+    Ok(img.to_rgba8())
+}
+
+/// Re-exported so callers can name the pixel buffers of [`decode_to_rgba`].
+pub use image;
+
+#[cfg(feature = "samples")]
+pub mod samples;

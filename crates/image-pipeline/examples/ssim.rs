@@ -1,0 +1,45 @@
+//! SSIM of two images (luma, 8x8 windows with stride 4), used by bench/image/run.sh to compare
+//! image-server's output with sharp's. Usage: `ssim A B` prints a number in [-1, 1]; images
+//! of different sizes are an error.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+fn luma(img: &image_pipeline::image::RgbaImage) -> Vec<f64> {
+    img.pixels()
+        .map(|p| 0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2]))
+        .collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    assert!(args.len() == 3, "usage: ssim A B");
+    let a = image_pipeline::decode_to_rgba(&std::fs::read(&args[1]).unwrap(), u64::MAX).unwrap();
+    let b = image_pipeline::decode_to_rgba(&std::fs::read(&args[2]).unwrap(), u64::MAX).unwrap();
+    assert_eq!(a.dimensions(), b.dimensions(), "sizes differ");
+    let (w, h) = (a.width() as usize, a.height() as usize);
+    let (la, lb) = (luma(&a), luma(&b));
+    let (c1, c2) = ((0.01f64 * 255.0).powi(2), (0.03f64 * 255.0).powi(2));
+    let (mut total, mut n) = (0.0, 0u64);
+    for y in (0..h.saturating_sub(7)).step_by(4) {
+        for x in (0..w.saturating_sub(7)).step_by(4) {
+            let (mut sa, mut sb, mut saa, mut sbb, mut sab) = (0.0, 0.0, 0.0, 0.0, 0.0);
+            for dy in 0..8 {
+                for dx in 0..8 {
+                    let i = (y + dy) * w + x + dx;
+                    let (p, q) = (la[i], lb[i]);
+                    sa += p;
+                    sb += q;
+                    saa += p * p;
+                    sbb += q * q;
+                    sab += p * q;
+                }
+            }
+            let k = 64.0;
+            let (ma, mb) = (sa / k, sb / k);
+            let (va, vb, cov) = (saa / k - ma * ma, sbb / k - mb * mb, sab / k - ma * mb);
+            total += ((2.0 * ma * mb + c1) * (2.0 * cov + c2))
+                / ((ma * ma + mb * mb + c1) * (va + vb + c2));
+            n += 1;
+        }
+    }
+    println!("{:.4}", total / n.max(1) as f64);
+}

@@ -1,0 +1,372 @@
+//! Format sniffing, header probing and decoding.
+//!
+//! The format is always sniffed from the bytes (never taken from a name or a client's
+//! Content-Type). Dimensions come from the header first so that decompression bombs are refused
+//! before any pixel is decoded. JPEG goes through libjpeg-turbo with shrink-on-load (scaled IDCT
+//! at 1/2, 1/4 or 1/8 when the output is small), HEIC/HEIF through libheif, the rest through
+//! `image`. The result is always 8-bit RGB or RGBA, with EXIF orientation applied.
+
+use std::io::Cursor;
+
+use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage, RgbaImage, metadata::Orientation};
+
+use crate::error::PipelineError;
+
+/// An input format we can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceFormat {
+    Jpeg,
+    Png,
+    Gif,
+    Webp,
+    /// HEIC, HEIF, HEIX, multi-image (`mif1`, `msf1`) and AVIF brands: all go through libheif.
+    Heif,
+}
+
+impl SourceFormat {
+    /// The canonical media type, stored as the object's Content-Type on upload.
+    pub fn mime(self) -> &'static str {
+        match self {
+            Self::Jpeg => "image/jpeg",
+            Self::Png => "image/png",
+            Self::Gif => "image/gif",
+            Self::Webp => "image/webp",
+            Self::Heif => "image/heic",
+        }
+    }
+}
+
+const HEIF_BRANDS: &[&[u8; 4]] = &[
+    b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"hevm", b"hevs", b"mif1", b"msf1",
+    b"mif2", b"avif", b"avis", b"miaf",
+];
+
+/// Recognises a supported image from its first bytes; `None` for anything else.
+///
+/// HEIF is recognised by any of its brands (major or compatible), not only `ftypheic`.
+pub fn sniff(bytes: &[u8]) -> Option<SourceFormat> {
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        return Some(SourceFormat::Jpeg);
+    }
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Some(SourceFormat::Png);
+    }
+    if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        return Some(SourceFormat::Gif);
+    }
+    if bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        return Some(SourceFormat::Webp);
+    }
+    if bytes.len() >= 16 && &bytes[4..8] == b"ftyp" {
+        let size = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
+        let end = size.clamp(16, bytes.len().min(256));
+        let major = &bytes[8..12];
+        let compatible = bytes[16..end].chunks_exact(4);
+        if std::iter::once(major)
+            .chain(compatible)
+            .any(|b| HEIF_BRANDS.iter().any(|h| &h[..] == b))
+        {
+            return Some(SourceFormat::Heif);
+        }
+    }
+    None
+}
+
+/// What the header says about a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceInfo {
+    pub format: SourceFormat,
+    /// Stored width in pixels, before EXIF orientation (HEIF: after its own irot/imir).
+    pub width: u32,
+    /// Stored height in pixels, before EXIF orientation.
+    pub height: u32,
+    /// EXIF orientation 1..=8 (1 when absent).
+    pub orientation: u8,
+}
+
+impl SourceInfo {
+    /// Width and height once the EXIF orientation is applied.
+    pub fn oriented_size(&self) -> (u32, u32) {
+        if self.orientation >= 5 {
+            (self.height, self.width)
+        } else {
+            (self.width, self.height)
+        }
+    }
+}
+
+fn undecodable(e: impl std::fmt::Display) -> PipelineError {
+    PipelineError::Undecodable(e.to_string())
+}
+
+/// Reads format, dimensions and orientation from the header only, and enforces
+/// `max_source_pixels`.
+///
+/// # Errors
+/// [`PipelineError::NotAnImage`] for unknown bytes, [`PipelineError::Undecodable`] for a broken
+/// header, [`PipelineError::TooManyPixels`] above the limit.
+pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, PipelineError> {
+    let format = sniff(bytes).ok_or(PipelineError::NotAnImage)?;
+    let (width, height, orientation) = match format {
+        SourceFormat::Jpeg => {
+            let h = turbojpeg::read_header(bytes).map_err(undecodable)?;
+            (
+                dim(h.width)?,
+                dim(h.height)?,
+                jpeg_orientation(bytes).unwrap_or(1),
+            )
+        }
+        SourceFormat::Heif => {
+            let ctx = libheif_rs::HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
+            let handle = ctx.primary_image_handle().map_err(undecodable)?;
+            (handle.width(), handle.height(), 1)
+        }
+        SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {
+            let mut decoder = generic_decoder(bytes)?;
+            let (w, h) = decoder.dimensions();
+            let o = decoder.orientation().map_or(1, orientation_to_exif);
+            (w, h, o)
+        }
+    };
+    let pixels = u64::from(width) * u64::from(height);
+    if pixels > max_source_pixels {
+        return Err(PipelineError::TooManyPixels {
+            width: width.into(),
+            height: height.into(),
+            limit: max_source_pixels,
+        });
+    }
+    if width == 0 || height == 0 {
+        return Err(PipelineError::Undecodable("zero-sized image".into()));
+    }
+    Ok(SourceInfo {
+        format,
+        width,
+        height,
+        orientation,
+    })
+}
+
+fn dim(v: usize) -> Result<u32, PipelineError> {
+    u32::try_from(v).map_err(|_| PipelineError::Undecodable("dimension overflow".into()))
+}
+
+fn generic_decoder(bytes: &[u8]) -> Result<Box<dyn ImageDecoder + '_>, PipelineError> {
+    let mut reader = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(undecodable)?;
+    // The pixel limit is enforced from the header by `probe`; this only guards allocations.
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(2 * 1024 * 1024 * 1024);
+    reader.limits(limits);
+    let decoder = reader.into_decoder().map_err(undecodable)?;
+    Ok(Box::new(decoder))
+}
+
+fn orientation_to_exif(o: Orientation) -> u8 {
+    match o {
+        Orientation::NoTransforms => 1,
+        Orientation::FlipHorizontal => 2,
+        Orientation::Rotate180 => 3,
+        Orientation::FlipVertical => 4,
+        Orientation::Rotate90FlipH => 5,
+        Orientation::Rotate90 => 6,
+        Orientation::Rotate270FlipH => 7,
+        Orientation::Rotate270 => 8,
+    }
+}
+
+/// EXIF orientation of a JPEG (tag 0x0112 of IFD0 in the APP1 `Exif` segment), 1..=8.
+fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
+    let mut i = 2;
+    while i + 4 <= bytes.len() {
+        if bytes[i] != 0xFF {
+            return None;
+        }
+        let marker = bytes[i + 1];
+        if marker == 0xDA || marker == 0xD9 {
+            return None;
+        }
+        let len = usize::from(u16::from_be_bytes([bytes[i + 2], bytes[i + 3]]));
+        let seg = bytes.get(i + 4..i + 2 + len)?;
+        if marker == 0xE1 && seg.starts_with(b"Exif\0\0") {
+            return tiff_orientation(&seg[6..]);
+        }
+        i += 2 + len;
+    }
+    None
+}
+
+fn tiff_orientation(t: &[u8]) -> Option<u8> {
+    let le = match t.get(0..2)? {
+        b"II" => true,
+        b"MM" => false,
+        _ => return None,
+    };
+    let u16_at = |o: usize| -> Option<u16> {
+        let b = t.get(o..o + 2)?;
+        Some(if le {
+            u16::from_le_bytes([b[0], b[1]])
+        } else {
+            u16::from_be_bytes([b[0], b[1]])
+        })
+    };
+    let u32_at = |o: usize| -> Option<u32> {
+        let b = t.get(o..o + 4)?;
+        Some(if le {
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        } else {
+            u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        })
+    };
+    let ifd = u32_at(4)? as usize;
+    let count = usize::from(u16_at(ifd)?);
+    (0..count)
+        .map(|n| ifd + 2 + n * 12)
+        .find(|&e| u16_at(e) == Some(0x0112))
+        .and_then(|e| u16_at(e + 8))
+        .and_then(|v| u8::try_from(v).ok())
+        .filter(|v| (1..=8).contains(v))
+}
+
+/// Decodes to 8-bit RGB(A) with orientation applied.
+///
+/// `min_scale` (0, 1] is the smallest share of the full size the caller needs (in both axes);
+/// JPEG sources are decoded at the smallest of 1/8, 1/4, 1/2, 1 that is still at least that
+/// large. Returns the image and the scale it was decoded at (decoded size / stored size).
+///
+/// # Errors
+/// [`PipelineError::Undecodable`] for truncated or corrupt data.
+pub(crate) fn decode(
+    bytes: &[u8],
+    info: &SourceInfo,
+    min_scale: f64,
+) -> Result<(DynamicImage, f64), PipelineError> {
+    let (image, scale) = match info.format {
+        SourceFormat::Jpeg => decode_jpeg(bytes, min_scale)?,
+        SourceFormat::Heif => (decode_heif(bytes)?, 1.0),
+        SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {
+            let decoder = generic_decoder(bytes)?;
+            let img = DynamicImage::from_decoder(decoder).map_err(undecodable)?;
+            (normalise(img), 1.0)
+        }
+    };
+    let mut image = image;
+    if let Some(o) = Orientation::from_exif(info.orientation) {
+        image.apply_orientation(o);
+    }
+    Ok((image, scale))
+}
+
+/// Converts any pixel layout to 8-bit RGB, or RGBA when there is an alpha channel.
+pub(crate) fn normalise(img: DynamicImage) -> DynamicImage {
+    match img {
+        DynamicImage::ImageRgb8(_) | DynamicImage::ImageRgba8(_) => img,
+        other if other.color().has_alpha() => DynamicImage::ImageRgba8(other.to_rgba8()),
+        other => DynamicImage::ImageRgb8(other.to_rgb8()),
+    }
+}
+
+fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), PipelineError> {
+    let mut d = turbojpeg::Decompressor::new().map_err(undecodable)?;
+    let header = d.read_header(bytes).map_err(undecodable)?;
+    let denom = [8usize, 4, 2, 1]
+        .into_iter()
+        .find(|&den| 1.0 / den as f64 >= min_scale)
+        .unwrap_or(1);
+    let factor = turbojpeg::ScalingFactor::new(1, denom);
+    d.set_scaling_factor(factor).map_err(undecodable)?;
+    let scaled = header.scaled(factor);
+    let (w, h) = (scaled.width, scaled.height);
+    let mut pixels = vec![0u8; w * h * 3];
+    let out = turbojpeg::Image {
+        pixels: pixels.as_mut_slice(),
+        width: w,
+        pitch: w * 3,
+        height: h,
+        format: turbojpeg::PixelFormat::RGB,
+    };
+    d.decompress(bytes, out).map_err(undecodable)?;
+    let img = RgbImage::from_raw(dim(w)?, dim(h)?, pixels)
+        .ok_or_else(|| PipelineError::Undecodable("bad JPEG buffer size".into()))?;
+    Ok((DynamicImage::ImageRgb8(img), w as f64 / header.width as f64))
+}
+
+fn decode_heif(bytes: &[u8]) -> Result<DynamicImage, PipelineError> {
+    use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
+    let lib = LibHeif::new();
+    let ctx = HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
+    let handle = ctx.primary_image_handle().map_err(undecodable)?;
+    let alpha = handle.has_alpha_channel();
+    let chroma = if alpha {
+        RgbChroma::Rgba
+    } else {
+        RgbChroma::Rgb
+    };
+    let decoded = lib
+        .decode(&handle, ColorSpace::Rgb(chroma), None)
+        .map_err(undecodable)?;
+    let planes = decoded.planes();
+    let plane = planes.interleaved.ok_or_else(|| {
+        PipelineError::Undecodable("libheif returned no interleaved plane".into())
+    })?;
+    let channels = if alpha { 4 } else { 3 };
+    let (w, h) = (plane.width as usize, plane.height as usize);
+    let row = w * channels;
+    let mut pixels = Vec::with_capacity(row * h);
+    for y in 0..h {
+        let start = y * plane.stride;
+        let line = plane
+            .data
+            .get(start..start + row)
+            .ok_or_else(|| PipelineError::Undecodable("short HEIF plane".into()))?;
+        pixels.extend_from_slice(line);
+    }
+    let bad = || PipelineError::Undecodable("bad HEIF buffer size".into());
+    Ok(if alpha {
+        DynamicImage::ImageRgba8(
+            RgbaImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
+        )
+    } else {
+        DynamicImage::ImageRgb8(
+            RgbImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heif_is_recognised_by_any_brand_not_only_heic() {
+        let mut msf1 = vec![0, 0, 0, 24];
+        msf1.extend_from_slice(b"ftypmsf1\0\0\0\0msf1iso8");
+        assert_eq!(sniff(&msf1), Some(SourceFormat::Heif));
+        let mut mp4 = vec![0, 0, 0, 20];
+        mp4.extend_from_slice(b"ftypisom\0\0\0\0mp41");
+        assert_eq!(sniff(&mp4), None);
+    }
+
+    #[test]
+    fn text_is_not_an_image() {
+        assert_eq!(sniff(b"hello, world"), None);
+        assert!(matches!(
+            probe(b"hello", 100),
+            Err(PipelineError::NotAnImage)
+        ));
+    }
+
+    #[test]
+    fn exif_orientation_is_read_from_big_and_little_endian_tiff() {
+        // IFD0 with one entry: Orientation (0x0112), SHORT, count 1, value 6.
+        let le = [
+            b'I', b'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0,
+        ];
+        assert_eq!(tiff_orientation(&le), Some(6));
+        let be = [
+            b'M', b'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 8, 0, 0,
+        ];
+        assert_eq!(tiff_orientation(&be), Some(8));
+    }
+}

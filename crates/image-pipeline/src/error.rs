@@ -1,0 +1,21 @@
+//! The one error type of the pipeline; the server maps each variant to an HTTP status.
+
+/// Why a transformation could not be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// A query parameter is invalid (HTTP 400). `name` is the parameter as the client sent it.
+    #[error("invalid parameter {name}: {reason}")]
+    BadParam { name: String, reason: String },
+    /// The bytes are not an image format we read (HTTP 415).
+    #[error("not a supported image (expected JPEG, PNG, WebP, GIF or HEIC/HEIF)")]
+    NotAnImage,
+    /// The source has more pixels than allowed, known from its header (HTTP 422).
+    #[error("source is {width}x{height} pixels, above the limit of {limit} pixels")]
+    TooManyPixels { width: u64, height: u64, limit: u64 },
+    /// The source claims a supported format but cannot be decoded: truncated or corrupt (HTTP 422).
+    #[error("source image cannot be decoded: {0}")]
+    Undecodable(String),
+    /// Encoding the output failed (HTTP 500).
+    #[error("encoding the output failed: {0}")]
+    Encode(String),
+}

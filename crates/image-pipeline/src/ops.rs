@@ -1,0 +1,510 @@
+//! Pixel operations on 8-bit RGB/RGBA images: resize planning, rotation, blur, sharpen,
+//! grayscale and compositing. Pure functions over buffers.
+
+use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
+use image::{DynamicImage, GenericImageView, Rgba as Px, RgbaImage};
+
+use crate::error::PipelineError;
+use crate::spec::{Fit, Position};
+
+/// The resize step: which region of the source goes to which output size, and the final box.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Plan {
+    /// Size the kept region is resized to.
+    pub resize: (u32, u32),
+    /// `Some` for contain: the padded canvas size.
+    pub pad_to: Option<(u32, u32)>,
+    /// For cover: the share of the source kept, (width, height) in 0..=1.
+    pub keep: (f64, f64),
+}
+
+fn round_px(v: f64) -> u32 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let r = v.round().max(1.0).min(f64::from(u32::MAX)) as u32;
+    r
+}
+
+/// Plans the resize of a `sw` x `sh` source into the requested box.
+pub(crate) fn plan(
+    (sw, sh): (u32, u32),
+    width: Option<u32>,
+    height: Option<u32>,
+    fit: Fit,
+    enlarge: bool,
+) -> Plan {
+    let (fw, fh) = (f64::from(sw), f64::from(sh));
+    let cap = |s: f64| if enlarge { s } else { s.min(1.0) };
+    let scaled = |s: f64| (round_px(fw * s), round_px(fh * s));
+    let none = Plan {
+        resize: (sw, sh),
+        pad_to: None,
+        keep: (1.0, 1.0),
+    };
+    match (width, height) {
+        (None, None) => none,
+        (Some(w), None) => Plan {
+            resize: scaled(cap(f64::from(w) / fw)),
+            ..none
+        },
+        (None, Some(h)) => Plan {
+            resize: scaled(cap(f64::from(h) / fh)),
+            ..none
+        },
+        (Some(w), Some(h)) => {
+            let (sx, sy) = (f64::from(w) / fw, f64::from(h) / fh);
+            match fit {
+                Fit::Fill => {
+                    if enlarge {
+                        Plan {
+                            resize: (w, h),
+                            ..none
+                        }
+                    } else {
+                        Plan {
+                            resize: (w.min(sw), h.min(sh)),
+                            ..none
+                        }
+                    }
+                }
+                Fit::Inside => Plan {
+                    resize: scaled(cap(sx.min(sy))),
+                    ..none
+                },
+                Fit::Outside => Plan {
+                    resize: scaled(cap(sx.max(sy))),
+                    ..none
+                },
+                Fit::Contain => Plan {
+                    resize: scaled(cap(sx.min(sy))),
+                    pad_to: Some((w, h)),
+                    keep: (1.0, 1.0),
+                },
+                Fit::Cover => {
+                    let s = cap(sx.max(sy));
+                    let (bw, bh) = (w.min(round_px(fw * s)), h.min(round_px(fh * s)));
+                    Plan {
+                        resize: (bw, bh),
+                        pad_to: None,
+                        keep: (
+                            (f64::from(bw) / (fw * s)).min(1.0),
+                            (f64::from(bh) / (fh * s)).min(1.0),
+                        ),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A source region in pixels (fractional, as fast_image_resize accepts).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Region {
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+/// Places a `keep`-sized window inside `region` at `position` (entropy and attention look at
+/// the pixels).
+pub(crate) fn place(
+    img: &DynamicImage,
+    region: Region,
+    keep: (f64, f64),
+    position: Position,
+) -> Region {
+    let (w, h) = (region.width * keep.0, region.height * keep.1);
+    let (free_x, free_y) = (region.width - w, region.height - h);
+    let (fx, fy) = match position {
+        Position::Entropy | Position::Attention if free_x > 0.5 || free_y > 0.5 => {
+            best_window(img, region, (w, h), position == Position::Entropy)
+        }
+        other => other.fractions(),
+    };
+    Region {
+        left: region.left + free_x * fx,
+        top: region.top + free_y * fy,
+        width: w,
+        height: h,
+    }
+}
+
+fn luma(p: [u8; 4]) -> f64 {
+    0.2126 * f64::from(p[0]) + 0.7152 * f64::from(p[1]) + 0.0722 * f64::from(p[2])
+}
+
+/// Scores candidate windows along the free axis; returns the best as placement fractions.
+fn best_window(
+    img: &DynamicImage,
+    region: Region,
+    (w, h): (f64, f64),
+    entropy: bool,
+) -> (f64, f64) {
+    const STEPS: u32 = 16;
+    let horizontal = region.width - w > region.height - h;
+    let step = ((w.max(h) / 160.0).floor() as u32).max(1);
+    let mut best = (f64::MIN, 0.5);
+    for i in 0..=STEPS {
+        let t = f64::from(i) / f64::from(STEPS);
+        let (left, top) = if horizontal {
+            (region.left + (region.width - w) * t, region.top)
+        } else {
+            (region.left, region.top + (region.height - h) * t)
+        };
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let (x0, y0, x1, y1) = (
+            left as u32,
+            top as u32,
+            ((left + w) as u32).min(img.width()),
+            ((top + h) as u32).min(img.height()),
+        );
+        let mut hist = [0u32; 64];
+        let (mut n, mut energy) = (0u64, 0.0f64);
+        for y in (y0..y1.saturating_sub(step)).step_by(step as usize) {
+            for x in (x0..x1.saturating_sub(step)).step_by(step as usize) {
+                let p = img.get_pixel(x, y).0;
+                let l = luma(p);
+                n += 1;
+                if entropy {
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let bin = (l / 4.0) as usize;
+                    hist[bin.min(63)] += 1;
+                } else {
+                    let right = luma(img.get_pixel(x + step, y).0);
+                    let down = luma(img.get_pixel(x, y + step).0);
+                    let sat = f64::from(p[0].max(p[1]).max(p[2]) - p[0].min(p[1]).min(p[2]));
+                    energy += (l - right).abs() + (l - down).abs() + 0.5 * sat;
+                }
+            }
+        }
+        let score = if n == 0 {
+            0.0
+        } else if entropy {
+            hist.iter()
+                .filter(|&&c| c > 0)
+                .map(|&c| {
+                    let p = f64::from(c) / n as f64;
+                    -p * p.log2()
+                })
+                .sum()
+        } else {
+            energy / n as f64
+        };
+        if score > best.0 {
+            best = (score, t);
+        }
+    }
+    if horizontal {
+        (best.1, 0.5)
+    } else {
+        (0.5, best.1)
+    }
+}
+
+/// Resizes `region` of `src` to `dst` (Lanczos3, alpha-aware).
+pub(crate) fn resize(
+    src: &DynamicImage,
+    region: Region,
+    dst: (u32, u32),
+) -> Result<DynamicImage, PipelineError> {
+    let whole = region.left == 0.0
+        && region.top == 0.0
+        && region.width == f64::from(src.width())
+        && region.height == f64::from(src.height());
+    if whole && dst == (src.width(), src.height()) {
+        return Ok(src.clone());
+    }
+    let mut out = DynamicImage::new(dst.0, dst.1, src.color());
+    let options = ResizeOptions::new()
+        .resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3))
+        .crop(region.left, region.top, region.width, region.height);
+    Resizer::new()
+        .resize(src, &mut out, &options)
+        .map_err(|e| PipelineError::Encode(format!("resize: {e}")))?;
+    Ok(out)
+}
+
+/// Pads `img` onto a `w` x `h` canvas of `bg` at `position`.
+pub(crate) fn pad(
+    img: &DynamicImage,
+    (w, h): (u32, u32),
+    bg: [u8; 4],
+    position: Position,
+) -> DynamicImage {
+    let mut canvas = RgbaImage::from_pixel(w, h, Px(bg));
+    let (fx, fy) = position.fractions();
+    #[allow(clippy::cast_possible_truncation)]
+    let x = (f64::from(w.saturating_sub(img.width())) * fx).round() as i64;
+    #[allow(clippy::cast_possible_truncation)]
+    let y = (f64::from(h.saturating_sub(img.height())) * fy).round() as i64;
+    image::imageops::overlay(&mut canvas, &img.to_rgba8(), x, y);
+    keep_alpha_only_if_needed(canvas, img.color().has_alpha() || bg[3] != 255)
+}
+
+fn keep_alpha_only_if_needed(img: RgbaImage, alpha: bool) -> DynamicImage {
+    if alpha {
+        DynamicImage::ImageRgba8(img)
+    } else {
+        DynamicImage::ImageRgb8(DynamicImage::ImageRgba8(img).to_rgb8())
+    }
+}
+
+/// Rotates clockwise by `degrees` in (0, 360). Right angles are exact; other angles use
+/// bilinear sampling onto an enlarged canvas whose corners are `bg`.
+pub(crate) fn rotate(img: DynamicImage, degrees: f32, bg: [u8; 4]) -> DynamicImage {
+    if degrees == 90.0 {
+        return img.rotate90();
+    }
+    if degrees == 180.0 {
+        return img.rotate180();
+    }
+    if degrees == 270.0 {
+        return img.rotate270();
+    }
+    let src = img.to_rgba8();
+    let (sw, sh) = (f64::from(src.width()), f64::from(src.height()));
+    let rad = f64::from(degrees).to_radians();
+    let (sin, cos) = rad.sin_cos();
+    let ow = round_px((sw * cos).abs() + (sh * sin).abs());
+    let oh = round_px((sw * sin).abs() + (sh * cos).abs());
+    let (cx, cy) = (sw / 2.0, sh / 2.0);
+    let (ocx, ocy) = (f64::from(ow) / 2.0, f64::from(oh) / 2.0);
+    let mut out = RgbaImage::from_pixel(ow, oh, Px(bg));
+    let max_x = src.width() as i64 - 1;
+    let max_y = src.height() as i64 - 1;
+    let fetch = |x: i64, y: i64| -> [f64; 4] {
+        if x < 0 || y < 0 || x > max_x || y > max_y {
+            bg.map(f64::from)
+        } else {
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
+            src.get_pixel(x as u32, y as u32).0.map(f64::from)
+        }
+    };
+    for (x, y, px) in out.enumerate_pixels_mut() {
+        let dx = f64::from(x) + 0.5 - ocx;
+        let dy = f64::from(y) + 0.5 - ocy;
+        // Inverse rotation (counter-clockwise) maps output to source.
+        let sx = dx * cos + dy * sin + cx - 0.5;
+        let sy = -dx * sin + dy * cos + cy - 0.5;
+        if sx < -1.0 || sy < -1.0 || sx > sw || sy > sh {
+            continue;
+        }
+        let (x0, y0) = (sx.floor(), sy.floor());
+        let (tx, ty) = (sx - x0, sy - y0);
+        #[allow(clippy::cast_possible_truncation)]
+        let (ix, iy) = (x0 as i64, y0 as i64);
+        let (a, b, c, d) = (
+            fetch(ix, iy),
+            fetch(ix + 1, iy),
+            fetch(ix, iy + 1),
+            fetch(ix + 1, iy + 1),
+        );
+        for ch in 0..4 {
+            let top = a[ch] + (b[ch] - a[ch]) * tx;
+            let bottom = c[ch] + (d[ch] - c[ch]) * tx;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let v = (top + (bottom - top) * ty).round().clamp(0.0, 255.0) as u8;
+            px.0[ch] = v;
+        }
+    }
+    keep_alpha_only_if_needed(out, img.color().has_alpha() || bg[3] != 255)
+}
+
+/// Box sizes whose three passes approximate a gaussian of `sigma` (Kovesi's method).
+fn box_radii(sigma: f32) -> [usize; 3] {
+    let n = 3.0f32;
+    let ideal = (12.0 * sigma * sigma / n + 1.0).sqrt();
+    let mut wl = ideal.floor() as i32;
+    if wl % 2 == 0 {
+        wl -= 1;
+    }
+    let wu = wl + 2;
+    let m_ideal = (12.0 * sigma * sigma - n * (wl * wl) as f32 - 4.0 * n * wl as f32 - 3.0 * n)
+        / (-4.0 * wl as f32 - 4.0);
+    let m = m_ideal.round() as i32;
+    let mut r = [0usize; 3];
+    for (i, slot) in r.iter_mut().enumerate() {
+        let w = if (i as i32) < m { wl } else { wu };
+        *slot = usize::try_from((w - 1) / 2).unwrap_or(0);
+    }
+    r
+}
+
+/// One running-sum box blur pass with clamp-to-edge: `lines` lines of `len` samples of `ch`
+/// channels, samples `step` bytes apart, lines `stride` bytes apart.
+#[allow(clippy::too_many_arguments)]
+fn box_pass(
+    src: &[u8],
+    dst: &mut [u8],
+    len: usize,
+    lines: usize,
+    ch: usize,
+    r: usize,
+    stride: usize,
+    step: usize,
+) {
+    let div = u32::try_from(2 * r + 1).unwrap_or(u32::MAX);
+    let last = len - 1;
+    for line in 0..lines {
+        let base = line * stride;
+        for c in 0..ch {
+            let at = |i: usize| u32::from(src[base + i * step + c]);
+            let mut acc = at(0) * (u32::try_from(r).unwrap_or(0) + 1);
+            for k in 1..=r {
+                acc += at(k.min(last));
+            }
+            for i in 0..len {
+                #[allow(clippy::cast_possible_truncation)]
+                let v = ((acc + div / 2) / div) as u8;
+                dst[base + i * step + c] = v;
+                acc += at((i + r + 1).min(last));
+                acc -= at(i.saturating_sub(r));
+            }
+        }
+    }
+}
+
+/// Gaussian blur approximated by three box blurs in each direction (error under 3%).
+pub(crate) fn blur(img: DynamicImage, sigma: f32) -> DynamicImage {
+    let ch = usize::from(img.color().channel_count());
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    let mut img = img;
+    let buf: &mut [u8] = match &mut img {
+        DynamicImage::ImageRgb8(b) => b.as_mut(),
+        DynamicImage::ImageRgba8(b) => b.as_mut(),
+        _ => return img,
+    };
+    let mut tmp = vec![0u8; buf.len()];
+    for r in box_radii(sigma) {
+        if r == 0 {
+            continue;
+        }
+        box_pass(buf, &mut tmp, w, h, ch, r, w * ch, ch);
+        box_pass(&tmp, buf, h, w, ch, r, ch, w * ch);
+    }
+    img
+}
+
+/// A fast, mild sharpen (3x3 kernel, as sharp's `sharpen()` without options).
+pub(crate) fn sharpen(img: DynamicImage) -> DynamicImage {
+    let kernel = [-1.0, -1.0, -1.0, -1.0, 32.0, -1.0, -1.0, -1.0, -1.0].map(|k: f32| k / 24.0);
+    match img {
+        DynamicImage::ImageRgba8(b) => {
+            let alpha: Vec<u8> = b.pixels().map(|p| p.0[3]).collect();
+            let mut out = image::imageops::filter3x3(&b, &kernel);
+            for (p, a) in out.pixels_mut().zip(alpha) {
+                p.0[3] = a;
+            }
+            DynamicImage::ImageRgba8(out)
+        }
+        other => DynamicImage::ImageRgb8(image::imageops::filter3x3(&other.to_rgb8(), &kernel)),
+    }
+}
+
+/// Sets R = G = B to the Rec. 709 luminance, keeping alpha.
+pub(crate) fn grayscale(mut img: DynamicImage) -> DynamicImage {
+    let ch = usize::from(img.color().channel_count());
+    let buf: &mut [u8] = match &mut img {
+        DynamicImage::ImageRgb8(b) => b.as_mut(),
+        DynamicImage::ImageRgba8(b) => b.as_mut(),
+        _ => return img,
+    };
+    for px in buf.chunks_exact_mut(ch) {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let l = luma([px[0], px[1], px[2], 0]).round().clamp(0.0, 255.0) as u8;
+        px[0] = l;
+        px[1] = l;
+        px[2] = l;
+    }
+    img
+}
+
+/// Composites `mark` (already sized) onto `base` at `position` with `opacity` in 0..=1.
+pub(crate) fn composite(
+    base: DynamicImage,
+    mark: &RgbaImage,
+    position: Position,
+    opacity: f32,
+) -> DynamicImage {
+    let has_alpha = base.color().has_alpha();
+    let mut canvas = base.to_rgba8();
+    let (fx, fy) = position.fractions();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let x0 = (f64::from(canvas.width().saturating_sub(mark.width())) * fx).round() as u32;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let y0 = (f64::from(canvas.height().saturating_sub(mark.height())) * fy).round() as u32;
+    for (x, y, m) in mark.enumerate_pixels() {
+        let (cx, cy) = (x0 + x, y0 + y);
+        if cx >= canvas.width() || cy >= canvas.height() {
+            continue;
+        }
+        let a = f32::from(m.0[3]) / 255.0 * opacity;
+        let p = canvas.get_pixel_mut(cx, cy);
+        for c in 0..3 {
+            let v = f32::from(p.0[c]) * (1.0 - a) + f32::from(m.0[c]) * a;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let v = v.round().clamp(0.0, 255.0) as u8;
+            p.0[c] = v;
+        }
+        let under = f32::from(p.0[3]) / 255.0;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let out_a = ((a + under * (1.0 - a)) * 255.0).round().clamp(0.0, 255.0) as u8;
+        p.0[3] = out_a;
+    }
+    keep_alpha_only_if_needed(canvas, has_alpha)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn inside_never_enlarges_by_default() {
+        assert_eq!(
+            plan((400, 300), Some(800), None, Fit::Inside, false).resize,
+            (400, 300)
+        );
+        assert_eq!(
+            plan((400, 300), Some(800), None, Fit::Inside, true).resize,
+            (800, 600)
+        );
+    }
+
+    #[test]
+    fn every_fit_gives_the_sharp_sizes() {
+        let s = (4000, 2250);
+        assert_eq!(
+            plan(s, Some(400), Some(400), Fit::Inside, false).resize,
+            (400, 225)
+        );
+        assert_eq!(
+            plan(s, Some(400), Some(400), Fit::Outside, false).resize,
+            (711, 400)
+        );
+        assert_eq!(
+            plan(s, Some(400), Some(400), Fit::Fill, false).resize,
+            (400, 400)
+        );
+        assert_eq!(
+            plan(s, Some(400), Some(400), Fit::Cover, false).resize,
+            (400, 400)
+        );
+        let contain = plan(s, Some(400), Some(400), Fit::Contain, false);
+        assert_eq!(
+            (contain.resize, contain.pad_to),
+            ((400, 225), Some((400, 400)))
+        );
+    }
+
+    #[test]
+    fn blur_keeps_a_flat_image_flat() {
+        let img = DynamicImage::ImageRgb8(image::RgbImage::from_pixel(
+            50,
+            40,
+            image::Rgb([10, 200, 30]),
+        ));
+        let out = blur(img, 3.0).to_rgb8();
+        assert!(out.pixels().all(|p| p.0 == [10, 200, 30]));
+    }
+}

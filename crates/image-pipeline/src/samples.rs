@@ -1,0 +1,117 @@
+//! Generated test inputs (feature `samples`): an EXIF-oriented JPEG, a PNG decompression
+//! bomb, PNG/GIF/WebP re-encodings of real photos. For tests and benchmarks only.
+
+use image::{DynamicImage, ImageEncoder, RgbaImage};
+
+/// Inserts an APP1 `Exif` segment with IFD0 Orientation = `orientation` after the SOI marker.
+pub fn with_exif_orientation(jpeg: &[u8], orientation: u8) -> Vec<u8> {
+    let tiff: [u8; 26] = [
+        b'M',
+        b'M',
+        0,
+        42,
+        0,
+        0,
+        0,
+        8, // header, IFD0 at 8
+        0,
+        1, // one entry
+        0x01,
+        0x12,
+        0,
+        3,
+        0,
+        0,
+        0,
+        1,
+        0,
+        orientation,
+        0,
+        0, // Orientation SHORT 1
+        0,
+        0,
+        0,
+        0, // no next IFD
+    ];
+    let mut seg = b"Exif\0\0".to_vec();
+    seg.extend_from_slice(&tiff);
+    let len = u16::try_from(seg.len() + 2).unwrap_or(u16::MAX);
+    let mut out = jpeg[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&seg);
+    out.extend_from_slice(&jpeg[2..]);
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+    out.extend_from_slice(&u32::try_from(data.len()).unwrap_or(0).to_be_bytes());
+    let mut body = kind.to_vec();
+    body.extend_from_slice(data);
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&crc32(&body).to_be_bytes());
+}
+
+/// A valid-looking PNG whose header claims `width` x `height` RGB pixels, with almost no data:
+/// decoding it would allocate width*height*3 bytes.
+pub fn png_bomb(width: u32, height: u32) -> Vec<u8> {
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    chunk(&mut out, b"IHDR", &ihdr);
+    // A tiny zlib stream (empty stored block).
+    chunk(
+        &mut out,
+        b"IDAT",
+        &[0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF, 0, 0, 0, 1],
+    );
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+/// Encodes RGBA pixels as PNG.
+pub fn png(img: &RgbaImage) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = image::codecs::png::PngEncoder::new(&mut out).write_image(
+        img.as_raw(),
+        img.width(),
+        img.height(),
+        image::ExtendedColorType::Rgba8,
+    );
+    out
+}
+
+/// Encodes as a one-frame GIF (palette-quantised).
+pub fn gif(img: &RgbaImage) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut enc = image::codecs::gif::GifEncoder::new(&mut out);
+        let _ = enc.encode_frame(image::Frame::new(img.clone()));
+    }
+    out
+}
+
+/// Encodes as lossless WebP.
+pub fn webp(img: &RgbaImage) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = DynamicImage::ImageRgba8(img.clone())
+        .write_with_encoder(image::codecs::webp::WebPEncoder::new_lossless(&mut out));
+    out
+}

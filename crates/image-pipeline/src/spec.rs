@@ -1,0 +1,691 @@
+//! The canonical transformation request.
+//!
+//! The resize endpoint's query (spec section 4, DESIGN.md "Image server decisions") is parsed
+//! once into a [`TransformSpec`]. Its [`Display`](fmt::Display) form lists every parameter that
+//! differs from its default, in a fixed order and with normalised values, so two queries that
+//! ask for the same output print the same string: that string is the cache key.
+
+use std::fmt;
+
+use crate::error::PipelineError;
+
+/// Limits that parsing and decoding enforce (DESIGN.md "Configuration").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted width or height of the output, in pixels (MAX_OUTPUT_DIMENSION).
+    pub max_output_dimension: u32,
+    /// Largest accepted source, in pixels (width x height, MAX_SOURCE_PIXELS), checked from the
+    /// header before any pixel is decoded.
+    pub max_source_pixels: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_output_dimension: 8192,
+            max_source_pixels: 50_000_000,
+        }
+    }
+}
+
+/// Requested output format (`format=`). Absent means WebP, as in the original service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FormatParam {
+    /// `webp`: lossy WebP.
+    Webp,
+    /// `jpeg` or `jpg`.
+    Jpeg,
+    /// `png`: lossless.
+    Png,
+    /// `auto`: AVIF, WebP or JPEG chosen from the client's Accept header.
+    Auto,
+}
+
+/// A concrete output format, after `auto` has been resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutputFormat {
+    /// Lossy WebP through libwebp.
+    Webp,
+    /// Baseline or progressive JPEG through libjpeg-turbo.
+    Jpeg,
+    /// PNG.
+    Png,
+    /// AVIF through rav1e (only with the `avif` feature; otherwise `auto` never picks it).
+    Avif,
+}
+
+impl OutputFormat {
+    /// The media type sent as Content-Type.
+    pub fn mime(self) -> &'static str {
+        match self {
+            Self::Webp => "image/webp",
+            Self::Jpeg => "image/jpeg",
+            Self::Png => "image/png",
+            Self::Avif => "image/avif",
+        }
+    }
+
+    /// Lower-case name used in cache keys and file extensions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Webp => "webp",
+            Self::Jpeg => "jpeg",
+            Self::Png => "png",
+            Self::Avif => "avif",
+        }
+    }
+
+    /// Picks the best format the client accepts, for `format=auto`: AVIF, then WebP, then JPEG.
+    ///
+    /// `accept` is the raw Accept header (empty when absent). Entries with `q=0` are refused.
+    pub fn negotiate(accept: &str) -> Self {
+        let accepts = |mime: &str| {
+            accept.split(',').any(|entry| {
+                let mut parts = entry.split(';').map(str::trim);
+                let ty = parts.next().unwrap_or("");
+                let refused = parts.any(|p| {
+                    p.strip_prefix("q=")
+                        .and_then(|q| q.parse::<f32>().ok())
+                        .is_some_and(|q| q <= 0.0)
+                });
+                ty.eq_ignore_ascii_case(mime) && !refused
+            })
+        };
+        if cfg!(feature = "avif") && accepts("image/avif") {
+            Self::Avif
+        } else if accepts("image/webp") {
+            Self::Webp
+        } else {
+            Self::Jpeg
+        }
+    }
+}
+
+/// How the image fits the `width` x `height` box, named as sharp names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Fit {
+    /// Preserve aspect ratio, as large as possible inside the box (the default).
+    #[default]
+    Inside,
+    /// Preserve aspect ratio, cover the box, crop the overflow at `position`.
+    Cover,
+    /// Preserve aspect ratio, fit inside, pad to the exact box with `background`.
+    Contain,
+    /// Ignore aspect ratio, stretch to the box.
+    Fill,
+    /// Preserve aspect ratio, as small as possible while covering the box; no crop.
+    Outside,
+}
+
+impl Fit {
+    fn parse(v: &str) -> Option<Self> {
+        Some(match v.to_ascii_lowercase().as_str() {
+            "inside" => Self::Inside,
+            "cover" => Self::Cover,
+            "contain" => Self::Contain,
+            "fill" => Self::Fill,
+            "outside" => Self::Outside,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Inside => "inside",
+            Self::Cover => "cover",
+            Self::Contain => "contain",
+            Self::Fill => "fill",
+            Self::Outside => "outside",
+        }
+    }
+}
+
+/// Where the kept region sits (cover, contain padding) or the watermark goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Position {
+    /// Centre (the default for cover).
+    #[default]
+    Centre,
+    North,
+    NorthEast,
+    East,
+    SouthEast,
+    South,
+    SouthWest,
+    West,
+    NorthWest,
+    /// The window with the highest luminance entropy (cover only).
+    Entropy,
+    /// The window with the most edges and saturated colour (cover only).
+    Attention,
+}
+
+impl Position {
+    fn parse(v: &str) -> Option<Self> {
+        Some(
+            match v.to_ascii_lowercase().replace(['_', '-', ' '], "").as_str() {
+                "centre" | "center" => Self::Centre,
+                "north" | "top" => Self::North,
+                "northeast" | "righttop" | "topright" => Self::NorthEast,
+                "east" | "right" => Self::East,
+                "southeast" | "rightbottom" | "bottomright" => Self::SouthEast,
+                "south" | "bottom" => Self::South,
+                "southwest" | "leftbottom" | "bottomleft" => Self::SouthWest,
+                "west" | "left" => Self::West,
+                "northwest" | "lefttop" | "topleft" => Self::NorthWest,
+                "entropy" => Self::Entropy,
+                "attention" => Self::Attention,
+                _ => return None,
+            },
+        )
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Centre => "centre",
+            Self::North => "north",
+            Self::NorthEast => "northeast",
+            Self::East => "east",
+            Self::SouthEast => "southeast",
+            Self::South => "south",
+            Self::SouthWest => "southwest",
+            Self::West => "west",
+            Self::NorthWest => "northwest",
+            Self::Entropy => "entropy",
+            Self::Attention => "attention",
+        }
+    }
+
+    /// Fractional placement (0 = left/top, 0.5 = centre, 1 = right/bottom) of a compass
+    /// position; entropy and attention answer centre here and are handled by the caller.
+    pub(crate) fn fractions(self) -> (f64, f64) {
+        match self {
+            Self::North => (0.5, 0.0),
+            Self::NorthEast => (1.0, 0.0),
+            Self::East => (1.0, 0.5),
+            Self::SouthEast => (1.0, 1.0),
+            Self::South => (0.5, 1.0),
+            Self::SouthWest => (0.0, 1.0),
+            Self::West => (0.0, 0.5),
+            Self::NorthWest => (0.0, 0.0),
+            Self::Centre | Self::Entropy | Self::Attention => (0.5, 0.5),
+        }
+    }
+}
+
+/// An RGBA colour from a `background=` hex value (`fff`, `ffffff`, `ffffff80`, `#` optional).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rgba(pub [u8; 4]);
+
+impl Rgba {
+    fn parse(v: &str) -> Option<Self> {
+        let hex = v.strip_prefix('#').unwrap_or(v);
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let digit = |i: usize| u8::from_str_radix(hex.get(i..i + 1)?, 16).ok();
+        let pair = |i: usize| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok();
+        Some(match hex.len() {
+            3 => Self([digit(0)? * 17, digit(1)? * 17, digit(2)? * 17, 255]),
+            6 => Self([pair(0)?, pair(2)?, pair(4)?, 255]),
+            8 => Self([pair(0)?, pair(2)?, pair(4)?, pair(6)?]),
+            _ => return None,
+        })
+    }
+}
+
+/// A pixel rectangle of the oriented source (`cropLeft`, `cropTop`, `cropWidth`, `cropHeight`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CropRect {
+    pub left: u32,
+    pub top: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// A watermark: another stored image composited onto the output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Watermark {
+    /// Object path of the watermark image (validated by the server like any path).
+    pub path: String,
+    /// Corner or edge it sits at; default south-east.
+    pub position: Position,
+    /// 0..=1, default 0.5.
+    pub opacity: f32,
+    /// Width as a share of the output width, (0, 1], default 0.25.
+    pub scale: f32,
+}
+
+/// Every transformation of one request, validated and normalised.
+///
+/// Built by [`TransformSpec::from_query`]; applied by [`crate::transform`] in the order
+/// decode, orient, crop, resize, rotate, flip/flop, blur, sharpen, grayscale, watermark, encode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransformSpec {
+    /// Target width in pixels, 1..=max_output_dimension.
+    pub width: Option<u32>,
+    /// Target height in pixels, 1..=max_output_dimension.
+    pub height: Option<u32>,
+    /// Requested format; `None` encodes WebP.
+    pub format: Option<FormatParam>,
+    /// 1..=100, default 80.
+    pub quality: u8,
+    /// Clockwise degrees in [0, 360), normalised (360 is 0).
+    pub rotate: f32,
+    pub sharpen: bool,
+    /// Mirror left to right.
+    pub flip: bool,
+    /// Mirror top to bottom.
+    pub flop: bool,
+    pub grayscale: bool,
+    /// Gaussian sigma in (0, 100]; `None` for no blur.
+    pub blur: Option<f32>,
+    pub crop: Option<CropRect>,
+    pub fit: Fit,
+    pub position: Position,
+    /// Padding (contain) and rotation corner colour; default transparent, white for JPEG.
+    pub background: Option<Rgba>,
+    /// Allow upscaling beyond the source size (default false, as in the original).
+    pub enlarge: bool,
+    /// Progressive JPEG (default false).
+    pub progressive: bool,
+    pub watermark: Option<Watermark>,
+}
+
+impl Default for TransformSpec {
+    fn default() -> Self {
+        Self {
+            width: None,
+            height: None,
+            format: None,
+            quality: 80,
+            rotate: 0.0,
+            sharpen: false,
+            flip: false,
+            flop: false,
+            grayscale: false,
+            blur: None,
+            crop: None,
+            fit: Fit::Inside,
+            position: Position::Centre,
+            background: None,
+            enlarge: false,
+            progressive: false,
+            watermark: None,
+        }
+    }
+}
+
+fn bad(name: &str, reason: impl Into<String>) -> PipelineError {
+    PipelineError::BadParam {
+        name: name.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn switch(name: &str, v: &str) -> Result<bool, PipelineError> {
+    match v.to_ascii_lowercase().as_str() {
+        "" | "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(bad(name, "expected true, false, 1, 0 or no value")),
+    }
+}
+
+fn number(name: &str, v: &str) -> Result<f64, PipelineError> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite())
+        .ok_or_else(|| bad(name, format!("{v:?} is not a number")))
+}
+
+fn pixels(name: &str, v: &str, min: u32, max: u32) -> Result<u32, PipelineError> {
+    let n = v
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| bad(name, format!("{v:?} is not a whole number of pixels")))?;
+    if n < u64::from(min) || n > u64::from(max) {
+        return Err(bad(name, format!("must be between {min} and {max}")));
+    }
+    u32::try_from(n).map_err(|_| bad(name, "too large"))
+}
+
+impl TransformSpec {
+    /// Parses the resize endpoint's query pairs (already percent-decoded).
+    ///
+    /// Accepts the spec's names plus DESIGN.md's (`fit`, `position`, `background`, `enlarge`,
+    /// crop as `cropLeft`/`cropTop`/`cropWidth`/`cropHeight`, `watermark*`); snake_case and
+    /// camelCase spellings of the multi-word names are both accepted. Unknown names are ignored
+    /// (and so never reach the cache key), so clients sending extra parameters keep working;
+    /// this includes the original SDK's `watermarkText`: text watermarks are not offered.
+    /// The original SDK's `watermarkImage`, `watermarkPosition` (`top-left`...) and
+    /// `watermarkOpacity` are accepted.
+    ///
+    /// # Errors
+    /// [`PipelineError::BadParam`] naming the first invalid parameter: a width or height of 0,
+    /// not a number or above `limits.max_output_dimension`; quality outside 1..=100; rotate
+    /// outside 0..=360; an unknown format, fit or position; an incomplete crop rectangle.
+    pub fn from_query<'a, I>(pairs: I, limits: &Limits) -> Result<Self, PipelineError>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut spec = Self::default();
+        let mut crop = [None::<u32>; 4];
+        let mut wm_position = Position::SouthEast;
+        let mut wm_opacity = 0.5_f32;
+        let mut wm_scale = 0.25_f32;
+        let mut wm_path = None;
+        let max = limits.max_output_dimension;
+        for (key, v) in pairs {
+            let canon: String = key
+                .chars()
+                .filter(|c| *c != '_' && *c != '-')
+                .collect::<String>()
+                .to_ascii_lowercase();
+            match canon.as_str() {
+                "width" | "w" => spec.width = Some(pixels(key, v, 1, max)?),
+                "height" | "h" => spec.height = Some(pixels(key, v, 1, max)?),
+                "format" | "f" => {
+                    spec.format = Some(match v.to_ascii_lowercase().as_str() {
+                        "webp" => FormatParam::Webp,
+                        "jpeg" | "jpg" => FormatParam::Jpeg,
+                        "png" => FormatParam::Png,
+                        "auto" => FormatParam::Auto,
+                        _ => return Err(bad(key, "expected webp, jpeg, png or auto")),
+                    });
+                }
+                "quality" | "q" => {
+                    let q = v
+                        .trim()
+                        .parse::<u8>()
+                        .ok()
+                        .filter(|q| (1..=100).contains(q))
+                        .ok_or_else(|| bad(key, "must be a whole number from 1 to 100"))?;
+                    spec.quality = q;
+                }
+                "rotate" => {
+                    let r = number(key, v)?;
+                    if !(0.0..=360.0).contains(&r) {
+                        return Err(bad(key, "must be between 0 and 360 degrees"));
+                    }
+                    #[allow(clippy::cast_possible_truncation)]
+                    let r = (r % 360.0) as f32;
+                    spec.rotate = r;
+                }
+                "sharpen" => spec.sharpen = switch(key, v)?,
+                "flip" => spec.flip = switch(key, v)?,
+                "flop" => spec.flop = switch(key, v)?,
+                "grayscale" | "greyscale" => spec.grayscale = switch(key, v)?,
+                "enlarge" => spec.enlarge = switch(key, v)?,
+                "progressive" => spec.progressive = switch(key, v)?,
+                "blur" => {
+                    let s = number(key, v)?;
+                    if !(0.0..=100.0).contains(&s) {
+                        return Err(bad(key, "sigma must be between 0 and 100"));
+                    }
+                    #[allow(clippy::cast_possible_truncation)]
+                    let s = s as f32;
+                    spec.blur = (s > 0.0).then_some(s);
+                }
+                "fit" => {
+                    spec.fit = Fit::parse(v).ok_or_else(|| {
+                        bad(key, "expected inside, cover, contain, fill or outside")
+                    })?;
+                }
+                "position" | "gravity" => {
+                    spec.position = Position::parse(v).ok_or_else(|| {
+                        bad(
+                            key,
+                            "expected centre, a compass point, entropy or attention",
+                        )
+                    })?;
+                }
+                "background" | "bg" => {
+                    spec.background = Some(
+                        Rgba::parse(v)
+                            .ok_or_else(|| bad(key, "expected a hex colour such as ffffff"))?,
+                    );
+                }
+                "cropleft" => crop[0] = Some(pixels(key, v, 0, u32::MAX)?),
+                "croptop" => crop[1] = Some(pixels(key, v, 0, u32::MAX)?),
+                "cropwidth" => crop[2] = Some(pixels(key, v, 1, u32::MAX)?),
+                "cropheight" => crop[3] = Some(pixels(key, v, 1, u32::MAX)?),
+                "watermark" | "watermarkimage" => {
+                    wm_path = Some(v.to_owned()).filter(|p| !p.is_empty())
+                }
+                "watermarkposition" => {
+                    wm_position = Position::parse(v)
+                        .filter(|p| !matches!(p, Position::Entropy | Position::Attention))
+                        .ok_or_else(|| bad(key, "expected centre or a compass point"))?;
+                }
+                "watermarkopacity" => {
+                    let o = number(key, v)?;
+                    if !(0.0..=1.0).contains(&o) {
+                        return Err(bad(key, "must be between 0 and 1"));
+                    }
+                    #[allow(clippy::cast_possible_truncation)]
+                    let o = o as f32;
+                    wm_opacity = o;
+                }
+                "watermarkscale" => {
+                    let s = number(key, v)?;
+                    if !(s > 0.0 && s <= 1.0) {
+                        return Err(bad(key, "must be above 0 and at most 1"));
+                    }
+                    #[allow(clippy::cast_possible_truncation)]
+                    let s = s as f32;
+                    wm_scale = s;
+                }
+                _ => {}
+            }
+        }
+        spec.crop = match crop {
+            [None, None, None, None] => None,
+            [left, top, Some(width), Some(height)] => Some(CropRect {
+                left: left.unwrap_or(0),
+                top: top.unwrap_or(0),
+                width,
+                height,
+            }),
+            _ => {
+                return Err(bad(
+                    "cropWidth",
+                    "cropWidth and cropHeight are both required",
+                ));
+            }
+        };
+        spec.watermark = wm_path.map(|path| Watermark {
+            path,
+            position: wm_position,
+            opacity: wm_opacity,
+            scale: wm_scale,
+        });
+        Ok(spec)
+    }
+
+    /// The concrete output format: `auto` resolved against the Accept header, absent = WebP.
+    pub fn output_format(&self, accept: &str) -> OutputFormat {
+        match self.format {
+            None | Some(FormatParam::Webp) => OutputFormat::Webp,
+            Some(FormatParam::Jpeg) => OutputFormat::Jpeg,
+            Some(FormatParam::Png) => OutputFormat::Png,
+            Some(FormatParam::Auto) => OutputFormat::negotiate(accept),
+        }
+    }
+}
+
+/// Canonical form: `key=value` pairs joined by `&`, in a fixed order, defaults omitted.
+/// `format` is printed as given (`auto` included); the server appends the resolved format.
+impl fmt::Display for TransformSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = Self::default();
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(c) = self.crop {
+            parts.push(format!(
+                "crop={},{},{},{}",
+                c.left, c.top, c.width, c.height
+            ));
+        }
+        if let Some(w) = self.width {
+            parts.push(format!("w={w}"));
+        }
+        if let Some(h) = self.height {
+            parts.push(format!("h={h}"));
+        }
+        if self.fit != d.fit {
+            parts.push(format!("fit={}", self.fit.name()));
+        }
+        if self.position != d.position {
+            parts.push(format!("pos={}", self.position.name()));
+        }
+        if self.enlarge {
+            parts.push("enlarge".into());
+        }
+        if let Some(Rgba([r, g, b, a])) = self.background {
+            parts.push(format!("bg={r:02x}{g:02x}{b:02x}{a:02x}"));
+        }
+        if self.rotate != 0.0 {
+            parts.push(format!("rot={}", self.rotate));
+        }
+        for (on, name) in [(self.flip, "flip"), (self.flop, "flop")] {
+            if on {
+                parts.push(name.into());
+            }
+        }
+        if let Some(b) = self.blur {
+            parts.push(format!("blur={b}"));
+        }
+        for (on, name) in [(self.sharpen, "sharpen"), (self.grayscale, "gray")] {
+            if on {
+                parts.push(name.into());
+            }
+        }
+        if let Some(w) = &self.watermark {
+            parts.push(format!(
+                "wm={},{},{},{}",
+                w.path
+                    .replace('%', "%25")
+                    .replace(',', "%2C")
+                    .replace('&', "%26"),
+                w.position.name(),
+                w.opacity,
+                w.scale
+            ));
+        }
+        match self.format {
+            None => {}
+            Some(FormatParam::Webp) => parts.push("f=webp".into()),
+            Some(FormatParam::Jpeg) => parts.push("f=jpeg".into()),
+            Some(FormatParam::Png) => parts.push("f=png".into()),
+            Some(FormatParam::Auto) => parts.push("f=auto".into()),
+        }
+        parts.push(format!("q={}", self.quality));
+        if self.progressive {
+            parts.push("progressive".into());
+        }
+        f.write_str(&parts.join("&"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn parse(q: &[(&str, &str)]) -> Result<TransformSpec, PipelineError> {
+        TransformSpec::from_query(q.iter().copied(), &Limits::default())
+    }
+
+    #[test]
+    fn parameter_order_and_spelling_do_not_change_the_key() {
+        let a = parse(&[
+            ("width", "800"),
+            ("flip", "true"),
+            ("format", "jpg"),
+            ("quality", "80"),
+        ])
+        .unwrap();
+        let b = parse(&[
+            ("format", "jpeg"),
+            ("flip", ""),
+            ("width", "800"),
+            ("unknown", "x"),
+        ])
+        .unwrap();
+        assert_eq!(a.to_string(), b.to_string());
+        assert_eq!(a.to_string(), "w=800&flip&f=jpeg&q=80");
+    }
+
+    #[test]
+    fn rotate_360_is_rotate_0() {
+        assert_eq!(parse(&[("rotate", "360")]).unwrap().rotate, 0.0);
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        for (k, v) in [
+            ("width", "0"),
+            ("width", "abc"),
+            ("width", "100000"),
+            ("height", "-5"),
+            ("quality", "0"),
+            ("quality", "101"),
+            ("rotate", "361"),
+            ("rotate", "-1"),
+            ("format", "gif"),
+            ("fit", "squash"),
+            ("blur", "nan"),
+            ("flip", "maybe"),
+            ("background", "zzz"),
+        ] {
+            match parse(&[(k, v)]) {
+                Err(PipelineError::BadParam { name, .. }) => assert_eq!(name, k),
+                other => panic!("{k}={v} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn crop_uses_the_original_sdk_names_and_needs_a_size() {
+        let s = parse(&[
+            ("cropLeft", "10"),
+            ("cropTop", "20"),
+            ("cropWidth", "30"),
+            ("cropHeight", "40"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.crop,
+            Some(CropRect {
+                left: 10,
+                top: 20,
+                width: 30,
+                height: 40
+            })
+        );
+        assert!(parse(&[("cropLeft", "10")]).is_err());
+    }
+
+    #[test]
+    fn auto_prefers_avif_then_webp_then_jpeg() {
+        let avif = if cfg!(feature = "avif") {
+            OutputFormat::Avif
+        } else {
+            OutputFormat::Webp
+        };
+        assert_eq!(OutputFormat::negotiate("image/avif,image/webp,*/*"), avif);
+        assert_eq!(
+            OutputFormat::negotiate("image/avif;q=0, image/webp"),
+            OutputFormat::Webp
+        );
+        assert_eq!(OutputFormat::negotiate("image/png,*/*"), OutputFormat::Jpeg);
+        assert_eq!(OutputFormat::negotiate(""), OutputFormat::Jpeg);
+    }
+
+    #[test]
+    fn background_accepts_short_long_and_alpha_hex() {
+        assert_eq!(Rgba::parse("#fff"), Some(Rgba([255, 255, 255, 255])));
+        assert_eq!(Rgba::parse("ff000080"), Some(Rgba([255, 0, 0, 128])));
+        assert_eq!(Rgba::parse("ff00"), None);
+    }
+}

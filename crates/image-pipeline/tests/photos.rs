@@ -1,0 +1,416 @@
+//! Every transformation on real photographs: dimensions, format magic and pixel facts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use image_pipeline::image::{Rgba, RgbaImage};
+use image_pipeline::{
+    Limits, OutputFormat, PipelineError, TransformSpec, decode_to_rgba, samples, transform,
+};
+use pretty_assertions::assert_eq;
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn spec(q: &str) -> TransformSpec {
+    let pairs: Vec<(&str, &str)> = q
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+        .collect();
+    TransformSpec::from_query(pairs, &Limits::default()).unwrap()
+}
+
+fn run(src: &[u8], q: &str) -> image_pipeline::Output {
+    let s = spec(q);
+    transform(src, &s, s.output_format(""), None, &Limits::default()).unwrap()
+}
+
+fn pixels(out: &image_pipeline::Output) -> RgbaImage {
+    decode_to_rgba(&out.bytes, u64::MAX).unwrap()
+}
+
+fn magic(bytes: &[u8]) -> &'static str {
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        "jpeg"
+    } else if bytes.starts_with(b"\x89PNG") {
+        "png"
+    } else if bytes.len() > 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        "webp"
+    } else if bytes.len() > 12 && &bytes[4..12] == b"ftypavif" {
+        "avif"
+    } else {
+        "unknown"
+    }
+}
+
+/// The lake photo as PNG with a pure red 64x64 square in its top-left corner.
+fn marked_png() -> Vec<u8> {
+    let mut img = decode_to_rgba(&fixture("large_image.jpg"), u64::MAX).unwrap();
+    for y in 0..64 {
+        for x in 0..64 {
+            img.put_pixel(x, y, Rgba([255, 0, 0, 255]));
+        }
+    }
+    samples::png(&img)
+}
+
+fn is_red(p: &Rgba<u8>) -> bool {
+    p.0[0] > 200 && p.0[1] < 60 && p.0[2] < 60
+}
+
+#[test]
+fn width_alone_keeps_the_aspect_ratio_in_every_format() {
+    let lake = fixture("lake.jpg");
+    for (f, m) in [("webp", "webp"), ("jpeg", "jpeg"), ("png", "png")] {
+        let out = run(&lake, &format!("width=800&format={f}"));
+        assert_eq!((out.width, out.height, magic(&out.bytes)), (800, 450, m));
+        let px = pixels(&out);
+        assert_eq!(px.dimensions(), (800, 450));
+    }
+}
+
+#[test]
+fn no_format_means_webp_at_quality_80() {
+    let out = run(&fixture("lake.jpg"), "height=200");
+    assert_eq!(
+        (magic(&out.bytes), out.width, out.height),
+        ("webp", 356, 200)
+    );
+}
+
+#[test]
+fn every_fit_mode_gives_its_box() {
+    let lake = fixture("lake.jpg");
+    for (fit, expect) in [
+        ("inside", (400, 225)),
+        ("cover", (400, 400)),
+        ("contain", (400, 400)),
+        ("fill", (400, 400)),
+        ("outside", (711, 400)),
+    ] {
+        let out = run(&lake, &format!("width=400&height=400&fit={fit}&format=png"));
+        assert_eq!((out.width, out.height), expect, "fit={fit}");
+    }
+}
+
+#[test]
+fn contain_pads_with_the_background() {
+    let out = run(
+        &fixture("lake.jpg"),
+        "width=400&height=400&fit=contain&background=ff0000&format=png",
+    );
+    let px = pixels(&out);
+    assert!(is_red(px.get_pixel(200, 5)), "{:?}", px.get_pixel(200, 5));
+    assert!(!is_red(px.get_pixel(200, 200)));
+}
+
+#[test]
+fn cover_positions_pick_different_windows() {
+    let src = marked_png();
+    let west = pixels(&run(
+        &src,
+        "width=100&height=100&fit=cover&position=west&format=png",
+    ));
+    let east = pixels(&run(
+        &src,
+        "width=100&height=100&fit=cover&position=east&format=png",
+    ));
+    assert!(is_red(west.get_pixel(1, 1)));
+    assert!(!is_red(east.get_pixel(1, 1)));
+    for p in ["north", "southeast", "entropy", "attention"] {
+        let out = run(
+            &src,
+            &format!("width=100&height=100&fit=cover&position={p}"),
+        );
+        assert_eq!((out.width, out.height), (100, 100), "{p}");
+    }
+}
+
+#[test]
+fn crop_takes_the_rectangle_before_the_resize() {
+    let src = marked_png();
+    let out = run(
+        &src,
+        "cropLeft=0&cropTop=0&cropWidth=64&cropHeight=64&format=png",
+    );
+    assert_eq!((out.width, out.height), (64, 64));
+    assert!(pixels(&out).pixels().all(is_red));
+    let out = run(
+        &fixture("lake.jpg"),
+        "cropLeft=1000&cropTop=500&cropWidth=2000&cropHeight=1000&width=500",
+    );
+    assert_eq!((out.width, out.height), (500, 250));
+}
+
+#[test]
+fn crop_outside_the_image_is_a_bad_parameter() {
+    let s = spec("cropLeft=4000&cropTop=0&cropWidth=10&cropHeight=10");
+    let err = transform(
+        &fixture("lake.jpg"),
+        &s,
+        OutputFormat::Png,
+        None,
+        &Limits::default(),
+    );
+    assert!(
+        matches!(err, Err(PipelineError::BadParam { .. })),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn flip_mirrors_left_to_right_and_flop_top_to_bottom() {
+    let src = marked_png();
+    let flip = pixels(&run(&src, "flip=true&format=png"));
+    let (w, h) = flip.dimensions();
+    assert!(is_red(flip.get_pixel(w - 2, 1)));
+    assert!(!is_red(flip.get_pixel(1, 1)));
+    let flop = pixels(&run(&src, "flop=1&format=png"));
+    assert!(is_red(flop.get_pixel(1, h - 2)));
+    assert!(!is_red(flop.get_pixel(1, 1)));
+}
+
+#[test]
+fn rotate_90_swaps_the_sides_and_turns_clockwise() {
+    let src = marked_png();
+    let out = run(&src, "rotate=90&format=png");
+    let px = pixels(&out);
+    assert_eq!(px.dimensions(), (1512, 2268));
+    // Top-left goes to top-right when turning clockwise.
+    assert!(is_red(px.get_pixel(1510, 1)));
+    for r in ["180", "270", "360"] {
+        let out = run(&src, &format!("rotate={r}&format=png"));
+        assert_eq!(
+            (out.width, out.height),
+            if r == "270" {
+                (1512, 2268)
+            } else {
+                (2268, 1512)
+            }
+        );
+    }
+}
+
+#[test]
+fn rotate_45_fills_the_corners_with_background() {
+    let lake = fixture("lake.jpg");
+    let png = pixels(&run(&lake, "width=400&rotate=45&format=png"));
+    assert_eq!(png.get_pixel(0, 0).0[3], 0, "transparent corner for PNG");
+    assert!(png.width() > 400);
+    let jpeg = pixels(&run(&lake, "width=400&rotate=45&format=jpeg"));
+    assert!(
+        jpeg.get_pixel(0, 0).0[..3].iter().all(|&c| c > 240),
+        "white corner for JPEG"
+    );
+    let blue = pixels(&run(
+        &lake,
+        "width=400&rotate=30&background=0000ff&format=png",
+    ));
+    assert_eq!(blue.get_pixel(0, 0).0, [0, 0, 255, 255]);
+}
+
+#[test]
+fn grayscale_makes_the_channels_equal() {
+    for f in ["png", "jpeg", "webp"] {
+        let px = pixels(&run(
+            &fixture("lake.jpg"),
+            &format!("width=300&grayscale=true&format={f}"),
+        ));
+        let tolerance = if f == "webp" { 3 } else { 0 };
+        assert!(
+            px.pixels()
+                .all(|p| p.0[0].abs_diff(p.0[1]) <= tolerance
+                    && p.0[1].abs_diff(p.0[2]) <= tolerance),
+            "{f}"
+        );
+    }
+}
+
+fn mean_abs_gradient(img: &RgbaImage) -> f64 {
+    let mut sum = 0u64;
+    for y in 0..img.height() {
+        for x in 1..img.width() {
+            sum += u64::from(img.get_pixel(x, y).0[1].abs_diff(img.get_pixel(x - 1, y).0[1]));
+        }
+    }
+    sum as f64 / f64::from(img.width() * img.height())
+}
+
+#[test]
+fn blur_softens_and_sharpen_crisps() {
+    let lake = fixture("lake.jpg");
+    let plain = mean_abs_gradient(&pixels(&run(&lake, "width=400&format=png")));
+    let blurred = mean_abs_gradient(&pixels(&run(&lake, "width=400&blur=3&format=png")));
+    let sharp = mean_abs_gradient(&pixels(&run(&lake, "width=400&sharpen=true&format=png")));
+    assert!(blurred < plain * 0.7, "blur {blurred} vs {plain}");
+    assert!(sharp > plain, "sharpen {sharp} vs {plain}");
+}
+
+#[test]
+fn quality_changes_the_size_monotonically() {
+    let lake = fixture("lake.jpg");
+    for f in ["jpeg", "webp"] {
+        let sizes: Vec<usize> = [10, 40, 70, 95]
+            .iter()
+            .map(|q| {
+                run(&lake, &format!("width=800&format={f}&quality={q}"))
+                    .bytes
+                    .len()
+            })
+            .collect();
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{f}: {sizes:?}");
+    }
+}
+
+#[test]
+fn progressive_jpeg_has_an_sof2_marker() {
+    let out = run(
+        &fixture("lake.jpg"),
+        "width=300&format=jpeg&progressive=true",
+    );
+    assert!(out.bytes.windows(2).any(|w| w == [0xFF, 0xC2]));
+}
+
+#[test]
+fn exif_orientation_6_turns_the_photo_upright() {
+    let oriented = samples::with_exif_orientation(&fixture("large_image.jpg"), 6);
+    let out = run(&oriented, "format=png");
+    assert_eq!((out.width, out.height), (1512, 2268));
+    let small = run(&oriented, "width=300");
+    assert_eq!((small.width, small.height), (300, 450));
+}
+
+#[test]
+fn heic_photos_decode_with_their_rotation() {
+    let out = run(&fixture("iphone.heic"), "width=300&format=jpeg");
+    assert_eq!(
+        (out.width, out.height, magic(&out.bytes)),
+        (300, 400, "jpeg")
+    );
+    let out = run(&fixture("window.heic"), "width=800");
+    assert_eq!(
+        (out.width, out.height, magic(&out.bytes)),
+        (800, 600, "webp")
+    );
+}
+
+#[test]
+fn png_gif_and_webp_sources_decode() {
+    let img = decode_to_rgba(&fixture("large_image.jpg"), u64::MAX).unwrap();
+    let small = image_pipeline::image::imageops::thumbnail(&img, 600, 400);
+    for src in [
+        samples::png(&small),
+        samples::gif(&small),
+        samples::webp(&small),
+    ] {
+        let out = run(&src, "width=300&format=jpeg");
+        assert_eq!((out.width, out.height), (300, 200));
+    }
+}
+
+#[test]
+fn avif_is_produced_when_negotiated() {
+    if !cfg!(feature = "avif") {
+        return;
+    }
+    let s = spec("width=200&format=auto");
+    let f = s.output_format("image/avif,image/webp");
+    let out = transform(&fixture("lake.jpg"), &s, f, None, &Limits::default()).unwrap();
+    assert_eq!(magic(&out.bytes), "avif");
+}
+
+#[test]
+fn watermark_lands_in_the_chosen_corner() {
+    let mark = samples::png(&RgbaImage::from_pixel(40, 40, Rgba([255, 0, 0, 255])));
+    let s = spec(
+        "width=400&format=png&watermark=logo.png&watermark_opacity=1&watermark_position=northwest",
+    );
+    let out = transform(
+        &fixture("lake.jpg"),
+        &s,
+        OutputFormat::Png,
+        Some(&mark),
+        &Limits::default(),
+    )
+    .unwrap();
+    let px = pixels(&out);
+    assert!(is_red(px.get_pixel(5, 5)));
+    assert!(
+        is_red(px.get_pixel(95, 5)),
+        "scale 0.25 of 400 px is 100 px"
+    );
+    assert!(!is_red(px.get_pixel(105, 5)));
+}
+
+#[test]
+fn bombs_are_refused_from_the_header() {
+    let bomb = samples::png_bomb(100_000, 100_000);
+    let err = transform(
+        &bomb,
+        &TransformSpec::default(),
+        OutputFormat::Webp,
+        None,
+        &Limits::default(),
+    );
+    assert!(
+        matches!(err, Err(PipelineError::TooManyPixels { .. })),
+        "{err:?}"
+    );
+    let heic = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/images/pillow_heif__heif_special_200MP.heic");
+    match std::fs::read(&heic) {
+        Ok(bytes) => {
+            let start = std::time::Instant::now();
+            let err = transform(
+                &bytes,
+                &TransformSpec::default(),
+                OutputFormat::Webp,
+                None,
+                &Limits::default(),
+            );
+            assert!(
+                matches!(err, Err(PipelineError::TooManyPixels { .. })),
+                "{err:?}"
+            );
+            assert!(start.elapsed().as_secs() < 2, "refused before decoding");
+        }
+        Err(_) => eprintln!("skipped: {} is absent", heic.display()),
+    }
+}
+
+#[test]
+fn truncated_and_foreign_bytes_are_errors_not_panics() {
+    let lake = fixture("lake.jpg");
+    let err = transform(
+        &lake[..lake.len() / 2],
+        &TransformSpec::default(),
+        OutputFormat::Webp,
+        None,
+        &Limits::default(),
+    );
+    assert!(matches!(err, Err(PipelineError::Undecodable(_))), "{err:?}");
+    let err = transform(
+        b"plain text",
+        &TransformSpec::default(),
+        OutputFormat::Webp,
+        None,
+        &Limits::default(),
+    );
+    assert!(matches!(err, Err(PipelineError::NotAnImage)));
+    let truncated_heic = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/images/pillow_heif__heif_truncated_truncated.heic");
+    if let Ok(bytes) = std::fs::read(&truncated_heic) {
+        let err = transform(
+            &bytes,
+            &TransformSpec::default(),
+            OutputFormat::Webp,
+            None,
+            &Limits::default(),
+        );
+        assert!(matches!(err, Err(PipelineError::Undecodable(_))), "{err:?}");
+    }
+}
