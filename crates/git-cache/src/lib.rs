@@ -1,1 +1,32 @@
-//! git-cache: see ../../../shared/DESIGN.md
+//! git-cache: the bare-clone cache of the review service (spec/review-service.md section 1,
+//! steps 4-7; DESIGN.md "Git").
+//!
+//! Why it exists: every review needs the pull request's commits on disk, a checkout of the head
+//! tree for the agent's file tools, the `base...head` diff it reviews, and a patch id that says
+//! whether a push changed anything. All of it goes through [gix]; the library never shells out
+//! to `git`. The tests compare every output with the real `git` CLI.
+//!
+//! - [`GitCache`] keeps one bare clone per repository under
+//!   `<root>/<forge_host>/<owner>/<repo>.git`: the first sync clones, later syncs fetch, with one
+//!   lock per repository.
+//! - [`Repo`] opens any repository (isolated from user and system config) and resolves
+//!   revisions, finds merge bases, prints `git diff base...head` byte for byte, and checks a
+//!   commit out into a [`Worktree`] that is removed when dropped.
+//! - [`patch_id`] computes `git patch-id --stable` from a diff's text.
+//!
+//! Everything blocks: async callers run it in `spawn_blocking`.
+
+mod cache;
+mod diff;
+mod error;
+mod patch_id;
+mod quote;
+mod rename;
+mod repo;
+mod worktree;
+
+pub use cache::{GitCache, RepoKey, Synced};
+pub use error::GitError;
+pub use patch_id::{patch_id, patch_id_bytes};
+pub use repo::Repo;
+pub use worktree::Worktree;

@@ -1,0 +1,318 @@
+//! An opened repository: revisions, merge bases, the `base...head` diff, checkouts and logs.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use gix::ObjectId;
+use gix::bstr::{BStr, ByteSlice};
+use gix::objs::TreeRefIter;
+use gix::prelude::ObjectIdExt;
+
+use crate::diff::{Blobs, FilePair, Side, write_pair};
+use crate::error::chain;
+use crate::rename::detect_renames;
+use crate::{GitError, Worktree};
+
+/// An opened repository: a bare cache from [`crate::GitCache`] or any local repository (a
+/// developer's working copy works too; only its committed history is used).
+///
+/// Opened isolated (`gix::open::Options::isolated()`): system, user and environment
+/// configuration is ignored, so no credential helper, pager or hook ever runs. `Send + Sync`;
+/// each call works on a thread-local handle of its own.
+pub struct Repo {
+    inner: gix::ThreadSafeRepository,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Repo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repo").field("path", &self.path).finish()
+    }
+}
+
+impl Repo {
+    /// Opens the repository at `path` (a bare `.git` folder or a working copy).
+    ///
+    /// Errors: [`GitError::Open`] when `path` is not a readable git repository.
+    pub fn open(path: &Path) -> Result<Repo, GitError> {
+        let repo =
+            gix::open_opts(path, gix::open::Options::isolated()).map_err(|e| GitError::Open {
+                path: path.to_owned(),
+                message: chain(&e),
+            })?;
+        Ok(Repo {
+            inner: repo.into_sync(),
+            path: path.to_owned(),
+        })
+    }
+
+    /// The path this repository was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn local(&self) -> gix::Repository {
+        let mut repo = self.inner.to_thread_local();
+        repo.object_cache_size_if_unset(8 * 1024 * 1024);
+        repo
+    }
+
+    fn object_error(&self, operation: String, err: &(dyn std::error::Error + 'static)) -> GitError {
+        GitError::Object {
+            operation,
+            path: self.path.clone(),
+            message: chain(err),
+        }
+    }
+
+    fn resolve_in(&self, repo: &gix::Repository, rev: &str) -> Result<ObjectId, GitError> {
+        let unknown = |e: &(dyn std::error::Error + 'static)| GitError::UnknownRevision {
+            rev: rev.to_owned(),
+            message: chain(e),
+        };
+        let id = repo.rev_parse_single(rev).map_err(|e| unknown(&e))?;
+        let commit = id
+            .object()
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|e| unknown(&e))?;
+        Ok(commit.id)
+    }
+
+    /// Resolves a revision (full or abbreviated sha, branch, tag, `HEAD~2`,
+    /// `refs/pull/7/head`) to the 40-hex id of the commit it names (tags are peeled).
+    ///
+    /// Errors: [`GitError::UnknownRevision`] when it names nothing or no commit.
+    pub fn resolve(&self, rev: &str) -> Result<String, GitError> {
+        let repo = self.local();
+        Ok(self.resolve_in(&repo, rev)?.to_string())
+    }
+
+    fn merge_base_in(
+        &self,
+        repo: &gix::Repository,
+        a: &str,
+        b: &str,
+    ) -> Result<(ObjectId, ObjectId), GitError> {
+        let (a_id, b_id) = (self.resolve_in(repo, a)?, self.resolve_in(repo, b)?);
+        let base = repo
+            .merge_base(a_id, b_id)
+            .map_err(|e| self.object_error(format!("merge-base {a} {b}"), &e))?
+            .ok_or_else(|| GitError::NoMergeBase {
+                a: a.to_owned(),
+                b: b.to_owned(),
+            })?;
+        Ok((base.detach(), b_id))
+    }
+
+    /// The best common ancestor of `a` and `b` as 40 hex (`git merge-base a b`; with several
+    /// candidates one of them is returned).
+    ///
+    /// Errors: [`GitError::UnknownRevision`], [`GitError::NoMergeBase`] for unrelated histories.
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<String, GitError> {
+        let repo = self.local();
+        Ok(self.merge_base_in(&repo, a, b)?.0.to_string())
+    }
+
+    /// `git diff base...head` (from the merge base of `base` and `head` to `head`) with git's
+    /// default options, byte for byte; see [`Repo::diff_bytes`]. Content that is not UTF-8 is
+    /// converted lossily: use `diff_bytes` (and [`crate::patch_id_bytes`]) to keep it exact.
+    pub fn diff(&self, base: &str, head: &str) -> Result<String, GitError> {
+        let bytes = self.diff_bytes(base, head)?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    /// The bytes `git diff base...head` prints with default options: no color, renames
+    /// detected (`diff.renames=true`, 50%), `a/` `b/` prefixes, 3 context lines, function-name
+    /// context, git's `index` abbreviations and path quoting. Empty when nothing changed.
+    ///
+    /// Errors: [`GitError::UnknownRevision`], [`GitError::NoMergeBase`], or
+    /// [`GitError::Object`] when an object cannot be read.
+    pub fn diff_bytes(&self, base: &str, head: &str) -> Result<Vec<u8>, GitError> {
+        let repo = self.local();
+        let (merge_base, head_id) = self.merge_base_in(&repo, base, head)?;
+        self.diff_commits(&repo, merge_base, head_id)
+            .map_err(|e| match e {
+                GitError::Object { message, path, .. } => GitError::Object {
+                    operation: format!("diff {base}...{head}"),
+                    path,
+                    message,
+                },
+                other => other,
+            })
+    }
+
+    /// `git diff old new` between two commits.
+    fn diff_commits(
+        &self,
+        repo: &gix::Repository,
+        old: ObjectId,
+        new: ObjectId,
+    ) -> Result<Vec<u8>, GitError> {
+        let fail = |e: &(dyn std::error::Error + 'static)| self.object_error("diff".into(), e);
+        let tree_of = |id: ObjectId| {
+            repo.find_commit(id)
+                .and_then(|c| c.tree())
+                .map_err(|e| fail(&e))
+        };
+        let (old_tree, new_tree) = (tree_of(old)?, tree_of(new)?);
+        let mut recorder = gix::diff::tree::Recorder::default();
+        gix::diff::tree(
+            TreeRefIter::from_bytes(&old_tree.data, old_tree.id.kind()),
+            TreeRefIter::from_bytes(&new_tree.data, new_tree.id.kind()),
+            &mut gix::diff::tree::State::default(),
+            &repo.objects,
+            &mut recorder,
+        )
+        .map_err(|e| fail(&e))?;
+
+        use gix::diff::tree::recorder::Change;
+        let side = |path: &BStr, mode: gix::objs::tree::EntryMode, id: ObjectId| {
+            (!mode.is_tree()).then(|| Side {
+                path: path.to_owned(),
+                kind: mode.kind(),
+                id,
+            })
+        };
+        let mut queue: Vec<FilePair> = Vec::new();
+        for change in recorder.records {
+            match change {
+                Change::Addition {
+                    entry_mode,
+                    oid,
+                    path,
+                    ..
+                } => queue.extend(side(path.as_ref(), entry_mode, oid).map(FilePair::Added)),
+                Change::Deletion {
+                    entry_mode,
+                    oid,
+                    path,
+                    ..
+                } => queue.extend(side(path.as_ref(), entry_mode, oid).map(FilePair::Deleted)),
+                Change::Modification {
+                    previous_entry_mode,
+                    previous_oid,
+                    entry_mode,
+                    oid,
+                    path,
+                } => match (
+                    side(path.as_ref(), previous_entry_mode, previous_oid),
+                    side(path.as_ref(), entry_mode, oid),
+                ) {
+                    (Some(old), Some(new)) => queue.push(FilePair::Modified(old, new)),
+                    (Some(old), None) => queue.push(FilePair::Deleted(old)),
+                    (None, Some(new)) => queue.push(FilePair::Added(new)),
+                    (None, None) => {}
+                },
+            }
+        }
+        // git's queue is in path order (gix walks trees breadth-first); a deletion sorts
+        // before an addition at the same path.
+        queue.sort_by(|a, b| {
+            a.sort_path()
+                .cmp(b.sort_path())
+                .then_with(|| matches!(a, FilePair::Added(_)).cmp(&matches!(b, FilePair::Added(_))))
+        });
+
+        let mut blobs = RepoBlobs {
+            repo,
+            cache: HashMap::new(),
+            hex_len: None,
+        };
+        let queue = detect_renames(queue, &mut blobs)?;
+        let mut out = Vec::new();
+        for pair in &queue {
+            write_pair(&mut out, pair, &mut blobs)?;
+        }
+        Ok(out)
+    }
+
+    /// Checks the tree of `commit` (any revision [`Repo::resolve`] accepts) out into a new
+    /// temporary directory, under `parent` when given, else the system temp dir. The files
+    /// are those `git archive <commit>` would produce (contents and executable bits, symlinks
+    /// as symlinks). The directory is removed when the [`Worktree`] drops, and nothing is
+    /// left behind when this call fails.
+    ///
+    /// Errors: [`GitError::UnknownRevision`], [`GitError::Checkout`].
+    pub fn checkout(&self, commit: &str, parent: Option<&Path>) -> Result<Worktree, GitError> {
+        let repo = self.local();
+        let id = self.resolve_in(&repo, commit)?;
+        crate::worktree::checkout(&repo, id, parent)
+    }
+
+    /// Subjects (first lines) of the commits in `base..head`, oldest first: the `max` most
+    /// recent ones when there are more. For the PR context given to the reviewer.
+    ///
+    /// Errors: [`GitError::UnknownRevision`], [`GitError::Object`].
+    pub fn log(&self, base: &str, head: &str, max: usize) -> Result<Vec<String>, GitError> {
+        let repo = self.local();
+        let (base_id, head_id) = (self.resolve_in(&repo, base)?, self.resolve_in(&repo, head)?);
+        let fail = |e: &(dyn std::error::Error + 'static)| {
+            self.object_error(format!("log {base}..{head}"), e)
+        };
+        let walk = repo
+            .rev_walk([head_id])
+            .with_hidden([base_id])
+            .all()
+            .map_err(|e| fail(&e))?;
+        let mut subjects = Vec::new();
+        for info in walk.take(max) {
+            let info = info.map_err(|e| fail(&e))?;
+            let commit = info.object().map_err(|e| fail(&e))?;
+            let message = commit.message().map_err(|e| fail(&e))?;
+            subjects.push(message.title.trim().to_str_lossy().into_owned());
+        }
+        subjects.reverse();
+        Ok(subjects)
+    }
+}
+
+/// Blob contents for the diff printer, read once per object id.
+struct RepoBlobs<'r> {
+    repo: &'r gix::Repository,
+    cache: HashMap<ObjectId, Rc<[u8]>>,
+    hex_len: Option<usize>,
+}
+
+impl Blobs for RepoBlobs<'_> {
+    fn get(&mut self, side: &Side) -> Result<Rc<[u8]>, GitError> {
+        if side.kind == gix::objs::tree::EntryKind::Commit {
+            return Ok(Rc::from(
+                format!("Subproject commit {}\n", side.id).into_bytes(),
+            ));
+        }
+        if let Some(data) = self.cache.get(&side.id) {
+            return Ok(data.clone());
+        }
+        let object = self
+            .repo
+            .find_object(side.id)
+            .map_err(|e| GitError::Object {
+                operation: format!("read blob {} of {}", side.id, side.path),
+                path: self.repo.git_dir().to_owned(),
+                message: chain(&e),
+            })?;
+        let data: Rc<[u8]> = Rc::from(object.detach().data);
+        self.cache.insert(side.id, data.clone());
+        Ok(data)
+    }
+
+    fn abbrev(&mut self, id: &ObjectId) -> String {
+        // git's auto abbreviation: 7, or more for repositories with many objects.
+        let hex_len = *self.hex_len.get_or_insert_with(|| {
+            let count = self.repo.objects.packed_object_count().unwrap_or(0);
+            let bits = 64 - count.leading_zeros();
+            (bits.div_ceil(2) as usize).max(7)
+        });
+        if id.is_null() {
+            return "0".repeat(hex_len);
+        }
+        match id.attach(self.repo).shorten() {
+            Ok(prefix) => prefix.to_string(),
+            Err(_) => id.to_hex_with_len(hex_len).to_string(),
+        }
+    }
+}
