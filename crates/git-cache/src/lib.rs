@@ -16,6 +16,8 @@
 //!
 //! Everything blocks: async callers run it in `spawn_blocking`.
 
+#![warn(missing_docs)]
+
 mod cache;
 mod diff;
 mod error;

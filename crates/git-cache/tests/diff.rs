@@ -451,3 +451,58 @@ fn fifty_random_edit_sets_match_git_byte_for_byte() {
         "no inexact rename"
     );
 }
+
+#[test]
+fn submodules_file_to_directory_and_identical_copies_match_git() {
+    let f = fixture_with(&[
+        ("a", "file that becomes a directory\n"),
+        ("a.txt", "sorts between a and a/\n"),
+        ("one/same.txt", "identical\ncontent\n"),
+        ("two/same.txt", "identical\ncontent\n"),
+        ("mode-and-move.sh", &numbered(10, "m")),
+    ]);
+    let sub_v1 = f.git(&["rev-parse", "HEAD"]);
+    f.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{sub_v1},vendor/sub"),
+    ]);
+    f.git(&["commit", "-q", "-m", "submodule"]);
+    f.git(&["branch", "-f", "main", "HEAD"]);
+
+    f.remove("a");
+    f.write("a/inner.txt", "now a directory\n");
+    // Two identical sources moved: git pairs each with the same basename first.
+    std::fs::create_dir_all(f.repo.join("three")).unwrap();
+    std::fs::create_dir_all(f.repo.join("four")).unwrap();
+    f.git(&["mv", "one/same.txt", "three/same.txt"]);
+    f.git(&["mv", "two/same.txt", "four/other.txt"]);
+    f.git(&["mv", "mode-and-move.sh", "moved.sh"]);
+    f.chmod("moved.sh", 0o755);
+    f.git(&["add", "-A"]);
+    f.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{},vendor/sub", f.git(&["rev-parse", "HEAD~1"])),
+    ]);
+    f.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{sub_v1},vendor/new-sub"),
+    ]);
+    f.git(&["commit", "-q", "-m", "shapes"]);
+    let diff = String::from_utf8(f.assert_diff_matches("main", "feature")).unwrap();
+    for needle in [
+        "+Subproject commit ",
+        "new file mode 160000",
+        "rename to three/same.txt",
+        "rename to four/other.txt",
+        "new mode 100755",
+        "+++ b/a/inner.txt",
+    ] {
+        assert!(diff.contains(needle), "{needle:?} missing in\n{diff}");
+    }
+}
