@@ -1,0 +1,75 @@
+//! The one error enum of the agent crate. Every message names what went wrong in words an
+//! operator understands, because the app stores it as the review's `error` (spec section 2).
+
+/// Why an agent call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The provider's API key is not configured: neither the stored setting nor its environment
+    /// fallback is set (DESIGN.md, Configuration: providers and key slots).
+    #[error(
+        "no API key for provider {provider}: set the `{setting}` setting or the {env} environment variable"
+    )]
+    MissingKey {
+        /// Provider id, e.g. `anthropic`.
+        provider: String,
+        /// Settings key, e.g. `agent_api_key`.
+        setting: &'static str,
+        /// Environment fallback, e.g. `AGENT_API_KEY`.
+        env: &'static str,
+    },
+    /// The model spec names a provider the registry does not know.
+    #[error("unknown model provider {0:?}: expected one of anthropic, zai-coding-plan, openai")]
+    UnknownProvider(String),
+    /// The provider answered with an error status; `message` is the provider's own
+    /// `error.message` when it sent one, else the start of the body.
+    #[error("model provider answered {status}: {message}")]
+    Provider {
+        /// HTTP status (0 when the error arrived inside a stream).
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider could not be reached or sent something we could not read.
+    #[error("model provider request failed: {0}")]
+    Transport(String),
+    /// No model progress for the idle timeout, or the run exceeded its total timeout.
+    #[error("timeout: {0}")]
+    Timeout(String),
+    /// The run was cancelled (stopped by a user or superseded by a newer push).
+    #[error("the review run was cancelled")]
+    Cancelled,
+    /// The model finished twice (once after a nudge) without calling post_review or post_comment.
+    #[error("the agent finished without posting a review or comment")]
+    NothingPosted,
+    /// The run used all its model steps.
+    #[error("the agent used its step limit of {0} model calls without finishing")]
+    StepLimit(u32),
+    /// The transcript could not be written or read.
+    #[error("transcript: {0}")]
+    Transcript(String),
+    /// No transcript exists for this session id.
+    #[error("no transcript for session {0:?}")]
+    SessionNotFound(String),
+    /// A session id with characters other than `[A-Za-z0-9_-]`.
+    #[error("invalid session id {0:?}: only letters, digits, '_' and '-' are allowed")]
+    InvalidSessionId(String),
+    /// The worktree directory is missing or unreadable.
+    #[error("worktree {0}")]
+    Worktree(String),
+    /// The model catalog could not be parsed.
+    #[error("model catalog: {0}")]
+    Catalog(String),
+}
+
+impl AgentError {
+    /// True when the run was cancelled on purpose (stop or supersede), which the caller must not
+    /// treat as a genuine failure (no automatic retry, spec section 3).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, AgentError::Cancelled)
+    }
+
+    /// True for timeouts (a genuine failure, DESIGN.md Lifecycle extras).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, AgentError::Timeout(_))
+    }
+}
