@@ -1,15 +1,22 @@
 //! The LLM review agent (DESIGN.md, Agent): thin serde clients of the Anthropic Messages API and
 //! OpenAI chat completions (no vendor SDK; FACTS.md explains why), one registry table mapping
 //! providers to wire format and key slot, read-only tools confined to a worktree, the two
-//! posting tools behind [`ReviewPoster`], and token cost from a models.dev-format [`Catalog`].
+//! posting tools behind [`ReviewPoster`], the tool loop [`run_review`], transcripts per session
+//! ([`TranscriptStore`]) and token cost from a models.dev-format [`Catalog`].
 
 pub mod catalog;
 pub mod diff;
 mod error;
+pub mod prompt;
 pub mod provider;
+mod review;
 pub mod tools;
+mod transcript;
 
 pub use catalog::{Catalog, CatalogModel, CatalogProvider, Cost, Limit};
 pub use error::AgentError;
 pub use provider::{ProviderSettings, Usage, complete_text};
+pub use review::{PrContext, ReviewJob, ReviewOutcome, Skill, run_review};
+pub use tokio_util::sync::CancellationToken;
 pub use tools::ReviewPoster;
+pub use transcript::{TranscriptStore, validate_session_id};

@@ -1,0 +1,322 @@
+//! One review run: the tool loop over a provider client (DESIGN.md, Agent; spec section 1 step
+//! 6). The loop sends the layered instructions and the PR context, runs the model's tool calls
+//! through the registry, and ends when the model stops after posting. A model that stops
+//! without posting is nudged once; the run is bounded by a step limit, an idle timeout, a total
+//! timeout and a cancellation token.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use review_domain::{FindingRow, ModelSpec};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Catalog;
+use crate::diff;
+use crate::error::AgentError;
+use crate::prompt;
+use crate::provider::{Message, ModelRequest, ProviderSettings, Usage};
+use crate::tools::{PostState, ReviewPoster, ToolContext, ToolRegistry, path::Root};
+use crate::transcript::{TranscriptStore, TranscriptWriter};
+
+/// The pull request under review, as the forge reports it. Everything here is untrusted input.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrContext {
+    /// PR number.
+    pub number: i64,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub body: Option<String>,
+    /// Author login.
+    pub author: Option<String>,
+    /// Base branch name.
+    pub base_ref: String,
+    /// Head branch name.
+    pub head_ref: String,
+    /// Base commit SHA.
+    pub base_sha: String,
+    /// Head commit SHA.
+    pub head_sha: String,
+    /// Commit subjects (or messages; only the first line is used), oldest first.
+    pub commits: Vec<String>,
+}
+
+/// An enabled reviewer skill, appended to the instructions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    /// Skill name (`^[a-z0-9]+(-[a-z0-9]+)*$`).
+    pub name: String,
+    /// One-line description.
+    pub description: Option<String>,
+    /// The skill's instructions (markdown).
+    pub content: String,
+}
+
+/// Everything one review run needs besides the shared services.
+#[derive(Debug, Clone)]
+pub struct ReviewJob {
+    /// Names the transcript; `[A-Za-z0-9_-]` only.
+    pub session_id: String,
+    /// Checkout of the PR head; the file tools are confined to it.
+    pub worktree: PathBuf,
+    /// The full `git diff base...head`.
+    pub diff: String,
+    /// Provider and model.
+    pub model: ModelSpec,
+    /// The replaceable focus (repo prompt, else `default_prompt`); empty: the built-in default.
+    pub focus: String,
+    /// Enabled skills.
+    pub skills: Vec<Skill>,
+    /// The PR.
+    pub pr: PrContext,
+    /// Findings of earlier reviews of this PR (re-review: not to be posted again).
+    pub earlier_findings: Vec<FindingRow>,
+    /// Model calls allowed; default 40.
+    pub max_steps: u32,
+    /// Diff bytes the model sees through git_diff; default 400 000.
+    pub diff_cap_bytes: usize,
+    /// Longest wait for model progress; default 5 minutes.
+    pub idle_timeout: Duration,
+    /// Longest run; default 45 minutes.
+    pub total_timeout: Duration,
+}
+
+impl ReviewJob {
+    /// A job with the defaults: no focus (built-in), no skills, no earlier findings, 40 steps,
+    /// 400 000-byte diff cap, 5 min idle and 45 min total timeouts.
+    pub fn new(
+        session_id: impl Into<String>,
+        worktree: impl Into<PathBuf>,
+        diff: impl Into<String>,
+        model: ModelSpec,
+        pr: PrContext,
+    ) -> Self {
+        ReviewJob {
+            session_id: session_id.into(),
+            worktree: worktree.into(),
+            diff: diff.into(),
+            model,
+            focus: String::new(),
+            skills: Vec::new(),
+            pr,
+            earlier_findings: Vec::new(),
+            max_steps: 40,
+            diff_cap_bytes: 400_000,
+            idle_timeout: Duration::from_secs(5 * 60),
+            total_timeout: Duration::from_secs(45 * 60),
+        }
+    }
+}
+
+/// What a completed run used and did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ReviewOutcome {
+    /// The spec, `provider/model`.
+    pub model: String,
+    /// Uncached input tokens.
+    pub input_tokens: i64,
+    /// Output tokens.
+    pub output_tokens: i64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: i64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: i64,
+    /// Sum of the four.
+    pub tokens: i64,
+    /// USD from the catalog's prices; 0.0 when the catalog has no price.
+    pub cost: f64,
+    /// Model calls made.
+    pub steps: u32,
+    /// A formal review was posted.
+    pub posted_review: bool,
+    /// Markdown comments posted.
+    pub posted_comments: u32,
+    /// Inline comments folded into the body because they were outside the diff.
+    pub folded_comments: u32,
+    /// The diff was over `diff_cap_bytes` and cut for the model.
+    pub diff_capped: bool,
+}
+
+/// Runs one review to completion.
+///
+/// Errors: registry errors ([`AgentError::MissingKey`], [`AgentError::UnknownProvider`]);
+/// [`AgentError::Provider`] / [`AgentError::Transport`] from the model; [`AgentError::Timeout`]
+/// (idle or total); [`AgentError::Cancelled`] when `cancel` fires; [`AgentError::NothingPosted`]
+/// when the model stops twice without posting; [`AgentError::StepLimit`] when the steps run out
+/// before anything was posted. Once a review is on the forge, a later model failure ends the run
+/// as completed (the review stands; failing would make the retry post it twice). The transcript
+/// is written as the run goes, whatever the result.
+pub async fn run_review(
+    job: ReviewJob,
+    providers: &ProviderSettings,
+    catalog: &Catalog,
+    poster: &dyn ReviewPoster,
+    transcripts: &TranscriptStore,
+    cancel: CancellationToken,
+) -> Result<ReviewOutcome, AgentError> {
+    let spec = job.model.to_string();
+    let client = providers.client(&job.model.provider)?;
+    let root = Root::new(&job.worktree)
+        .map_err(|e| AgentError::Worktree(format!("{}: {e}", job.worktree.display())))?;
+    let writer = transcripts.start(&job.session_id, &spec).await?;
+
+    let parsed = diff::parse(&job.diff);
+    let capped = diff::cap(&parsed, job.diff_cap_bytes);
+    let repo = prompt::repo_instructions(&root);
+    let system = prompt::system_prompt(&job.focus, repo.as_ref(), &job.skills);
+    let user = prompt::user_message(
+        &job.pr,
+        &job.earlier_findings,
+        parsed.files.len(),
+        capped.total_bytes,
+        capped.is_capped().then_some(capped.omitted.as_slice()),
+    );
+    let max_tokens = catalog
+        .model(&job.model)
+        .and_then(|m| m.limit)
+        .and_then(|l| l.output)
+        .map(|o| o.min(32_000) as u32)
+        .unwrap_or(8_192);
+    let diff_capped = capped.is_capped();
+    let ctx = ToolContext {
+        root,
+        diff: parsed,
+        capped,
+        cap_bytes: job.diff_cap_bytes,
+        poster,
+        state: Mutex::new(PostState::default()),
+    };
+    let registry = ToolRegistry::review_tools();
+    writer.record(json!({"type": "system", "text": system}));
+    writer.record(json!({"type": "message", "role": "user", "text": user}));
+    let request = ModelRequest {
+        model: job.model.model.clone(),
+        system,
+        messages: vec![Message::User { text: user }],
+        tools: registry.specs(),
+        max_tokens,
+    };
+    let mut usage = Usage::default();
+    let mut steps = 0u32;
+    let run = tool_loop(
+        &client, request, &registry, &ctx, &writer, &job, &mut usage, &mut steps,
+    );
+    let result = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(AgentError::Cancelled),
+        _ = tokio::time::sleep(job.total_timeout) => Err(AgentError::Timeout(format!(
+            "the review ran longer than its total limit of {} s", job.total_timeout.as_secs()
+        ))),
+        r = run => r,
+    };
+    let state = ctx.state();
+    let outcome = ReviewOutcome {
+        model: spec,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_tokens: usage.cache_read_tokens,
+        cache_write_tokens: usage.cache_write_tokens,
+        tokens: usage.total(),
+        cost: catalog.cost(&job.model, &usage),
+        steps,
+        posted_review: state.review,
+        posted_comments: state.comments,
+        folded_comments: state.folded,
+        diff_capped,
+    };
+    let outcome_json = serde_json::to_value(&outcome).ok();
+    match result {
+        Ok(()) => {
+            writer.finish("completed", None, outcome_json).await;
+            Ok(outcome)
+        }
+        Err(
+            e @ (AgentError::Provider { .. } | AgentError::Transport(_) | AgentError::Timeout(_)),
+        ) if state.review => {
+            tracing::warn!(error = %e, session = %job.session_id, "model failed after the review was posted; the run counts as completed");
+            writer.record(json!({"type": "error", "message": e.to_string(), "after_post": true}));
+            writer.finish("completed", None, outcome_json).await;
+            Ok(outcome)
+        }
+        Err(e) => {
+            let status = if e.is_cancelled() {
+                "cancelled"
+            } else {
+                "failed"
+            };
+            writer
+                .finish(status, Some(e.to_string()), outcome_json)
+                .await;
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn tool_loop(
+    client: &crate::provider::ModelClient,
+    mut request: ModelRequest,
+    registry: &ToolRegistry,
+    ctx: &ToolContext<'_>,
+    writer: &TranscriptWriter,
+    job: &ReviewJob,
+    usage: &mut Usage,
+    steps: &mut u32,
+) -> Result<(), AgentError> {
+    let mut nudged = false;
+    loop {
+        if *steps >= job.max_steps {
+            return if ctx.state().posted_anything() {
+                Ok(())
+            } else {
+                Err(AgentError::StepLimit(job.max_steps))
+            };
+        }
+        *steps += 1;
+        let response = client.send(&request, job.idle_timeout, &mut |_| {}).await?;
+        usage.add(&response.usage);
+        writer.record(json!({
+            "type": "assistant",
+            "step": *steps,
+            "text": response.text,
+            "tool_calls": response.tool_calls,
+            "stop_reason": response.stop.as_ref().map(|s| format!("{s:?}")),
+            "usage": response.usage,
+        }));
+        request.messages.push(Message::Assistant {
+            text: response.text.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
+        if response.tool_calls.is_empty() {
+            if ctx.state().posted_anything() {
+                return Ok(());
+            }
+            if nudged {
+                return Err(AgentError::NothingPosted);
+            }
+            nudged = true;
+            writer.record(
+                json!({"type": "message", "role": "user", "text": prompt::NUDGE, "nudge": true}),
+            );
+            request.messages.push(Message::User {
+                text: prompt::NUDGE.into(),
+            });
+            continue;
+        }
+        let mut results = Vec::with_capacity(response.tool_calls.len());
+        for call in &response.tool_calls {
+            writer.record(json!({
+                "type": "tool_call", "step": *steps, "id": call.id, "name": call.name, "arguments": call.arguments,
+            }));
+            let result = registry.dispatch(ctx, call).await;
+            writer.record(json!({
+                "type": "tool_result", "step": *steps, "call_id": result.call_id, "name": call.name,
+                "is_error": result.is_error, "content": result.content,
+            }));
+            results.push(result);
+        }
+        request.messages.push(Message::Tool { results });
+    }
+}
