@@ -1,1 +1,135 @@
-//! forge: see ../../../shared/DESIGN.md
+//! GitHub, as the review service needs it (spec/review-service.md sections 1 and 4; FACTS.md,
+//! Wire formats): webhook signatures and payload types, GitHub App authentication with cached
+//! installation tokens, and the REST calls a review makes. The [`Forge`] trait is what the
+//! server holds, so tests can point [`GitHubForge`] at a fake forge on loopback.
+
+mod client;
+mod signature;
+pub mod webhook;
+
+pub use client::{AppCredentials, GitHubForge};
+pub use signature::{sign, verify_signature};
+
+use async_trait::async_trait;
+use review_domain::{PostedReview, ReviewSubmission};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+/// Errors of forge calls. Messages carry GitHub's own `message` (and the first validation
+/// error) so a failed review row says what GitHub said.
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    /// The App credentials are missing or unusable (FORGE_APP_ID, FORGE_APP_PRIVATE_KEY).
+    #[error("GitHub App credentials: {0}")]
+    Credentials(String),
+    /// The forge could not be reached.
+    #[error("GitHub unreachable: {0}")]
+    Transport(String),
+    /// The forge answered with an error status.
+    #[error("GitHub {method} {path} failed with {status}: {message}")]
+    Api {
+        method: &'static str,
+        path: String,
+        status: u16,
+        message: String,
+    },
+    /// The forge answered 2xx with a body we could not read.
+    #[error("GitHub {path}: unexpected response: {message}")]
+    Decode { path: String, message: String },
+}
+
+/// Names a repository on the forge, with the installation that grants access to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoRef {
+    pub installation_id: i64,
+    pub owner: String,
+    pub name: String,
+}
+
+impl RepoRef {
+    /// `owner/name`.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+/// The parts of a pull request a review needs (GET /repos/{o}/{r}/pulls/{n}).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub number: i64,
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub draft: bool,
+    #[serde(default)]
+    pub state: Option<String>,
+    pub user: Option<webhook::User>,
+    pub head: webhook::GitRef,
+    pub base: webhook::GitRef,
+}
+
+/// Conclusion of a completed check run (GitHub's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckConclusion {
+    Success,
+    Failure,
+    Neutral,
+    Cancelled,
+    Skipped,
+}
+
+impl CheckConclusion {
+    /// GitHub's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Failure => "failure",
+            Self::Neutral => "neutral",
+            Self::Cancelled => "cancelled",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+/// The forge operations of a review. Implemented by [`GitHubForge`]; tests use the same
+/// implementation against the fake forge in `tests/`.
+#[async_trait]
+pub trait Forge: Send + Sync {
+    /// A token for git transport and REST calls of this installation (cached until shortly
+    /// before it expires).
+    async fn installation_token(&self, installation_id: i64) -> Result<SecretString, ForgeError>;
+    /// GET a pull request.
+    async fn pull_request(&self, repo: &RepoRef, number: i64) -> Result<PullRequest, ForgeError>;
+    /// POST an issue comment on the PR; returns the comment id.
+    async fn post_comment(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+        body: &str,
+    ) -> Result<i64, ForgeError>;
+    /// POST a formal review with inline comments at `commit_id`.
+    async fn create_review(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+        commit_id: &str,
+        review: &ReviewSubmission,
+    ) -> Result<PostedReview, ForgeError>;
+    /// POST a check run, in progress, on `head_sha`; returns its id.
+    async fn create_check_run(
+        &self,
+        repo: &RepoRef,
+        head_sha: &str,
+        name: &str,
+    ) -> Result<i64, ForgeError>;
+    /// PATCH a check run to completed with a conclusion and an output title and summary.
+    async fn complete_check_run(
+        &self,
+        repo: &RepoRef,
+        check_run_id: i64,
+        conclusion: CheckConclusion,
+        title: &str,
+        summary: &str,
+    ) -> Result<(), ForgeError>;
+}

@@ -1,0 +1,179 @@
+//! Webhook payload types: the fields of GitHub's deliveries that the review service reads
+//! (spec/review-service.md section 6, Inbound). Everything else in a payload is ignored, and
+//! optional fields are optional, so GitHub adding fields never breaks a delivery.
+
+use serde::{Deserialize, Serialize};
+
+/// A user or organisation account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub login: String,
+}
+
+/// The repository a delivery is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repository {
+    /// `owner/name`.
+    pub full_name: String,
+    pub name: String,
+    pub owner: User,
+    #[serde(default)]
+    pub default_branch: Option<String>,
+}
+
+/// The installation a delivery came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installation {
+    pub id: i64,
+}
+
+/// One end of a pull request: branch name and commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitRef {
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub sha: String,
+}
+
+/// The pull request inside a pull_request delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestPayload {
+    pub number: i64,
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub draft: bool,
+    #[serde(default)]
+    pub user: Option<User>,
+    pub head: GitRef,
+    pub base: GitRef,
+}
+
+/// `X-GitHub-Event: pull_request`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestEvent {
+    pub action: String,
+    pub number: i64,
+    pub pull_request: PullRequestPayload,
+    pub repository: Repository,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+/// The `issue.pull_request` marker: present only when the issue is a pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuePullRequestLink {
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// The issue (or pull request) an issue_comment is on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    pub number: i64,
+    #[serde(default)]
+    pub pull_request: Option<IssuePullRequestLink>,
+}
+
+/// The comment of an issue_comment delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub body: String,
+    /// OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...
+    pub author_association: String,
+    #[serde(default)]
+    pub user: Option<User>,
+}
+
+/// `X-GitHub-Event: issue_comment`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueCommentEvent {
+    pub action: String,
+    pub issue: Issue,
+    pub comment: Comment,
+    pub repository: Repository,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+impl IssueCommentEvent {
+    /// The trigger command of DESIGN.md (Lifecycle extras): a new comment on a pull request
+    /// whose first word is `/review`, by a user with write access (author_association OWNER,
+    /// MEMBER or COLLABORATOR).
+    pub fn is_review_command(&self) -> bool {
+        self.action == "created"
+            && self.issue.pull_request.is_some()
+            && self.comment.body.split_whitespace().next() == Some("/review")
+            && matches!(
+                self.comment.author_association.as_str(),
+                "OWNER" | "MEMBER" | "COLLABORATOR"
+            )
+    }
+}
+
+/// A repository as listed in installation deliveries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedRepository {
+    pub full_name: String,
+}
+
+/// `X-GitHub-Event: installation` (created, deleted, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallationEvent {
+    pub action: String,
+    pub installation: Installation,
+    #[serde(default)]
+    pub repositories: Vec<ListedRepository>,
+}
+
+/// `X-GitHub-Event: installation_repositories` (added, removed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallationRepositoriesEvent {
+    pub action: String,
+    pub installation: Installation,
+    #[serde(default)]
+    pub repositories_added: Vec<ListedRepository>,
+    #[serde(default)]
+    pub repositories_removed: Vec<ListedRepository>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str) -> String {
+        let path = format!(
+            "{}/../../../shared/webhooks/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn githubs_example_pull_request_opened_parses() {
+        let e: PullRequestEvent =
+            serde_json::from_str(&sample("pull_request.opened.json")).unwrap();
+        assert_eq!(e.action, "opened");
+        assert_eq!(e.number, 2);
+        assert_eq!(e.repository.full_name, "Codertocat/Hello-World");
+        assert_eq!(e.installation, Some(Installation { id: 1 }));
+        assert_eq!(e.pull_request.head.sha.len(), 40);
+    }
+
+    #[test]
+    fn githubs_example_issue_comment_is_not_a_command_on_a_plain_issue() {
+        let mut e: IssueCommentEvent =
+            serde_json::from_str(&sample("issue_comment.created.json")).unwrap();
+        assert!(!e.is_review_command());
+        e.issue.pull_request = Some(IssuePullRequestLink { url: None });
+        e.comment.body = "/review please".into();
+        e.comment.author_association = "OWNER".into();
+        assert!(e.is_review_command());
+        e.comment.author_association = "CONTRIBUTOR".into();
+        assert!(!e.is_review_command());
+        e.comment.author_association = "MEMBER".into();
+        e.comment.body = "please /review".into();
+        assert!(!e.is_review_command());
+    }
+}
