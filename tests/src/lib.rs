@@ -1,1 +1,4 @@
 //! Test doubles: see DESIGN.md "Test doubles and real parts".
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod scripted_model;

@@ -1,0 +1,700 @@
+//! A scripted model server (DESIGN.md, Test doubles): an axum server on 127.0.0.1 speaking the
+//! Anthropic Messages API (`POST /v1/messages`) and OpenAI chat completions
+//! (`POST /v1/chat/completions`), streaming (the vendors' SSE event shapes) and not, with usage
+//! that includes cache tokens.
+//!
+//! It reviews like a rule-based reviewer, deciding from the conversation it receives (stateless
+//! per request): first it calls `git_diff`; with the diff it reads one touched file with
+//! `read_file`; then it calls `post_review` with one inline comment on every added line that
+//! contains `unwrap()` (blocking) or `TODO` (nit), on the real new-file line number, event
+//! REQUEST_CHANGES when anything is blocking, else COMMENT, and a summary ending in the verdict
+//! line; after the post's tool result it answers with final text. Every request body is recorded.
+//!
+//! Like the vendors, it answers 401 without a key, 400 for a missing `max_tokens` (Anthropic),
+//! for `stream_options` without `stream` (OpenAI), and for tool calls that the next message
+//! does not answer.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// How the scripted model behaves.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Behavior {
+    /// The rule-based reviewer.
+    #[default]
+    Reviewer,
+    /// Every request answers 500 with a provider-style error body.
+    Fail500,
+    /// Never calls the post tools; answers text only.
+    Silent,
+    /// First calls `read_file` with invalid arguments, then behaves like `Reviewer`.
+    BadToolArgs,
+    /// Waits this long before every answer, then behaves like `Reviewer`.
+    Slow(Duration),
+}
+
+/// What the model answers to a request that offers no tools (a plain completion).
+pub const REPLY_WITHOUT_TOOLS: &str = "pong: the scripted model is listening";
+
+/// The message of the `Fail500` error body.
+pub const FAIL_MESSAGE: &str = "scripted failure: the model is overloaded, try again later";
+
+struct Shared {
+    behavior: Behavior,
+    requests: Mutex<Vec<Value>>,
+    extra_comments: Mutex<Vec<Value>>,
+}
+
+/// A running scripted model server; shuts down on drop.
+pub struct ScriptedModel {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedModel {
+    /// Binds 127.0.0.1:0 and serves. Must be called inside a tokio runtime.
+    pub fn start(behavior: Behavior) -> ScriptedModel {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("local addr");
+        let listener = tokio::net::TcpListener::from_std(std_listener).expect("tokio listener");
+        let shared = Arc::new(Shared {
+            behavior,
+            requests: Mutex::new(Vec::new()),
+            extra_comments: Mutex::new(Vec::new()),
+        });
+        let app = Router::new()
+            .route("/v1/messages", post(anthropic))
+            .route("/v1/chat/completions", post(openai))
+            .with_state(shared.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        ScriptedModel {
+            addr,
+            shared,
+            shutdown: Some(tx),
+            task,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`: the Anthropic base URL (no `/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT/v1`: the OpenAI base URL.
+    pub fn openai_base_url(&self) -> String {
+        format!("{}/v1", self.base_url())
+    }
+
+    /// Every request body received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Adds an inline comment (`{path, line, severity, body, ...}`) to every post_review the
+    /// reviewer makes, e.g. one outside the diff to test folding.
+    pub fn push_extra_comment(&self, comment: Value) {
+        self.shared.extra_comments.lock().unwrap().push(comment);
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.task.abort();
+    }
+}
+
+/// One step of the conversation, normalized from either wire format.
+#[derive(Debug, Clone)]
+enum Item {
+    User,
+    Call {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    Result {
+        id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// What the scripted model does next.
+#[derive(Debug, Clone, PartialEq)]
+enum Decision {
+    Text(String),
+    Call { name: String, input: Value },
+}
+
+fn call_name<'a>(items: &'a [Item], id: &str) -> Option<&'a str> {
+    items.iter().find_map(|i| match i {
+        Item::Call { id: cid, name, .. } if cid == id => Some(name.as_str()),
+        _ => None,
+    })
+}
+
+fn results_of<'a>(items: &'a [Item], tool: &str) -> Vec<(&'a str, bool)> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Result {
+                id,
+                content,
+                is_error,
+            } if call_name(items, id) == Some(tool) => Some((content.as_str(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Added lines with `unwrap()` or `TODO`: (path, new line number, text).
+fn findings(diff: &str) -> Vec<(String, i64, String)> {
+    let mut out = Vec::new();
+    let mut path = String::new();
+    let mut line = 0i64;
+    let mut in_hunk = false;
+    for l in diff.lines() {
+        if l.starts_with("diff --git ") {
+            in_hunk = false;
+            path.clear();
+        } else if let Some(p) = l.strip_prefix("+++ ").filter(|_| !in_hunk) {
+            path = p.strip_prefix("b/").unwrap_or(p).to_owned();
+        } else if l.starts_with("@@") {
+            let new = l.split_whitespace().nth(2).unwrap_or("+0");
+            line = new[1..]
+                .split(',')
+                .next()
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            in_hunk = true;
+        } else if in_hunk {
+            match l.as_bytes().first() {
+                Some(b'+') => {
+                    if l.contains("unwrap()") {
+                        out.push((path.clone(), line, "blocking".to_owned()));
+                    } else if l.contains("TODO") {
+                        out.push((path.clone(), line, "nit".to_owned()));
+                    }
+                    line += 1;
+                }
+                Some(b'-') | Some(b'\\') => {}
+                Some(b' ') | None => line += 1,
+                _ => in_hunk = false,
+            }
+        }
+    }
+    out
+}
+
+fn touched_files(diff: &str) -> Vec<String> {
+    diff.lines()
+        .filter_map(|l| l.strip_prefix("+++ b/"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool) -> Decision {
+    if !has_tools {
+        return Decision::Text(REPLY_WITHOUT_TOOLS.into());
+    }
+    if *behavior == Behavior::Silent {
+        return Decision::Text("The change looks fine to me.".into());
+    }
+    let any_call = items.iter().any(|i| matches!(i, Item::Call { .. }));
+    if *behavior == Behavior::BadToolArgs && !any_call {
+        return Decision::Call {
+            name: "read_file".into(),
+            input: json!({"paht": 42}),
+        };
+    }
+    let posted = ["post_review", "post_comment"]
+        .iter()
+        .any(|t| results_of(items, t).iter().any(|(_, err)| !err));
+    if posted {
+        return Decision::Text("I posted my review.".into());
+    }
+    let diffs = results_of(items, "git_diff");
+    let Some((diff, _)) = diffs.iter().rev().find(|(_, err)| !err) else {
+        return Decision::Call {
+            name: "git_diff".into(),
+            input: json!({}),
+        };
+    };
+    let files = touched_files(diff);
+    let read_before = items.iter().any(
+        |i| matches!(i, Item::Call { name, input, .. } if name == "read_file" && input.get("path").is_some()),
+    );
+    if !read_before && let Some(first) = files.first() {
+        return Decision::Call {
+            name: "read_file".into(),
+            input: json!({"path": first}),
+        };
+    }
+    let found = findings(diff);
+    let mut comments: Vec<Value> = found
+        .iter()
+        .map(|(path, line, sev)| {
+            let body = if sev == "blocking" {
+                "`unwrap()` panics on error; handle or propagate the error instead."
+            } else {
+                "A TODO in new code: open an issue or finish it before merging."
+            };
+            json!({"path": path, "line": line, "side": "RIGHT", "severity": sev, "body": body})
+        })
+        .collect();
+    comments.extend(extra.iter().cloned());
+    let count = |s: &str| comments.iter().filter(|c| c["severity"] == s).count();
+    let (b, n, q) = (count("blocking"), count("nit"), count("question"));
+    let event = if b > 0 { "REQUEST_CHANGES" } else { "COMMENT" };
+    let summary = format!(
+        "Scripted review of {} file(s): {} finding(s).\n\nBlocking: {b} · Nits: {n} · Questions: {q}",
+        files.len(),
+        comments.len()
+    );
+    Decision::Call {
+        name: "post_review".into(),
+        input: json!({"summary": summary, "event": event, "comments": comments}),
+    }
+}
+
+/// Token counts derived from the request: a first turn writes the cache, later turns read it.
+fn usage_for(body: &Value, turns: usize) -> (i64, i64, i64, i64) {
+    let size = body.to_string().len() as i64;
+    let input = size / 4 + 1;
+    let (read, write) = if turns <= 1 { (0, 200) } else { (300, 40) };
+    (input, 25, read, write)
+}
+
+fn error_json(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+fn sse(body: String) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from(body))
+        .unwrap()
+}
+
+fn split3(s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len();
+    let (a, b) = (n / 3, 2 * n / 3);
+    [&chars[..a], &chars[a..b], &chars[b..]]
+        .iter()
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+async fn prelude(shared: &Shared, body: &Value) {
+    shared.requests.lock().unwrap().push(body.clone());
+    if let Behavior::Slow(d) = shared.behavior {
+        tokio::time::sleep(d).await;
+    }
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+async fn anthropic(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let err = |status: StatusCode, kind: &str, message: &str| {
+        error_json(
+            status,
+            json!({"type": "error", "error": {"type": kind, "message": message}}),
+        )
+    };
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "body is not JSON",
+        );
+    };
+    prelude(&shared, &body).await;
+    if headers.get("x-api-key").is_none() {
+        return err(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "x-api-key header is required",
+        );
+    }
+    if headers.get("anthropic-version").is_none() {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "anthropic-version header is required",
+        );
+    }
+    if shared.behavior == Behavior::Fail500 {
+        return err(StatusCode::INTERNAL_SERVER_ERROR, "api_error", FAIL_MESSAGE);
+    }
+    if body.get("max_tokens").and_then(Value::as_u64).is_none() {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "max_tokens: Field required",
+        );
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let mut items = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    for m in &messages {
+        let blocks = match &m["content"] {
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            Value::Array(b) => b.clone(),
+            _ => Vec::new(),
+        };
+        let answered: Vec<String> = blocks
+            .iter()
+            .filter(|b| b["type"] == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str().map(str::to_owned))
+            .collect();
+        if let Some(missing) = pending.iter().find(|id| !answered.contains(id)) {
+            return err(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &format!(
+                    "messages: tool_use ids were found without tool_result blocks immediately after: {missing}"
+                ),
+            );
+        }
+        pending.clear();
+        for b in blocks {
+            match b["type"].as_str() {
+                Some("text") if m["role"] == "user" => items.push(Item::User),
+                Some("tool_use") => {
+                    let id = b["id"].as_str().unwrap_or_default().to_owned();
+                    pending.push(id.clone());
+                    items.push(Item::Call {
+                        id,
+                        name: b["name"].as_str().unwrap_or_default().into(),
+                        input: b["input"].clone(),
+                    });
+                }
+                Some("tool_result") => items.push(Item::Result {
+                    id: b["tool_use_id"].as_str().unwrap_or_default().into(),
+                    content: text_of(&b["content"]),
+                    is_error: b["is_error"].as_bool().unwrap_or(false),
+                }),
+                _ => {}
+            }
+        }
+    }
+    let extra = shared.extra_comments.lock().unwrap().clone();
+    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let decision = decide(&shared.behavior, &items, &extra, has_tools);
+    let (input, output, read, write) = usage_for(&body, messages.len().div_ceil(2));
+    let model = body["model"].as_str().unwrap_or("scripted").to_owned();
+    let n = messages.len();
+    let msg_id = format!("msg_scripted_{n}");
+    let (text, tool, stop) = match &decision {
+        Decision::Text(t) => (t.clone(), None, "end_turn"),
+        Decision::Call { name, input } => (
+            "Let me check.".to_owned(),
+            Some((format!("toolu_scripted_{n}"), name.clone(), input.clone())),
+            "tool_use",
+        ),
+    };
+    let usage = json!({
+        "input_tokens": input,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "output_tokens": output,
+    });
+    if body["stream"] != true {
+        let mut content = vec![json!({"type": "text", "text": text})];
+        if let Some((id, name, input)) = &tool {
+            content.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+        }
+        return axum::Json(json!({
+            "id": msg_id, "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage,
+        }))
+        .into_response();
+    }
+    let mut out = String::new();
+    let mut ev = |name: &str, data: Value| {
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    };
+    ev(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input, "cache_creation_input_tokens": write, "cache_read_input_tokens": read, "output_tokens": 1},
+        }}),
+    );
+    ev(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
+    ev("ping", json!({"type": "ping"}));
+    for piece in split3(&text) {
+        ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}),
+        );
+    }
+    ev(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
+    if let Some((id, name, input)) = &tool {
+        ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        );
+        for piece in split3(&input.to_string()) {
+            ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            );
+        }
+        ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        );
+    }
+    ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": output}}),
+    );
+    ev("message_stop", json!({"type": "message_stop"}));
+    sse(out)
+}
+
+async fn openai(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let err = |status: StatusCode, kind: &str, message: &str| {
+        error_json(
+            status,
+            json!({"error": {"message": message, "type": kind, "param": null, "code": null}}),
+        )
+    };
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "We could not parse the JSON body of your request.",
+        );
+    };
+    prelude(&shared, &body).await;
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7);
+    if !authorized {
+        return err(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            "You didn't provide an API key.",
+        );
+    }
+    if shared.behavior == Behavior::Fail500 {
+        return err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            FAIL_MESSAGE,
+        );
+    }
+    let stream = body["stream"] == true;
+    if !stream && body.get("stream_options").is_some_and(|v| !v.is_null()) {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+        );
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let mut items = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    for m in &messages {
+        let role = m["role"].as_str().unwrap_or_default();
+        if role != "tool" && !pending.is_empty() {
+            return err(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &format!(
+                    "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                    pending.join(", ")
+                ),
+            );
+        }
+        match role {
+            "user" => items.push(Item::User),
+            "assistant" => {
+                for c in m["tool_calls"].as_array().cloned().unwrap_or_default() {
+                    let id = c["id"].as_str().unwrap_or_default().to_owned();
+                    let args = c["function"]["arguments"].as_str().unwrap_or("{}");
+                    pending.push(id.clone());
+                    items.push(Item::Call {
+                        id,
+                        name: c["function"]["name"].as_str().unwrap_or_default().into(),
+                        input: serde_json::from_str(args).unwrap_or(Value::Null),
+                    });
+                }
+            }
+            "tool" => {
+                let id = m["tool_call_id"].as_str().unwrap_or_default().to_owned();
+                pending.retain(|p| *p != id);
+                let content = text_of(&m["content"]);
+                let is_error = content.starts_with("error:");
+                items.push(Item::Result {
+                    id,
+                    content,
+                    is_error,
+                });
+            }
+            _ => {}
+        }
+    }
+    let extra = shared.extra_comments.lock().unwrap().clone();
+    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let decision = decide(&shared.behavior, &items, &extra, has_tools);
+    let turns = messages.iter().filter(|m| m["role"] == "assistant").count() + 1;
+    let (input, output, read, _write) = usage_for(&body, turns);
+    let model = body["model"].as_str().unwrap_or("scripted").to_owned();
+    let id = format!("chatcmpl-scripted-{}", messages.len());
+    let usage = json!({
+        "prompt_tokens": input + read,
+        "completion_tokens": output,
+        "total_tokens": input + read + output,
+        "prompt_tokens_details": {"cached_tokens": read},
+    });
+    let (text, tool, finish) = match &decision {
+        Decision::Text(t) => (Some(t.clone()), None, "stop"),
+        Decision::Call { name, input } => (
+            None,
+            Some((
+                format!("call_scripted_{}", messages.len()),
+                name.clone(),
+                input.to_string(),
+            )),
+            "tool_calls",
+        ),
+    };
+    if !stream {
+        let mut message = json!({"role": "assistant", "content": text});
+        if let Some((cid, name, args)) = &tool {
+            message["tool_calls"] = json!([{"id": cid, "type": "function", "function": {"name": name, "arguments": args}}]);
+        }
+        return axum::Json(json!({
+            "id": id, "object": "chat.completion", "created": 1_700_000_000, "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }))
+        .into_response();
+    }
+    let include_usage = body["stream_options"]["include_usage"] == true;
+    let mut out = String::new();
+    let mut chunk = |choices: Value, usage: Option<Value>| {
+        let mut c = json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000, "model": model, "choices": choices});
+        if include_usage {
+            c["usage"] = usage.unwrap_or(Value::Null);
+        }
+        out.push_str(&format!("data: {c}\n\n"));
+    };
+    chunk(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
+        None,
+    );
+    if let Some(t) = &text {
+        for piece in split3(t) {
+            chunk(
+                json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}]),
+                None,
+            );
+        }
+    }
+    if let Some((cid, name, args)) = &tool {
+        chunk(
+            json!([{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}]}, "finish_reason": null}]),
+            None,
+        );
+        for piece in split3(args) {
+            chunk(
+                json!([{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, "finish_reason": null}]),
+                None,
+            );
+        }
+    }
+    chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+        None,
+    );
+    if include_usage {
+        chunk(json!([]), Some(usage));
+    }
+    out.push_str("data: [DONE]\n\n");
+    sse(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_sit_on_new_file_line_numbers() {
+        let diff = "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1,3 +1,4 @@\n fn f() {\n-    old();\n+    x.unwrap();\n+    // TODO\n }\n";
+        assert_eq!(
+            findings(diff),
+            vec![
+                ("a.rs".into(), 2, "blocking".into()),
+                ("a.rs".into(), 3, "nit".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn reviewer_calls_git_diff_first() {
+        let d = decide(&Behavior::Reviewer, &[Item::User], &[], true);
+        assert_eq!(
+            d,
+            Decision::Call {
+                name: "git_diff".into(),
+                input: json!({})
+            }
+        );
+    }
+}
