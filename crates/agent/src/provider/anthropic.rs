@@ -193,7 +193,7 @@ enum StreamEvent {
     },
     ContentBlockDelta {
         index: usize,
-        delta: Delta,
+        delta: BlockDelta,
     },
     ContentBlockStop {
         index: usize,
@@ -227,7 +227,7 @@ struct MessageDeltaBody {
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum Delta {
+enum BlockDelta {
     TextDelta {
         text: String,
     },
@@ -303,8 +303,11 @@ impl StreamParser {
             }
             StreamEvent::ContentBlockDelta { index, delta } => {
                 match (delta, self.blocks.get_mut(&index)) {
-                    (Delta::TextDelta { text }, _) => out.push(ResponseEvent::TextDelta(text)),
-                    (Delta::InputJsonDelta { partial_json }, Some(Block::Tool { json, .. })) => {
+                    (BlockDelta::TextDelta { text }, _) => out.push(ResponseEvent::TextDelta(text)),
+                    (
+                        BlockDelta::InputJsonDelta { partial_json },
+                        Some(Block::Tool { json, .. }),
+                    ) => {
                         json.push_str(&partial_json);
                         out.push(ResponseEvent::ToolCallDelta);
                     }

@@ -146,3 +146,110 @@ impl ToolRegistry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use review_domain::{PostedReview, ReviewSubmission};
+
+    struct NoPoster;
+
+    #[async_trait::async_trait]
+    impl ReviewPoster for NoPoster {
+        async fn post_comment(&self, _: &str) -> Result<Option<i64>, String> {
+            Err("forge down".into())
+        }
+        async fn post_review(&self, _: &ReviewSubmission) -> Result<PostedReview, String> {
+            Err("forge down".into())
+        }
+    }
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn path_escapes_unknown_tools_and_bad_arguments_are_tool_errors() {
+        let outer = tempfile::tempdir().unwrap();
+        let repo = outer.path().join("repo");
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        std::fs::write(repo.join("src/a.rs"), "fn a() {}\nlet x = 1;\n").unwrap();
+        std::fs::write(outer.path().join("secret.txt"), "TOP-SECRET").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(outer.path().join("secret.txt"), repo.join("leak")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(outer.path(), repo.join("outdir")).unwrap();
+        let parsed = crate::diff::parse("");
+        let ctx = ToolContext {
+            root: path::Root::new(&repo).unwrap(),
+            capped: crate::diff::cap(&parsed, 1000),
+            diff: parsed,
+            cap_bytes: 1000,
+            poster: &NoPoster,
+            state: Mutex::new(PostState::default()),
+        };
+        let reg = ToolRegistry::review_tools();
+        let abs = outer.path().join("secret.txt");
+        let refused = [
+            call("read_file", r#"{"path":"../secret.txt"}"#),
+            call("read_file", &serde_json::json!({"path": abs}).to_string()),
+            call("read_file", r#"{"path":"leak"}"#),
+            call("read_file", r#"{"path":"outdir/secret.txt"}"#),
+            call("list_files", r#"{"path":"../"}"#),
+            call("list_files", r#"{"path":"outdir"}"#),
+            call("grep", r#"{"pattern":"SECRET","path":"../"}"#),
+            call("nope", "{}"),
+            call("read_file", r#"{"paht":1}"#),
+            call("read_file", "not json"),
+            call("read_file", "[1]"),
+            call("grep", r#"{"pattern":"("}"#),
+            call("post_comment", r#"{"body":"x"}"#),
+        ];
+        for c in &refused {
+            let r = reg.dispatch(&ctx, c).await;
+            assert!(r.is_error, "{c:?} -> {}", r.content);
+            assert!(!r.content.contains("TOP-SECRET"), "{c:?} leaked");
+        }
+        // grep walks the tree but never follows the symlinks out of it.
+        let r = reg
+            .dispatch(&ctx, &call("grep", r#"{"pattern":"SECRET"}"#))
+            .await;
+        assert!(
+            !r.is_error && r.content.starts_with("no matches"),
+            "{}",
+            r.content
+        );
+        let r = reg
+            .dispatch(
+                &ctx,
+                &call("read_file", r#"{"path":"src/a.rs","start_line":2}"#),
+            )
+            .await;
+        assert_eq!(r.content, "src/a.rs (lines 2-2 of 2)\n     2\tlet x = 1;\n");
+        let r = reg
+            .dispatch(
+                &ctx,
+                &call("grep", r#"{"pattern":"fn \\w+","path":"src/*.rs"}"#),
+            )
+            .await;
+        assert_eq!(r.content, "src/a.rs:1: fn a() {}");
+        let r = reg
+            .dispatch(&ctx, &call("list_files", r#"{"recursive":true}"#))
+            .await;
+        assert!(
+            r.content.contains("src/a.rs")
+                && r.content.contains("leak (symlink outside the repository)"),
+            "{}",
+            r.content
+        );
+        assert_eq!(
+            ctx.state(),
+            PostState::default(),
+            "a failed post counts as nothing posted"
+        );
+    }
+}
