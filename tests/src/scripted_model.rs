@@ -40,17 +40,21 @@ pub enum Behavior {
     BadToolArgs,
     /// Waits this long before every answer, then behaves like `Reviewer`.
     Slow(Duration),
+    /// Answers the first N requests as overloaded (Anthropic 529 `overloaded_error`, OpenAI
+    /// 503), then behaves like `Reviewer`.
+    OverloadedFirst(u32),
 }
 
 /// What the model answers to a request that offers no tools (a plain completion).
 pub const REPLY_WITHOUT_TOOLS: &str = "pong: the scripted model is listening";
 
 /// The message of the `Fail500` error body.
-pub const FAIL_MESSAGE: &str = "scripted failure: the model is overloaded, try again later";
+pub const FAIL_MESSAGE: &str = "scripted failure: the model server broke";
 
 struct Shared {
     behavior: Behavior,
     requests: Mutex<Vec<Value>>,
+    overloaded_left: Mutex<u32>,
     extra_comments: Mutex<Vec<Value>>,
 }
 
@@ -70,8 +74,12 @@ impl ScriptedModel {
         let addr = std_listener.local_addr().expect("local addr");
         let listener = tokio::net::TcpListener::from_std(std_listener).expect("tokio listener");
         let shared = Arc::new(Shared {
-            behavior,
+            behavior: behavior.clone(),
             requests: Mutex::new(Vec::new()),
+            overloaded_left: Mutex::new(match behavior {
+                Behavior::OverloadedFirst(n) => n,
+                _ => 0,
+            }),
             extra_comments: Mutex::new(Vec::new()),
         });
         let app = Router::new()
@@ -311,10 +319,18 @@ fn split3(s: &str) -> Vec<String> {
         .collect()
 }
 
-async fn prelude(shared: &Shared, body: &Value) {
+/// Records the request, applies `Slow`, and says whether to answer as overloaded.
+async fn prelude(shared: &Shared, body: &Value) -> bool {
     shared.requests.lock().unwrap().push(body.clone());
     if let Behavior::Slow(d) = shared.behavior {
         tokio::time::sleep(d).await;
+    }
+    let mut left = shared.overloaded_left.lock().unwrap();
+    if *left > 0 {
+        *left -= 1;
+        true
+    } else {
+        false
     }
 }
 
@@ -348,7 +364,7 @@ async fn anthropic(
             "body is not JSON",
         );
     };
-    prelude(&shared, &body).await;
+    let overloaded = prelude(&shared, &body).await;
     if headers.get("x-api-key").is_none() {
         return err(
             StatusCode::UNAUTHORIZED,
@@ -365,6 +381,13 @@ async fn anthropic(
     }
     if shared.behavior == Behavior::Fail500 {
         return err(StatusCode::INTERNAL_SERVER_ERROR, "api_error", FAIL_MESSAGE);
+    }
+    if overloaded {
+        return err(
+            StatusCode::from_u16(529).unwrap(),
+            "overloaded_error",
+            "Overloaded",
+        );
     }
     if body.get("max_tokens").and_then(Value::as_u64).is_none() {
         return err(
@@ -519,7 +542,7 @@ async fn openai(
             "We could not parse the JSON body of your request.",
         );
     };
-    prelude(&shared, &body).await;
+    let overloaded = prelude(&shared, &body).await;
     let authorized = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -536,6 +559,13 @@ async fn openai(
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
             FAIL_MESSAGE,
+        );
+    }
+    if overloaded {
+        return err(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "The engine is currently overloaded, please try again later",
         );
     }
     let stream = body["stream"] == true;

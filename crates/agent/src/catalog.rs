@@ -71,6 +71,9 @@ pub struct CatalogModel {
     pub cost: Option<Cost>,
     /// Limits, when known.
     pub limit: Option<Limit>,
+    /// Every other field of the entry (family, release_date, modalities, ...), kept as given.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// One provider of the catalog.
@@ -165,6 +168,13 @@ impl Catalog {
         self.providers.get(id)
     }
 
+    /// Every model as `(provider, model)`, ordered by provider id then model id.
+    pub fn models(&self) -> impl Iterator<Item = (&CatalogProvider, &CatalogModel)> {
+        self.providers
+            .values()
+            .flat_map(|p| p.models.values().map(move |m| (p, m)))
+    }
+
     /// The model a spec names.
     pub fn model(&self, spec: &ModelSpec) -> Option<&CatalogModel> {
         self.providers.get(&spec.provider)?.models.get(&spec.model)
@@ -234,5 +244,12 @@ mod tests {
         assert_eq!(c.price(&spec("p/free")), None);
         assert_eq!(c.price(&spec("p/partial")).unwrap().output, None);
         assert!(Catalog::from_json("[]").is_err());
+        let ok = &p.models["ok"];
+        assert_eq!(ok.extra.get("extra"), Some(&serde_json::json!([1])));
+        let specs: Vec<String> = c
+            .models()
+            .map(|(p, m)| format!("{}/{}", p.id, m.id))
+            .collect();
+        assert_eq!(specs, vec!["p/free", "p/ok", "p/partial"]);
     }
 }

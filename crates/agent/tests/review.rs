@@ -615,3 +615,24 @@ async fn invalid_session_id_is_refused() {
     let r = run(&model, ANTHROPIC, true, job(&repo, "../escape")).await;
     assert!(matches!(r.result, Err(AgentError::InvalidSessionId(_))));
 }
+
+#[tokio::test]
+async fn overloaded_provider_is_retried_and_the_run_completes() {
+    let repo = make_repo(&[], false);
+    for spec in [ANTHROPIC, OPENAI] {
+        let model = ScriptedModel::start(Behavior::OverloadedFirst(2));
+        let r = run(&model, spec, true, job(&repo, "retry")).await;
+        let outcome = r.result.unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_eq!(outcome.steps, 4);
+        assert_eq!(model.requests().len(), 6, "two refused, then four answered");
+    }
+    let model = ScriptedModel::start(Behavior::OverloadedFirst(3));
+    let r = run(&model, ANTHROPIC, false, job(&repo, "retry")).await;
+    match r.result {
+        Err(AgentError::Provider {
+            status: 529,
+            message,
+        }) => assert_eq!(message, "Overloaded"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -213,7 +213,9 @@ impl ModelClient {
         self.wire
     }
 
-    /// Sends one request and folds the answer into a [`ModelResponse`].
+    /// Sends one request and folds the answer into a [`ModelResponse`], retrying transient
+    /// failures (HTTP 429, 503, 529 and connection errors) up to [`RETRIES`] times with a
+    /// growing pause; the run's cancellation and total timeout still apply around it.
     ///
     /// `idle` bounds the wait for the response headers, for each streamed event, and (not
     /// streaming) for the whole body; `on_event` sees every event as it arrives (the loop uses
@@ -221,6 +223,25 @@ impl ModelClient {
     /// an error status or an error event, [`AgentError::Transport`] for network and parse
     /// failures, [`AgentError::Timeout`] when `idle` passes without progress.
     pub async fn send(
+        &self,
+        request: &ModelRequest,
+        idle: Duration,
+        on_event: &mut (dyn FnMut(&ResponseEvent) + Send),
+    ) -> Result<ModelResponse, AgentError> {
+        let mut attempt = 0u32;
+        loop {
+            match self.send_once(request, idle, on_event).await {
+                Err(e) if attempt < RETRIES && is_transient(&e) => {
+                    attempt += 1;
+                    tracing::warn!(error = %e, attempt, "transient model provider failure; retrying");
+                    tokio::time::sleep(RETRY_PAUSE * attempt).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn send_once(
         &self,
         request: &ModelRequest,
         idle: Duration,
@@ -312,6 +333,19 @@ impl ModelClient {
             }
         }
         Ok(out)
+    }
+}
+
+/// How often [`ModelClient::send`] retries a transient failure.
+pub const RETRIES: u32 = 2;
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+/// Rate limits, overload and refused connections pass; other errors would repeat.
+fn is_transient(e: &AgentError) -> bool {
+    match e {
+        AgentError::Provider { status, .. } => matches!(status, 429 | 503 | 529),
+        AgentError::Transport(m) => m.contains("error sending request") || m.contains("connect"),
+        _ => false,
     }
 }
 
