@@ -1,1 +1,322 @@
-//! image-client: see ../../../shared/DESIGN.md
+//! image-client: the Rust client of image-server (spec section 1: resize URLs and uploads).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), image_client::ClientError> {
+//! use image_client::{ImageClient, ResizeOptions, Format};
+//! let client = ImageClient::new("http://127.0.0.1:3000", "my-key")?;
+//! let path = client.upload(std::fs::read("cat.jpg").unwrap_or_default(), "pets/cat.jpg", "image/jpeg").await?;
+//! let url = client.resize_url(&path, &ResizeOptions { width: Some(800), format: Some(Format::Webp), ..Default::default() });
+//! # let _ = url; Ok(()) }
+//! ```
+
+use reqwest::Url;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+/// What can go wrong talking to image-server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The base URL does not parse or cannot carry a path.
+    #[error("invalid base URL {0:?}")]
+    InvalidBaseUrl(String),
+    /// The request did not complete (connection, timeout, body).
+    #[error("request failed: {0}")]
+    Http(#[from] reqwest::Error),
+    /// The server answered with an error status; `message` is its `{"error": ...}` text.
+    #[error("image-server answered {status}: {message}")]
+    Status { status: u16, message: String },
+}
+
+/// Output format (`format=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Webp,
+    Jpeg,
+    Png,
+    /// AVIF, WebP or JPEG chosen from the Accept header.
+    Auto,
+}
+
+/// How the image fits the width x height box (`fit=`), as sharp names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    Inside,
+    Cover,
+    Contain,
+    Fill,
+    Outside,
+}
+
+/// A pixel rectangle of the oriented source, applied before the resize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crop {
+    pub left: u32,
+    pub top: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// A stored image composited onto the output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatermarkOptions {
+    /// Stored path of the watermark image.
+    pub path: String,
+    /// `northwest`, `southeast` (default), `centre`...
+    pub position: Option<String>,
+    /// 0..=1, default 0.5.
+    pub opacity: Option<f32>,
+    /// Share of the output width, default 0.25.
+    pub scale: Option<f32>,
+}
+
+/// Parameters of `GET /images/resize/{path}`; `None`/`false` leaves the server default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResizeOptions {
+    /// Target width in pixels.
+    pub width: Option<u32>,
+    /// Target height in pixels.
+    pub height: Option<u32>,
+    pub format: Option<Format>,
+    /// 1..=100 (server default 80).
+    pub quality: Option<u8>,
+    /// Clockwise degrees, 0..=360.
+    pub rotate: Option<f32>,
+    /// Mirror left to right.
+    pub flip: bool,
+    /// Mirror top to bottom.
+    pub flop: bool,
+    pub grayscale: bool,
+    pub sharpen: bool,
+    /// Gaussian sigma.
+    pub blur: Option<f32>,
+    pub fit: Option<Fit>,
+    /// `centre`, a compass point, `entropy` or `attention`.
+    pub position: Option<String>,
+    /// Hex colour for contain padding and rotation corners.
+    pub background: Option<String>,
+    /// Allow upscaling.
+    pub enlarge: bool,
+    /// Progressive JPEG.
+    pub progressive: bool,
+    pub crop: Option<Crop>,
+    pub watermark: Option<WatermarkOptions>,
+}
+
+impl ResizeOptions {
+    fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut q: Vec<(&'static str, String)> = Vec::new();
+        if let Some(c) = self.crop {
+            q.push(("cropLeft", c.left.to_string()));
+            q.push(("cropTop", c.top.to_string()));
+            q.push(("cropWidth", c.width.to_string()));
+            q.push(("cropHeight", c.height.to_string()));
+        }
+        if let Some(w) = self.width {
+            q.push(("width", w.to_string()));
+        }
+        if let Some(h) = self.height {
+            q.push(("height", h.to_string()));
+        }
+        if let Some(f) = self.fit {
+            let name = match f {
+                Fit::Inside => "inside",
+                Fit::Cover => "cover",
+                Fit::Contain => "contain",
+                Fit::Fill => "fill",
+                Fit::Outside => "outside",
+            };
+            q.push(("fit", name.into()));
+        }
+        if let Some(p) = &self.position {
+            q.push(("position", p.clone()));
+        }
+        if let Some(b) = &self.background {
+            q.push(("background", b.clone()));
+        }
+        if let Some(r) = self.rotate {
+            q.push(("rotate", r.to_string()));
+        }
+        if let Some(b) = self.blur {
+            q.push(("blur", b.to_string()));
+        }
+        for (on, name) in [
+            (self.enlarge, "enlarge"),
+            (self.flip, "flip"),
+            (self.flop, "flop"),
+            (self.sharpen, "sharpen"),
+            (self.grayscale, "grayscale"),
+            (self.progressive, "progressive"),
+        ] {
+            if on {
+                q.push((name, "true".into()));
+            }
+        }
+        if let Some(w) = &self.watermark {
+            q.push(("watermark", w.path.clone()));
+            if let Some(p) = &w.position {
+                q.push(("watermark_position", p.clone()));
+            }
+            if let Some(o) = w.opacity {
+                q.push(("watermark_opacity", o.to_string()));
+            }
+            if let Some(s) = w.scale {
+                q.push(("watermark_scale", s.to_string()));
+            }
+        }
+        if let Some(f) = self.format {
+            let name = match f {
+                Format::Webp => "webp",
+                Format::Jpeg => "jpeg",
+                Format::Png => "png",
+                Format::Auto => "auto",
+            };
+            q.push(("format", name.into()));
+        }
+        if let Some(quality) = self.quality {
+            q.push(("quality", quality.to_string()));
+        }
+        q
+    }
+}
+
+/// A client of one image-server.
+#[derive(Debug, Clone)]
+pub struct ImageClient {
+    base: Url,
+    api_key: SecretString,
+    http: reqwest::Client,
+}
+
+#[derive(Debug, Deserialize)]
+struct UploadReply {
+    path: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorReply {
+    error: String,
+}
+
+impl ImageClient {
+    /// `base_url` such as `http://127.0.0.1:3000` (a trailing slash is fine); `api_key` is sent
+    /// as `X-API-Key` on uploads.
+    ///
+    /// # Errors
+    /// [`ClientError::InvalidBaseUrl`] when `base_url` does not parse as an http(s) URL.
+    pub fn new(base_url: &str, api_key: &str) -> Result<Self, ClientError> {
+        let base = Url::parse(base_url.trim_end_matches('/'))
+            .ok()
+            .filter(|u| !u.cannot_be_a_base() && matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| ClientError::InvalidBaseUrl(base_url.to_owned()))?;
+        Ok(Self {
+            base,
+            api_key: SecretString::from(api_key.to_owned()),
+            http: reqwest::Client::new(),
+        })
+    }
+
+    fn endpoint(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut p) = url.path_segments_mut() {
+            p.pop_if_empty();
+            for s in segments {
+                p.extend(s.split('/'));
+            }
+        }
+        url
+    }
+
+    /// The URL of `path` transformed by `options`: `{base}/images/resize/{path}?...`. Path
+    /// segments and values are percent-encoded.
+    pub fn resize_url(&self, path: &str, options: &ResizeOptions) -> String {
+        let mut url = self.endpoint(&["images", "resize", path]);
+        let pairs = options.pairs();
+        if !pairs.is_empty() {
+            let mut q = url.query_pairs_mut();
+            for (k, v) in pairs {
+                q.append_pair(k, &v);
+            }
+        }
+        url.to_string()
+    }
+
+    /// Uploads `bytes` to `path` (multipart). The server sniffs the real type; `content_type`
+    /// is sent as the part's type. Returns the stored path.
+    ///
+    /// # Errors
+    /// [`ClientError::Status`] with the server's message (401 bad key, 413 too large, 415 not
+    /// an image, 400 bad path), or [`ClientError::Http`].
+    pub async fn upload(
+        &self,
+        bytes: Vec<u8>,
+        path: &str,
+        content_type: &str,
+    ) -> Result<String, ClientError> {
+        let name = path.rsplit('/').next().unwrap_or("upload").to_owned();
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(name)
+            .mime_str(content_type)
+            .unwrap_or_else(|_| reqwest::multipart::Part::bytes(Vec::new()));
+        let form = reqwest::multipart::Form::new()
+            .part("file", part)
+            .text("path", path.to_owned())
+            .text("contentType", content_type.to_owned());
+        let response = self
+            .http
+            .post(self.endpoint(&["images", "upload"]))
+            .header("x-api-key", self.api_key.expose_secret())
+            .multipart(form)
+            .send()
+            .await?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            let message = serde_json::from_str::<ErrorReply>(&text).map_or(text, |e| e.error);
+            return Err(ClientError::Status {
+                status: status.as_u16(),
+                message,
+            });
+        }
+        Ok(response.json::<UploadReply>().await?.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn resize_url_encodes_the_path_and_lists_options() {
+        let c = ImageClient::new("http://cdn.example:3000/", "k").unwrap();
+        let url = c.resize_url(
+            "my photos/cat #1.jpg",
+            &ResizeOptions {
+                width: Some(800),
+                format: Some(Format::Webp),
+                flip: true,
+                crop: Some(Crop {
+                    left: 1,
+                    top: 2,
+                    width: 30,
+                    height: 40,
+                }),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            url,
+            "http://cdn.example:3000/images/resize/my%20photos/cat%20%231.jpg?cropLeft=1&cropTop=2&cropWidth=30&cropHeight=40&width=800&flip=true&format=webp"
+        );
+        assert_eq!(
+            c.resize_url("a.png", &ResizeOptions::default()),
+            "http://cdn.example:3000/images/resize/a.png"
+        );
+    }
+
+    #[test]
+    fn base_url_must_be_http() {
+        assert!(ImageClient::new("not a url", "k").is_err());
+        assert!(ImageClient::new("mailto:x@y", "k").is_err());
+    }
+}

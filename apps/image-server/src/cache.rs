@@ -1,0 +1,235 @@
+//! The two-tier result cache (DESIGN.md "Image server decisions").
+//!
+//! Both tiers are keyed by the source path, the canonical [`TransformSpec`] string, the
+//! resolved output format and the source's ETag (plus the watermark's ETag), so a replaced
+//! source can never be answered with a stale result. Tier one is moka in memory, weighed in
+//! encoded bytes with a TTL; its `entry().or_try_insert_with` also coalesces identical requests
+//! in flight into one transformation. Tier two persists results under `cache/<source path>/`
+//! in the object store, so restarts and replicas share them.
+//!
+//! [`TransformSpec`]: image_pipeline::TransformSpec
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, PutPayload};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::storage::CACHE_PREFIX;
+
+/// An encoded result as served.
+#[derive(Debug)]
+pub struct CachedImage {
+    pub bytes: Bytes,
+    pub content_type: &'static str,
+    /// True when this value was produced by a transformation (not read from a cache tier).
+    pub transformed: bool,
+}
+
+/// The identity of one result.
+#[derive(Debug, Clone)]
+pub struct CacheKey {
+    /// Source object path.
+    pub path: String,
+    /// `spec|format|source etag|watermark etag`.
+    pub variant: String,
+    /// Extension of the output format (`webp`, `jpeg`...), for the persisted object's name.
+    pub ext: &'static str,
+}
+
+impl CacheKey {
+    /// The full key string (memory tier key).
+    pub fn full(&self) -> String {
+        format!("{}|{}", self.path, self.variant)
+    }
+
+    /// A strong ETag for the response, derived from the key alone (same on every replica).
+    pub fn etag(&self) -> String {
+        let digest = Sha256::digest(self.full().as_bytes());
+        format!("\"{}\"", hex::encode(&digest[..16]))
+    }
+
+    /// Where the storage tier keeps this result: `cache/<path>/<digest>.<ext>`.
+    pub fn storage_path(&self) -> Path {
+        let digest = Sha256::digest(self.variant.as_bytes());
+        Path::from(format!(
+            "{CACHE_PREFIX}/{}/{}.{}",
+            self.path,
+            hex::encode(&digest[..16]),
+            self.ext
+        ))
+    }
+}
+
+/// Both tiers.
+pub struct ResultCache {
+    memory: Option<moka::future::Cache<String, Arc<CachedImage>>>,
+    store: Arc<dyn ObjectStore>,
+    persist: bool,
+}
+
+fn mime_of(ext: &str) -> &'static str {
+    match ext {
+        "jpeg" => "image/jpeg",
+        "png" => "image/png",
+        "avif" => "image/avif",
+        _ => "image/webp",
+    }
+}
+
+impl ResultCache {
+    /// `max_bytes` = 0 disables the memory tier (and with it, coalescing); `persist` enables the
+    /// storage tier.
+    pub fn new(store: Arc<dyn ObjectStore>, max_bytes: u64, ttl: Duration, persist: bool) -> Self {
+        let memory = (max_bytes > 0).then(|| {
+            moka::future::Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|k: &String, v: &Arc<CachedImage>| {
+                    u32::try_from(v.bytes.len() + k.len()).unwrap_or(u32::MAX)
+                })
+                .time_to_live(ttl)
+                .build()
+        });
+        Self {
+            memory,
+            store,
+            persist,
+        }
+    }
+
+    /// Returns the cached result or runs `make` (at most once per key at a time).
+    ///
+    /// # Errors
+    /// Whatever `make` fails with.
+    pub async fn get_or_make<F>(
+        &self,
+        key: &CacheKey,
+        make: F,
+    ) -> Result<Arc<CachedImage>, Arc<ApiError>>
+    where
+        F: Future<Output = Result<CachedImage, ApiError>> + Send,
+    {
+        let load = async {
+            if self.persist
+                && let Ok(hit) = self.store.get(&key.storage_path()).await
+                && let Ok(bytes) = hit.bytes().await
+            {
+                return Ok(Arc::new(CachedImage {
+                    bytes,
+                    content_type: mime_of(key.ext),
+                    transformed: false,
+                }));
+            }
+            let made = make.await?;
+            if self.persist {
+                let store = Arc::clone(&self.store);
+                let path = key.storage_path();
+                let payload = PutPayload::from_bytes(made.bytes.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = store.put(&path, payload).await {
+                        tracing::warn!(error = %e, %path, "persisting a result failed");
+                    }
+                });
+            }
+            Ok::<_, ApiError>(Arc::new(made))
+        };
+        match &self.memory {
+            None => load.await.map_err(Arc::new),
+            Some(memory) => {
+                let entry = memory.entry(key.full()).or_try_insert_with(load).await?;
+                if entry.is_fresh() {
+                    Ok(entry.into_value())
+                } else {
+                    let v = entry.into_value();
+                    Ok(Arc::new(CachedImage {
+                        bytes: v.bytes.clone(),
+                        content_type: v.content_type,
+                        transformed: false,
+                    }))
+                }
+            }
+        }
+    }
+
+    /// Entries and weighed bytes of the memory tier.
+    pub async fn stats(&self) -> (u64, u64) {
+        match &self.memory {
+            None => (0, 0),
+            Some(m) => {
+                m.run_pending_tasks().await;
+                (m.entry_count(), m.weighted_size())
+            }
+        }
+    }
+
+    /// Deletes persisted results whose source path matches `pattern` (`*` wildcards; all when
+    /// `None`) and empties the memory tier. Returns the number of objects deleted.
+    ///
+    /// # Errors
+    /// [`ApiError::Storage`] when listing or deleting fails.
+    pub async fn clear(&self, pattern: Option<&str>) -> Result<u64, ApiError> {
+        if let Some(m) = &self.memory {
+            m.invalidate_all();
+        }
+        let prefix = Path::from(CACHE_PREFIX);
+        let mut listing = self.store.list(Some(&prefix));
+        let mut doomed = Vec::new();
+        while let Some(meta) = listing.next().await {
+            let meta = meta.map_err(ApiError::Storage)?;
+            let full = meta.location.as_ref();
+            let source = full
+                .strip_prefix(&format!("{CACHE_PREFIX}/"))
+                .and_then(|rest| rest.rsplit_once('/'))
+                .map_or("", |(dir, _)| dir);
+            if pattern.is_none_or(|p| glob(p, source)) {
+                doomed.push(meta.location);
+            }
+        }
+        let mut count = 0;
+        for path in doomed {
+            match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => count += 1,
+                Err(e) => return Err(ApiError::Storage(e)),
+            }
+        }
+        Ok(count)
+    }
+}
+
+/// `*` matches any run of characters (slashes included); everything else is literal.
+fn glob(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || !text[first.len()..].ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn glob_matches_prefixes_and_suffixes() {
+        assert!(glob("photos/*", "photos/a/b.jpg"));
+        assert!(glob("*.jpg", "x/y.jpg"));
+        assert!(!glob("photos/*", "other/a.jpg"));
+        assert!(glob("a.jpg", "a.jpg"));
+        assert!(glob("a*b*c", "aXXbYYc"));
+    }
+}

@@ -1,0 +1,101 @@
+//! Settings of image-server: every one a clap flag with an environment fallback
+//! (DESIGN.md "Configuration", image-server table).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser};
+use secrecy::SecretString;
+
+/// Command line and environment of image-server.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "image-server",
+    version,
+    about = "Image CDN origin: resize and optimise stored images"
+)]
+pub struct Config {
+    /// Bind address. Default 127.0.0.1:3000 (compose sets 0.0.0.0:3000).
+    #[arg(long, env = "LISTEN", default_value = "127.0.0.1:3000")]
+    pub listen: SocketAddr,
+
+    /// Directory for server state: holds the generated api-key file. Default ./data.
+    #[arg(long, env = "DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Object store: `file://DIR` (default file://./data/images), `memory://`, or `s3://BUCKET`
+    /// (configured by AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    /// AWS_ALLOW_HTTP).
+    #[arg(long, env = "STORAGE_URL", default_value = "file://./data/images")]
+    pub storage_url: String,
+
+    /// Key for upload and admin endpoints (X-API-Key or Authorization: Bearer). When unset, one
+    /// is generated into DATA_DIR/api-key on first start and its location logged.
+    #[arg(long, env = "API_KEY", hide_env_values = true)]
+    pub api_key: Option<SecretString>,
+
+    /// In-memory result cache budget in bytes (moka, weighed by encoded size); 0 turns the
+    /// memory tier and request coalescing off. Default 268435456 (256 MiB).
+    #[arg(long, env = "CACHE_MAX_BYTES", default_value_t = 268_435_456)]
+    pub cache_max_bytes: u64,
+
+    /// Also persist results under `cache/` in the object store (true/false). Default true.
+    #[arg(long, env = "STORAGE_CACHE", default_value_t = true, action = ArgAction::Set)]
+    pub storage_cache: bool,
+
+    /// Lifetime of a memory cache entry, in seconds. Default 3600.
+    #[arg(long, env = "CACHE_TTL_SECS", default_value_t = 3600)]
+    pub cache_ttl_secs: u64,
+
+    /// Largest accepted upload, in bytes (decoded size); larger: 413. Default 26214400 (25 MiB).
+    #[arg(long, env = "MAX_UPLOAD_BYTES", default_value_t = 26_214_400)]
+    pub max_upload_bytes: usize,
+
+    /// Largest accepted source in pixels (width x height), checked from the header before
+    /// decoding; larger: 422. Default 50000000.
+    #[arg(long, env = "MAX_SOURCE_PIXELS", default_value_t = 50_000_000)]
+    pub max_source_pixels: u64,
+
+    /// Largest accepted output width or height in pixels; larger: 400. Default 8192.
+    #[arg(long, env = "MAX_OUTPUT_DIMENSION", default_value_t = 8192)]
+    pub max_output_dimension: u32,
+
+    /// Transformations run at once (CPU-bound, on blocking threads); the rest queue.
+    /// Default 0: the number of CPUs.
+    #[arg(long, env = "TRANSFORM_CONCURRENCY", default_value_t = 0)]
+    pub transform_concurrency: usize,
+
+    /// How long a source's ETag is remembered before the store is asked again, in
+    /// milliseconds; uploads through this server invalidate it at once. Default 1000.
+    #[arg(long, env = "SOURCE_ETAG_TTL_MS", default_value_t = 1000)]
+    pub source_etag_ttl_ms: u64,
+
+    /// Extra object_store options for the store (tests point S3 at a local server with these,
+    /// e.g. `aws_endpoint`); not settable from the command line.
+    #[arg(skip)]
+    pub storage_options: Vec<(String, String)>,
+}
+
+impl Config {
+    /// A configuration with every default, for tests and embedding.
+    pub fn defaults() -> Self {
+        Self::parse_from(["image-server"])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Config::command().debug_assert();
+    }
+
+    #[test]
+    fn storage_cache_takes_an_explicit_false() {
+        let c = Config::parse_from(["image-server", "--storage-cache", "false"]);
+        assert!(!c.storage_cache);
+    }
+}

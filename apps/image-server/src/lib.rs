@@ -1,0 +1,127 @@
+//! image-server: an image CDN origin (spec/image-service.md, DESIGN.md "Image server
+//! decisions").
+//!
+//! [`serve`] wires the object store, the result cache and the routes under one middleware
+//! stack and serves until `shutdown` resolves. Tests start it on `127.0.0.1:0`.
+
+mod auth;
+mod cache;
+mod config;
+mod error;
+mod routes;
+mod storage;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use object_store::ObjectStore;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+pub use config::Config;
+pub use error::ApiError;
+pub use storage::open as open_store;
+
+/// The version reported by `/admin/health` (spec section 9).
+pub const VERSION: &str = "2.0.0";
+
+/// Shared state of every handler.
+pub(crate) struct App {
+    pub config: Config,
+    pub store: Arc<dyn ObjectStore>,
+    pub cache: cache::ResultCache,
+    pub api_key: secrecy::SecretString,
+    pub limits: image_pipeline::Limits,
+    /// Bounds CPU-bound transformations running at once.
+    pub transforms: Semaphore,
+    /// Short-lived memory of source ETags (path -> etag), so cache hits skip the store.
+    pub etags: moka::future::Cache<String, String>,
+}
+
+pub(crate) type AppState = Arc<App>;
+
+/// Builds the router (exposed for in-process tests) from a ready configuration.
+///
+/// # Errors
+/// The store cannot be opened, or the API key file cannot be read or written.
+pub fn router(config: Config) -> anyhow::Result<Router> {
+    let store = storage::open(&config.storage_url, &config.storage_options)?;
+    let api_key = auth::load_or_generate(&config)?;
+    let cache = cache::ResultCache::new(
+        Arc::clone(&store),
+        config.cache_max_bytes,
+        Duration::from_secs(config.cache_ttl_secs.max(1)),
+        config.storage_cache,
+    );
+    let workers = if config.transform_concurrency == 0 {
+        std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
+    } else {
+        config.transform_concurrency
+    };
+    let limits = image_pipeline::Limits {
+        max_output_dimension: config.max_output_dimension,
+        max_source_pixels: config.max_source_pixels,
+    };
+    let etags = moka::future::Cache::builder()
+        .max_capacity(100_000)
+        .time_to_live(Duration::from_millis(config.source_etag_ttl_ms.max(1)))
+        .build();
+    // Base64 JSON bodies are 4/3 of the image; the handler enforces the decoded limit (413).
+    let body_limit = routes::images::raw_body_limit(config.max_upload_bytes);
+    let state: AppState = Arc::new(App {
+        config,
+        store,
+        cache,
+        api_key,
+        limits,
+        transforms: Semaphore::new(workers),
+        etags,
+    });
+    let trace = TraceLayer::new_for_http().make_span_with(|req: &Request| {
+        let route = req
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or(req.uri().path(), MatchedPath::as_str);
+        tracing::info_span!("request", method = %req.method(), route = %route)
+    });
+    Ok(routes::images::router()
+        .merge(routes::admin::router())
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(CatchPanicLayer::custom(
+            |_: Box<dyn std::any::Any + Send>| {
+                use axum::response::IntoResponse;
+                ApiError::Internal("handler panicked".into()).into_response()
+            },
+        ))
+        .layer(trace))
+}
+
+/// Serves image-server on `listener` until `shutdown` resolves, then drains in-flight
+/// requests (graceful shutdown).
+///
+/// # Errors
+/// Setup failures (see [`router`]) or a failing listener.
+pub async fn serve<F>(config: Config, listener: TcpListener, shutdown: F) -> anyhow::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let storage = storage_label(&config.storage_url);
+    let app = router(config)?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    tracing::info!(%addr, %storage, version = VERSION, "image-server listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serving HTTP")
+}
+
+/// The scheme and location of the store, for logs (S3 credentials live in env vars, never here).
+fn storage_label(url: &str) -> String {
+    url.split('?').next().unwrap_or(url).to_owned()
+}

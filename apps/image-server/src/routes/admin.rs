@@ -1,0 +1,92 @@
+//! `GET /admin/health` (open, for load balancers) and `POST /admin/cache/storage/clear`
+//! (needs the key), spec section 4.
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::{AppState, VERSION, auth};
+
+pub(crate) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/admin/health", get(health))
+        .route("/admin/cache/storage/clear", post(clear))
+}
+
+/// 200 `{"status": "ok", "version": "2.0.0", "storage": {...}, "cache": {...}}`, or 503 with
+/// `"status": "degraded"` when the store does not answer.
+async fn health(State(app): State<AppState>) -> (StatusCode, Json<Value>) {
+    // A HEAD of an object that does not exist: NotFound proves the store answers.
+    let probe = object_store::path::Path::from("cache/.health-probe");
+    let reachable = match app.store.head(&probe).await {
+        Ok(_) | Err(object_store::Error::NotFound { .. }) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "health: storage unreachable");
+            false
+        }
+    };
+    let (entries, bytes) = app.cache.stats().await;
+    let backend = app
+        .config
+        .storage_url
+        .split("://")
+        .next()
+        .unwrap_or("unknown");
+    let status = if reachable {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({
+            "status": if reachable { "ok" } else { "degraded" },
+            "version": VERSION,
+            "storage": { "reachable": reachable, "backend": backend },
+            "cache": {
+                "entries": entries,
+                "bytes": bytes,
+                "maxBytes": app.config.cache_max_bytes,
+                "storageTier": app.config.storage_cache,
+            },
+        })),
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ClearParams {
+    /// Source paths to clear, `*` as wildcard; all when absent.
+    pattern: Option<String>,
+}
+
+/// Deletes persisted results (optionally only for sources matching `pattern`, from the query
+/// or a JSON body) and empties the memory tier: `{"success": true, "count": N}`.
+async fn clear(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<ClearParams>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    auth::require_key(&headers, &app.api_key)?;
+    let from_body = if body.is_empty() {
+        ClearParams::default()
+    } else {
+        serde_json::from_slice::<ClearParams>(&body)
+            .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?
+    };
+    let pattern = query
+        .pattern
+        .or(from_body.pattern)
+        .filter(|p| !p.is_empty());
+    let count = app.cache.clear(pattern.as_deref()).await?;
+    tracing::info!(
+        count,
+        pattern = pattern.as_deref().unwrap_or("*"),
+        "storage cache cleared"
+    );
+    Ok(Json(json!({ "success": true, "count": count })))
+}

@@ -1,0 +1,353 @@
+//! `GET /images/resize/{*path}` and `POST /images/upload` (spec section 4).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+use image_pipeline::{FormatParam, TransformSpec};
+use object_store::PutPayload;
+use rand::RngCore;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cache::{CacheKey, CachedImage};
+use crate::error::ApiError;
+use crate::storage::object_path;
+use crate::{App, AppState, auth};
+
+pub(crate) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/images/resize/{*path}", get(resize))
+        .route("/images/upload", post(upload))
+}
+
+const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+
+/// The source's current ETag, remembered for SOURCE_ETAG_TTL_MS.
+async fn source_etag(
+    app: &App,
+    path: &object_store::path::Path,
+    what: &str,
+) -> Result<String, ApiError> {
+    let key = path.to_string();
+    if let Some(e) = app.etags.get(&key).await {
+        return Ok(e);
+    }
+    let meta = app.store.head(path).await.map_err(|e| match e {
+        object_store::Error::NotFound { .. } => ApiError::NotFound(format!("{what} {path}")),
+        other => ApiError::Storage(other),
+    })?;
+    let etag = meta.e_tag.unwrap_or_else(|| {
+        format!(
+            "{}-{}",
+            meta.size,
+            meta.last_modified.timestamp_nanos_opt().unwrap_or(0)
+        )
+    });
+    app.etags.insert(key, etag.clone()).await;
+    Ok(etag)
+}
+
+async fn fetch(app: &App, path: &object_store::path::Path, what: &str) -> Result<Bytes, ApiError> {
+    let got = app.store.get(path).await.map_err(|e| match e {
+        object_store::Error::NotFound { .. } => ApiError::NotFound(format!("{what} {path}")),
+        other => ApiError::Storage(other),
+    })?;
+    got.bytes().await.map_err(ApiError::Storage)
+}
+
+fn if_none_match_hits(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == etag || t == "*")
+}
+
+/// Serves the transformed image. Errors: 400 bad parameter or path, 404 no source, 415 not an
+/// image, 422 undecodable or too many pixels.
+async fn resize(
+    State(app): State<AppState>,
+    Path(raw_path): Path<String>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Query(pairs) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
+    let path = object_path(&raw_path)?;
+    let spec = TransformSpec::from_query(
+        pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        &app.limits,
+    )?;
+    let watermark_path = match &spec.watermark {
+        Some(w) => Some(object_path(&w.path)?),
+        None => None,
+    };
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let format = spec.output_format(accept);
+
+    let source_tag = source_etag(&app, &path, "image not found:").await?;
+    let mark_tag = match &watermark_path {
+        Some(p) => source_etag(&app, p, "watermark not found:").await?,
+        None => String::new(),
+    };
+    let key = CacheKey {
+        path: path.to_string(),
+        variant: format!("{spec}|{}|{source_tag}|{mark_tag}", format.name()),
+        ext: format.name(),
+    };
+    let etag = key.etag();
+    let mut common = HeaderMap::new();
+    common.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(CACHE_CONTROL),
+    );
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        common.insert(header::ETAG, v);
+    }
+    if spec.format == Some(FormatParam::Auto) {
+        common.insert(header::VARY, HeaderValue::from_static("Accept"));
+    }
+    if if_none_match_hits(&headers, &etag) {
+        return Ok((StatusCode::NOT_MODIFIED, common).into_response());
+    }
+
+    let make = {
+        let app = Arc::clone(&app);
+        let spec = spec.clone();
+        async move {
+            let source = fetch(&app, &path, "image not found:").await?;
+            let mark = match &watermark_path {
+                Some(p) => Some(fetch(&app, p, "watermark not found:").await?),
+                None => None,
+            };
+            let _permit = app
+                .transforms
+                .acquire()
+                .await
+                .map_err(|e| ApiError::Internal(e.to_string()))?;
+            let limits = app.limits;
+            let out = tokio::task::spawn_blocking(move || {
+                image_pipeline::transform(&source, &spec, format, mark.as_deref(), &limits)
+            })
+            .await
+            .map_err(|e| ApiError::Internal(format!("transform task: {e}")))??;
+            Ok(CachedImage {
+                bytes: Bytes::from(out.bytes),
+                content_type: out.format.mime(),
+                transformed: true,
+            })
+        }
+    };
+    let image = app
+        .cache
+        .get_or_make(&key, make)
+        .await
+        .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(|shared| clone_error(&shared)))?;
+    let mut response = (StatusCode::OK, common, image.bytes.clone()).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(image.content_type),
+    );
+    h.insert(
+        "x-cache",
+        HeaderValue::from_static(if image.transformed { "MISS" } else { "HIT" }),
+    );
+    Ok(response)
+}
+
+/// A coalesced failure is shared by every waiter; each gets an equivalent error.
+fn clone_error(e: &ApiError) -> ApiError {
+    match e {
+        ApiError::BadRequest(m) => ApiError::BadRequest(m.clone()),
+        ApiError::Unauthorized => ApiError::Unauthorized,
+        ApiError::NotFound(m) => ApiError::NotFound(m.clone()),
+        ApiError::TooLarge(n) => ApiError::TooLarge(*n),
+        ApiError::UnsupportedMedia(m) => ApiError::UnsupportedMedia(m.clone()),
+        ApiError::Unprocessable(m) => ApiError::Unprocessable(m.clone()),
+        ApiError::Storage(e) => ApiError::Internal(format!("storage: {e}")),
+        ApiError::Internal(m) => ApiError::Internal(m.clone()),
+    }
+}
+
+/// The original SDK's JSON upload body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonUpload {
+    /// Base64, or a `data:` URL.
+    image: String,
+    path: Option<String>,
+    /// Ignored: the type is sniffed from the bytes.
+    #[allow(dead_code)]
+    content_type: Option<String>,
+}
+
+/// The largest request body accepted for an upload of `limit` bytes: base64 JSON is 4/3 of the
+/// image, plus room for the other fields.
+pub(crate) fn raw_body_limit(limit: usize) -> usize {
+    limit / 3 * 4 + 64 * 1024
+}
+
+/// Collects up to `max` bytes of `body`. Beyond that it keeps reading and discarding (up to
+/// four times `max`, then gives up) and answers [`ApiError::TooLarge`] naming `limit`.
+async fn read_body(body: axum::body::Body, max: usize, limit: usize) -> Result<Bytes, ApiError> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buf = Vec::new();
+    let mut total = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
+        total = total.saturating_add(chunk.len());
+        if total <= max {
+            buf.extend_from_slice(&chunk);
+        } else if total > max.saturating_mul(4) {
+            break;
+        }
+    }
+    if total > max {
+        return Err(ApiError::TooLarge(limit));
+    }
+    Ok(Bytes::from(buf))
+}
+
+fn too_large_or_bad(status: StatusCode, message: String, limit: usize) -> ApiError {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::TooLarge(limit)
+    } else {
+        ApiError::BadRequest(message)
+    }
+}
+
+/// Stores an image. Multipart (`file`, `path`, `contentType`) or JSON `{image, path,
+/// contentType}`; needs the key. The type is sniffed from the bytes. Answers
+/// `{"success": true, "path", "url", "contentType", "size"}`.
+async fn upload(state: State<AppState>, headers: HeaderMap, request: Request) -> Response {
+    match store_upload(state, headers, request).await {
+        Ok(reply) => reply.into_response(),
+        Err(e) => {
+            // The body may be unread (refused before or while reading it): close the connection
+            // so a client cannot reuse it with our unread bytes in flight.
+            let mut response = e.into_response();
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+    }
+}
+
+async fn store_upload(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let limit = app.config.max_upload_bytes;
+    // Read the whole body first (bounded), so that a refusal (401, 413) reaches the client
+    // instead of a reset connection while it is still sending.
+    let (parts, body) = request.into_parts();
+    let raw = read_body(body, raw_body_limit(limit), limit).await?;
+    let request = Request::from_parts(parts, axum::body::Body::from(raw));
+    auth::require_key(&headers, &app.api_key)?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let (bytes, raw_path) = if content_type.starts_with("multipart/form-data") {
+        let mut multipart = Multipart::from_request(request, &())
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        let (mut file, mut path) = (None, None);
+        loop {
+            let field = multipart
+                .next_field()
+                .await
+                .map_err(|e| too_large_or_bad(e.status(), e.body_text(), limit))?;
+            let Some(field) = field else { break };
+            match field.name() {
+                Some("file" | "image") => {
+                    file = Some(
+                        field
+                            .bytes()
+                            .await
+                            .map_err(|e| too_large_or_bad(e.status(), e.body_text(), limit))?,
+                    );
+                }
+                Some("path") => {
+                    path = Some(
+                        field
+                            .text()
+                            .await
+                            .map_err(|e| ApiError::BadRequest(e.body_text()))?,
+                    );
+                }
+                _ => {}
+            }
+        }
+        let file =
+            file.ok_or_else(|| ApiError::BadRequest("multipart field `file` is missing".into()))?;
+        (file, path)
+    } else {
+        let body = Bytes::from_request(request, &())
+            .await
+            .map_err(|e| too_large_or_bad(e.status(), e.body_text(), limit))?;
+        let parsed: JsonUpload = serde_json::from_slice(&body).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "expected multipart/form-data or JSON {{image, path, contentType}}: {e}"
+            ))
+        })?;
+        let b64 = match parsed.image.split_once(',') {
+            Some((prefix, data)) if prefix.starts_with("data:") => data,
+            _ => parsed.image.as_str(),
+        };
+        let b64: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        if b64.len() / 4 * 3 > limit + 3 {
+            return Err(ApiError::TooLarge(limit));
+        }
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(&b64)
+            .map_err(|e| ApiError::BadRequest(format!("`image` is not valid base64: {e}")))?;
+        (Bytes::from(decoded), parsed.path)
+    };
+    if bytes.len() > limit {
+        return Err(ApiError::TooLarge(limit));
+    }
+    let named = match raw_path.filter(|p| !p.is_empty()) {
+        Some(p) => Some(object_path(&p)?),
+        None => None,
+    };
+    let info = image_pipeline::probe(&bytes, app.limits.max_source_pixels)?;
+    let path = match named {
+        Some(p) => p,
+        None => {
+            let mut id = [0u8; 12];
+            rand::rng().fill_bytes(&mut id);
+            let ext = info.format.mime().rsplit('/').next().unwrap_or("img");
+            object_path(&format!("uploads/{}.{ext}", hex::encode(id)))?
+        }
+    };
+    let size = bytes.len();
+    app.store
+        .put(&path, PutPayload::from_bytes(bytes))
+        .await
+        .map_err(ApiError::Storage)?;
+    app.etags.invalidate(path.as_ref()).await;
+    tracing::info!(%path, size, format = ?info.format, "image uploaded");
+    Ok(Json(json!({
+        "success": true,
+        "path": path.as_ref(),
+        "url": format!("/images/resize/{path}"),
+        "contentType": info.format.mime(),
+        "size": size,
+    })))
+}

@@ -1,0 +1,597 @@
+//! The HTTP API end to end on real photographs, once on local storage and once on a real
+//! S3-compatible server (IMAGE_TEST_S3_ENDPOINT; skipped with a notice when unset).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{KEY, Storage, TestServer, fixture, magic, shared_image};
+use image_pipeline::image::{Rgba, RgbaImage};
+use image_pipeline::{decode_to_rgba, samples};
+use pretty_assertions::assert_eq;
+
+fn pixels(bytes: &[u8]) -> RgbaImage {
+    decode_to_rgba(bytes, u64::MAX).unwrap()
+}
+
+fn is_red(p: &Rgba<u8>) -> bool {
+    p.0[0] > 200 && p.0[1] < 60 && p.0[2] < 60
+}
+
+async fn image(s: &TestServer, q: &str) -> (Vec<u8>, RgbaImage, String) {
+    let r = s.get(q).await;
+    assert_eq!(r.status(), 200, "{q}");
+    let ct = r.headers()["content-type"].to_str().unwrap().to_owned();
+    let body = r.bytes().await.unwrap().to_vec();
+    let px = pixels(&body);
+    (body, px, ct)
+}
+
+async fn error(s: &TestServer, q: &str) -> (u16, String) {
+    let r = s.get(q).await;
+    let status = r.status().as_u16();
+    let v: serde_json::Value = r.json().await.unwrap();
+    (status, v["error"].as_str().unwrap().to_owned())
+}
+
+async fn every_parameter_on_real_photos(s: &TestServer) {
+    s.upload("photos/lake.jpg", fixture("lake.jpg")).await;
+    let mut marked = pixels(&fixture("large_image.jpg"));
+    for y in 0..64 {
+        for x in 0..64 {
+            marked.put_pixel(x, y, Rgba([255, 0, 0, 255]));
+        }
+    }
+    s.upload("photos/marked.png", samples::png(&marked)).await;
+
+    for (f, m, ct) in [
+        ("webp", "webp", "image/webp"),
+        ("jpeg", "jpeg", "image/jpeg"),
+        ("png", "png", "image/png"),
+    ] {
+        let (body, px, got) = image(
+            s,
+            &format!("/images/resize/photos/lake.jpg?width=800&format={f}"),
+        )
+        .await;
+        assert_eq!(
+            (magic(&body), px.dimensions(), got.as_str()),
+            (m, (800, 450), ct)
+        );
+    }
+    let (body, px, _) = image(s, "/images/resize/photos/lake.jpg?height=300").await;
+    assert_eq!((magic(&body), px.dimensions()), ("webp", (533, 300)));
+
+    for (fit, dims) in [
+        ("cover", (300, 300)),
+        ("contain", (300, 300)),
+        ("fill", (300, 300)),
+        ("inside", (300, 169)),
+        ("outside", (533, 300)),
+    ] {
+        let (_, px, _) = image(s, &format!("/images/resize/photos/lake.jpg?width=300&height=300&fit={fit}&position=north&format=png")).await;
+        assert_eq!(px.dimensions(), dims, "{fit}");
+    }
+
+    let (_, px, _) = image(s, "/images/resize/photos/marked.png?flip=true&format=png").await;
+    assert!(
+        is_red(px.get_pixel(px.width() - 2, 1)) && !is_red(px.get_pixel(1, 1)),
+        "flip mirrors the marked corner"
+    );
+    let (_, px, _) = image(s, "/images/resize/photos/marked.png?flop=true&format=png").await;
+    assert!(
+        is_red(px.get_pixel(1, px.height() - 2)) && !is_red(px.get_pixel(1, 1)),
+        "flop"
+    );
+    let (_, px, _) = image(s, "/images/resize/photos/marked.png?rotate=90&format=png").await;
+    assert_eq!(px.dimensions(), (1512, 2268), "rotate 90 swaps the sides");
+    assert!(is_red(px.get_pixel(1510, 1)), "clockwise");
+    let (_, px, _) = image(
+        s,
+        "/images/resize/photos/lake.jpg?width=400&rotate=45&background=00ff00&format=png",
+    )
+    .await;
+    assert_eq!(px.get_pixel(0, 0).0, [0, 255, 0, 255]);
+    let (_, px, _) = image(
+        s,
+        "/images/resize/photos/lake.jpg?width=300&grayscale=true&format=png",
+    )
+    .await;
+    assert!(
+        px.pixels().all(|p| p.0[0] == p.0[1] && p.0[1] == p.0[2]),
+        "grayscale channels are equal"
+    );
+    let (_, px, _) = image(s, "/images/resize/photos/marked.png?cropLeft=0&cropTop=0&cropWidth=64&cropHeight=64&format=png").await;
+    assert_eq!(px.dimensions(), (64, 64));
+    assert!(px.pixels().all(is_red));
+    for q in [
+        "blur=2.5",
+        "sharpen=true",
+        "sharpen",
+        "grayscale=1&blur=1",
+        "progressive=true&format=jpeg",
+    ] {
+        let (_, px, _) = image(s, &format!("/images/resize/photos/lake.jpg?width=200&{q}")).await;
+        assert_eq!(px.dimensions(), (200, 113), "{q}");
+    }
+
+    // Watermark from another stored image.
+    s.upload(
+        "logos/red.png",
+        samples::png(&RgbaImage::from_pixel(40, 40, Rgba([255, 0, 0, 255]))),
+    )
+    .await;
+    let (_, px, _) = image(s, "/images/resize/photos/lake.jpg?width=400&format=png&watermark=logos/red.png&watermark_opacity=1&watermark_position=southeast").await;
+    assert!(is_red(px.get_pixel(395, 220)) && !is_red(px.get_pixel(5, 5)));
+
+    // Quality changes the size monotonically.
+    for f in ["jpeg", "webp"] {
+        let mut sizes = Vec::new();
+        for q in [10, 40, 70, 95] {
+            let r = s
+                .get(&format!(
+                    "/images/resize/photos/lake.jpg?width=800&format={f}&quality={q}"
+                ))
+                .await;
+            sizes.push(r.bytes().await.unwrap().len());
+        }
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]), "{f}: {sizes:?}");
+    }
+
+    // format=auto negotiates and varies on Accept.
+    let r = s
+        .client
+        .get(s.url("/images/resize/photos/lake.jpg?width=100&format=auto"))
+        .header("accept", "image/webp,*/*")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "image/webp");
+    assert_eq!(r.headers()["vary"], "Accept");
+    let r = s
+        .client
+        .get(s.url("/images/resize/photos/lake.jpg?width=100&format=auto"))
+        .header("accept", "*/*")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "image/jpeg");
+}
+
+async fn heic_and_exif_orientation(s: &TestServer) {
+    s.upload("heic/iphone.heic", fixture("iphone.heic")).await;
+    let (body, px, _) = image(s, "/images/resize/heic/iphone.heic?width=300&format=jpeg").await;
+    assert_eq!((magic(&body), px.dimensions()), ("jpeg", (300, 400)));
+    s.upload("heic/window.heic", fixture("window.heic")).await;
+    let (_, px, _) = image(s, "/images/resize/heic/window.heic?width=800").await;
+    assert_eq!(px.dimensions(), (800, 600));
+    for (name, dims) in [
+        ("pillow_heif__heif_special_xiaomi.heic", (400, 300)),
+        ("pillow_heif__heif_other_nokia_bird_burst.heic", (400, 225)),
+        ("pillow_heif__heif_other_pug.heic", (400, 300)),
+    ] {
+        if let Some(bytes) = shared_image(name) {
+            s.upload(&format!("heic/{name}"), bytes).await;
+            let (_, px, _) = image(s, &format!("/images/resize/heic/{name}?width=400")).await;
+            assert_eq!(px.dimensions(), dims, "{name}");
+        }
+    }
+    let oriented = samples::with_exif_orientation(&fixture("large_image.jpg"), 6);
+    s.upload("photos/portrait.jpg", oriented).await;
+    let (_, px, _) = image(s, "/images/resize/photos/portrait.jpg?width=300").await;
+    assert_eq!(px.dimensions(), (300, 450), "EXIF orientation 6 is applied");
+}
+
+async fn cache_etag_and_coalescing(s: &TestServer) {
+    s.upload("c/lake.jpg", fixture("lake.jpg")).await;
+    let q = "/images/resize/c/lake.jpg?width=640&format=jpeg";
+    let first = s.get(q).await;
+    assert_eq!(first.headers()["x-cache"], "MISS");
+    assert_eq!(
+        first.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(etag.starts_with('"'), "strong ETag");
+    let second = s
+        .get("/images/resize/c/lake.jpg?format=jpg&width=640&quality=80")
+        .await;
+    assert_eq!(
+        (
+            second.headers()["x-cache"].to_str().unwrap(),
+            second.headers()["etag"].to_str().unwrap()
+        ),
+        ("HIT", etag.as_str())
+    );
+    let not_modified = s
+        .client
+        .get(s.url(q))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_modified.status(), 304);
+
+    // Identical requests in flight: one transformation.
+    let q = "/images/resize/c/lake.jpg?width=333&format=webp";
+    let all = futures::future::join_all((0..6).map(|_| s.get(q))).await;
+    let misses = all
+        .iter()
+        .filter(|r| r.headers()["x-cache"] == "MISS")
+        .count();
+    assert_eq!(misses, 1);
+
+    // A replaced source gets a new ETag and a fresh result.
+    s.upload("c/lake.jpg", fixture("large_image.jpg")).await;
+    let r = s
+        .get("/images/resize/c/lake.jpg?width=640&format=jpeg")
+        .await;
+    assert_eq!(r.headers()["x-cache"], "MISS");
+    assert_ne!(r.headers()["etag"].to_str().unwrap(), etag);
+
+    // The storage tier holds results; clearing it (with the key) deletes them.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let r = s
+        .client
+        .post(s.url("/admin/cache/storage/clear"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = s
+        .client
+        .post(s.url("/admin/cache/storage/clear?pattern=nothing/*"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v, serde_json::json!({"success": true, "count": 0}));
+    let r = s
+        .client
+        .post(s.url("/admin/cache/storage/clear"))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["success"], true);
+    assert!(v["count"].as_u64().unwrap() >= 3, "{v}");
+    let r = s
+        .get("/images/resize/c/lake.jpg?width=640&format=jpeg")
+        .await;
+    assert_eq!(r.headers()["x-cache"], "MISS", "memory tier emptied too");
+
+    let h: serde_json::Value = s.get("/admin/health").await.json().await.unwrap();
+    assert_eq!(
+        (
+            h["status"].as_str(),
+            h["version"].as_str(),
+            h["storage"]["reachable"].as_bool()
+        ),
+        (Some("ok"), Some("2.0.0"), Some(true))
+    );
+    assert!(
+        h["cache"]["entries"].as_u64().unwrap() >= 1 && h["cache"]["bytes"].as_u64().unwrap() > 0,
+        "{h}"
+    );
+}
+
+async fn bad_input_is_answered_not_panicked(s: &TestServer) {
+    s.upload("b/lake.jpg", fixture("large_image.jpg")).await;
+    assert_eq!(error(s, "/images/resize/b/missing.jpg").await.0, 404);
+    for (q, name) in [
+        ("width=0", "width"),
+        ("width=abc", "width"),
+        ("width=100000", "width"),
+        ("quality=0", "quality"),
+        ("quality=101", "quality"),
+        ("rotate=361", "rotate"),
+        ("format=tiff", "format"),
+    ] {
+        let (status, msg) = error(s, &format!("/images/resize/b/lake.jpg?{q}")).await;
+        assert_eq!(status, 400, "{q}");
+        assert!(msg.contains(name), "{q}: {msg}");
+    }
+    s.put_raw("b/notes.jpg", b"this is not an image".to_vec())
+        .await;
+    assert_eq!(error(s, "/images/resize/b/notes.jpg").await.0, 415);
+    let lake = fixture("lake.jpg");
+    s.put_raw("b/truncated.jpg", lake[..lake.len() / 3].to_vec())
+        .await;
+    assert_eq!(
+        error(s, "/images/resize/b/truncated.jpg?width=100").await.0,
+        422
+    );
+    s.put_raw("b/bomb.png", samples::png_bomb(60_000, 60_000))
+        .await;
+    let (status, msg) = error(s, "/images/resize/b/bomb.png").await;
+    assert_eq!(status, 422, "{msg}");
+    if let Some(bytes) = shared_image("pillow_heif__heif_special_200MP.heic") {
+        s.put_raw("b/200mp.heic", bytes).await;
+        let started = std::time::Instant::now();
+        assert_eq!(
+            error(s, "/images/resize/b/200mp.heic?width=100").await.0,
+            422
+        );
+        assert!(started.elapsed().as_secs() < 3, "refused from the header");
+    }
+    if let Some(bytes) = shared_image("pillow_heif__heif_truncated_truncated.heic") {
+        s.put_raw("b/truncated.heic", bytes).await;
+        assert_eq!(error(s, "/images/resize/b/truncated.heic").await.0, 422);
+    }
+
+    // Uploads: key, type sniffing, size.
+    let form = || {
+        reqwest::multipart::Form::new()
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
+            )
+            .text("path", "u/x.jpg")
+    };
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .multipart(form())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("x-api-key", "wrong")
+        .multipart(form())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .bearer_auth(KEY)
+        .multipart(form())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(b"<html>not an image</html>".to_vec())
+                .mime_str("image/jpeg")
+                .unwrap(),
+        )
+        .text("path", "u/fake.jpg");
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("x-api-key", KEY)
+        .multipart(text)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415, "the declared type is not trusted");
+    let bomb = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(samples::png_bomb(100_000, 100_000)),
+        )
+        .text("path", "u/bomb.png");
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("x-api-key", KEY)
+        .multipart(bomb)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+}
+
+async fn paths_cannot_escape_the_storage_root(s: &TestServer) {
+    // A file beside the storage root that must never be served.
+    std::fs::write(s.dir.path().join("secret.jpg"), fixture("large_image.jpg")).unwrap();
+    for target in [
+        "/images/resize/../secret.jpg",
+        "/images/resize/%2e%2e/secret.jpg",
+        "/images/resize/%2E%2E%2Fsecret.jpg",
+        "/images/resize/a/%2e%2e/%2e%2e/secret.jpg",
+        "/images/resize//etc/passwd",
+        "/images/resize/%2Fetc%2Fpasswd",
+        "/images/resize/..%5Csecret.jpg",
+        "/images/resize/a%00b.jpg",
+        "/images/resize/%252e%252e/secret.jpg",
+        "/images/resize/cache/anything.webp",
+        "/images/resize/b/lake.jpg?watermark=../secret.jpg",
+    ] {
+        let (status, text) = s.raw_get(target).await;
+        assert_eq!(status, 400, "{target}: {text}");
+        assert!(text.contains("\"error\""), "{target}");
+    }
+    for path in [
+        "../escape.jpg",
+        "/abs.jpg",
+        "a/../../escape.jpg",
+        "cache/poison.webp",
+    ] {
+        let r = s
+            .client
+            .post(s.url("/images/upload"))
+            .header("x-api-key", KEY)
+            .json(&serde_json::json!({"image": "/9j/4AAQ", "path": path}))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status() == 400 || r.status() == 422,
+            "{path}: {}",
+            r.status()
+        );
+    }
+    assert!(!s.dir.path().join("escape.jpg").exists());
+    assert!(!std::path::Path::new("/abs.jpg").exists());
+}
+
+async fn original_sdk_requests_work_unchanged(s: &TestServer) {
+    use base64::Engine;
+    // uploadImage(buffer, {path, contentType}): JSON, base64, x-api-key.
+    let body = serde_json::json!({
+        "image": base64::engine::general_purpose::STANDARD.encode(fixture("lake.jpg")),
+        "path": "sdk/lake.jpg",
+        "contentType": "image/jpeg",
+    });
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("Content-Type", "application/json")
+        .header("x-api-key", KEY)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["success"].as_bool(), v["path"].as_str()),
+        (Some(true), Some("sdk/lake.jpg"))
+    );
+    // A data URL is accepted too.
+    let data_url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(samples::png(&RgbaImage::from_pixel(
+            30,
+            30,
+            Rgba([0, 0, 255, 255])
+        )))
+    );
+    let r = s.client.post(s.url("/images/upload")).header("x-api-key", KEY)
+        .json(&serde_json::json!({"image": data_url, "path": "sdk/mark.png", "contentType": "image/png"})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+
+    // getResizeUrl(path, {width, height, format, quality, rotate, flip, flop, grayscale, blur,
+    // sharpen, watermark: {image, position, opacity}, crop: {left, top, width, height}}),
+    // serialised in the SDK's order with URLSearchParams; fetched with its Bearer header.
+    let url = "/images/resize/sdk/lake.jpg?width=300&height=200&format=jpeg&quality=75&rotate=180&flip=true&flop=false&grayscale=false&blur=0.5&sharpen=true&watermarkImage=sdk%2Fmark.png&watermarkPosition=bottom-right&watermarkOpacity=0.8&cropLeft=100&cropTop=50&cropWidth=3000&cropHeight=2000";
+    let r = s
+        .client
+        .get(s.url(url))
+        .header("Authorization", format!("Bearer {KEY}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let px = pixels(&r.bytes().await.unwrap());
+    assert_eq!(px.dimensions(), (300, 200));
+    // Same request without options, as getResizeUrl(path) builds it.
+    let (body, _, _) = image(s, "/images/resize/sdk/lake.jpg").await;
+    assert_eq!(magic(&body), "webp");
+    // watermarkText is ignored rather than refused (no text watermarks).
+    assert_eq!(
+        s.get("/images/resize/sdk/lake.jpg?width=50&watermarkText=%3Csvg%3E")
+            .await
+            .status(),
+        200
+    );
+}
+
+async fn oversized_uploads_are_413(storage: &Storage) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(storage, &dir).await;
+    config.max_upload_bytes = 200_000;
+    let s = TestServer::start_with(config, dir).await;
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(fixture("lake.jpg")))
+        .text("path", "big.jpg");
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("x-api-key", KEY)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("200000"));
+    use base64::Engine;
+    let body = serde_json::json!({"image": base64::engine::general_purpose::STANDARD.encode(fixture("large_image.jpg")), "path": "big.jpg"});
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("x-api-key", KEY)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    s.stop().await;
+}
+
+async fn results_survive_a_restart_in_the_storage_tier(storage: &Storage) {
+    let s = TestServer::start(storage).await;
+    s.upload("r/lake.jpg", fixture("large_image.jpg")).await;
+    let q = "/images/resize/r/lake.jpg?width=120&format=png";
+    assert_eq!(s.get(q).await.headers()["x-cache"], "MISS");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (config, dir) = s.stop().await;
+    let s = TestServer::start_with(config, dir).await;
+    assert_eq!(s.get(q).await.headers()["x-cache"], "HIT");
+    s.stop().await;
+}
+
+macro_rules! on_every_storage {
+    ($($name:ident),* ; $($own:ident),*) => {
+        mod local {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let s = super::TestServer::start(&super::Storage::Local).await;
+                    super::$name(&s).await;
+                    s.stop().await;
+                }
+            )*
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $own() {
+                    super::$own(&super::Storage::Local).await;
+                }
+            )*
+        }
+        mod s3 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(endpoint) = super::common::s3_endpoint() else {
+                        eprintln!("skipped: IMAGE_TEST_S3_ENDPOINT is unset");
+                        return;
+                    };
+                    let s = super::TestServer::start(&super::Storage::S3(endpoint)).await;
+                    super::$name(&s).await;
+                    s.stop().await;
+                }
+            )*
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $own() {
+                    let Some(endpoint) = super::common::s3_endpoint() else {
+                        eprintln!("skipped: IMAGE_TEST_S3_ENDPOINT is unset");
+                        return;
+                    };
+                    super::$own(&super::Storage::S3(endpoint)).await;
+                }
+            )*
+        }
+    };
+}
+
+on_every_storage!(
+    every_parameter_on_real_photos,
+    heic_and_exif_orientation,
+    cache_etag_and_coalescing,
+    bad_input_is_answered_not_panicked,
+    paths_cannot_escape_the_storage_root,
+    original_sdk_requests_work_unchanged;
+    oversized_uploads_are_413,
+    results_survive_a_restart_in_the_storage_tier
+);

@@ -1,0 +1,219 @@
+//! Starts the real server on 127.0.0.1:0 over local storage or a real S3-compatible server.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::sync::Arc;
+
+use image_server::{Config, serve};
+use object_store::ObjectStore;
+use object_store::path::Path;
+
+pub const KEY: &str = "test-key-0123456789";
+
+#[derive(Debug, Clone)]
+pub enum Storage {
+    Local,
+    S3(String),
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub store: Arc<dyn ObjectStore>,
+    pub dir: tempfile::TempDir,
+    pub config: Config,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+/// The S3 endpoint to test against, from IMAGE_TEST_S3_ENDPOINT.
+pub fn s3_endpoint() -> Option<String> {
+    std::env::var("IMAGE_TEST_S3_ENDPOINT")
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+pub fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/../../crates/image-pipeline/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// A file from ../shared/images (not committed); `None` with a notice when absent.
+pub fn shared_image(name: &str) -> Option<Vec<u8>> {
+    let p = format!(
+        "{}/../../../shared/images/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    match std::fs::read(&p) {
+        Ok(b) => Some(b),
+        Err(_) => {
+            eprintln!("skipped part: {p} is absent");
+            None
+        }
+    }
+}
+
+pub async fn config_for(storage: &Storage, dir: &tempfile::TempDir) -> Config {
+    let mut config = Config::defaults();
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.data_dir = dir.path().join("data");
+    config.api_key = Some(KEY.to_owned().into());
+    config.storage_cache = true;
+    config.cache_max_bytes = 64 * 1024 * 1024;
+    config.source_etag_ttl_ms = 1;
+    match storage {
+        Storage::Local => {
+            config.storage_url = format!("file://{}", dir.path().join("images").display());
+        }
+        Storage::S3(endpoint) => {
+            let bucket = format!("img-{}", rand_suffix());
+            // moto and s3s accept an unsigned bucket creation.
+            let r = reqwest::Client::new()
+                .put(format!("{endpoint}/{bucket}"))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "creating bucket: {}", r.status());
+            config.storage_url = format!("s3://{bucket}");
+            config.storage_options = vec![
+                ("aws_endpoint".into(), endpoint.clone()),
+                ("aws_allow_http".into(), "true".into()),
+                ("aws_region".into(), "us-east-1".into()),
+                ("aws_access_key_id".into(), "test".into()),
+                ("aws_secret_access_key".into(), "test".into()),
+            ];
+        }
+    }
+    config
+}
+
+fn rand_suffix() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let n = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{:x}{:x}", n, std::process::id())
+}
+
+impl TestServer {
+    pub async fn start(storage: &Storage) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config_for(storage, &dir).await;
+        Self::start_with(config, dir).await
+    }
+
+    pub async fn start_with(config: Config, dir: tempfile::TempDir) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let store = image_server::open_store(&config.storage_url, &config.storage_options).unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(serve(config.clone(), listener, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base,
+            client: reqwest::Client::new(),
+            store,
+            dir,
+            config,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Stops the server gracefully and returns its temp dir and config for a restart.
+    pub async fn stop(mut self) -> (Config, tempfile::TempDir) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        (self.config.clone(), dir)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Uploads through the API (multipart) and returns the stored path.
+    pub async fn upload(&self, path: &str, bytes: Vec<u8>) -> String {
+        let form = reqwest::multipart::Form::new()
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(bytes).file_name("x"),
+            )
+            .text("path", path.to_owned());
+        let r = self
+            .client
+            .post(self.url("/images/upload"))
+            .header("x-api-key", KEY)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.status(),
+            200,
+            "upload {path}: {}",
+            r.text().await.unwrap()
+        );
+        let v: serde_json::Value = r.json().await.unwrap();
+        v["path"].as_str().unwrap().to_owned()
+    }
+
+    /// Writes bytes straight into the store, bypassing upload checks.
+    pub async fn put_raw(&self, path: &str, bytes: Vec<u8>) {
+        self.store
+            .put(&Path::from(path), bytes.into())
+            .await
+            .unwrap();
+    }
+
+    pub async fn get(&self, path_and_query: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path_and_query))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Sends a request line exactly as written (no client-side path normalisation).
+    pub async fn raw_get(&self, target: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.base.trim_start_matches("http://");
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).await.unwrap();
+        let text = String::from_utf8_lossy(&buf).to_string();
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        (status, text)
+    }
+}
+
+pub fn magic(bytes: &[u8]) -> &'static str {
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        "jpeg"
+    } else if bytes.starts_with(b"\x89PNG") {
+        "png"
+    } else if bytes.len() > 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        "webp"
+    } else if bytes.len() > 12 && &bytes[4..12] == b"ftypavif" {
+        "avif"
+    } else {
+        "unknown"
+    }
+}

@@ -1,0 +1,64 @@
+//! The client against the real server on 127.0.0.1:0.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use image_client::{ClientError, Format, ImageClient, ResizeOptions};
+use pretty_assertions::assert_eq;
+
+async fn start() -> (String, tempfile::TempDir, tokio::sync::oneshot::Sender<()>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = image_server::Config::defaults();
+    config.data_dir = dir.path().join("data");
+    config.storage_url = "memory://".into();
+    config.api_key = Some("client-key".to_owned().into());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(image_server::serve(config, listener, async move {
+        let _ = rx.await;
+    }));
+    (base, dir, tx)
+}
+
+fn photo() -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/../image-pipeline/tests/fixtures/large_image.jpg",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn upload_returns_the_path_and_resize_url_serves_it() {
+    let (base, _dir, _stop) = start().await;
+    let client = ImageClient::new(&base, "client-key").unwrap();
+    let path = client
+        .upload(photo(), "albums/one photo.jpg", "image/jpeg")
+        .await
+        .unwrap();
+    assert_eq!(path, "albums/one photo.jpg");
+    let url = client.resize_url(
+        &path,
+        &ResizeOptions {
+            width: Some(200),
+            format: Some(Format::Png),
+            grayscale: true,
+            ..Default::default()
+        },
+    );
+    let body = reqwest::get(&url).await.unwrap().bytes().await.unwrap();
+    let img = image_pipeline::decode_to_rgba(&body, u64::MAX).unwrap();
+    assert_eq!(img.dimensions(), (200, 133));
+}
+
+#[tokio::test]
+async fn a_wrong_key_is_reported_with_the_server_message() {
+    let (base, _dir, _stop) = start().await;
+    let client = ImageClient::new(&base, "wrong").unwrap();
+    match client.upload(photo(), "x.jpg", "image/jpeg").await {
+        Err(ClientError::Status {
+            status: 401,
+            message,
+        }) => assert!(message.contains("API key")),
+        other => panic!("{other:?}"),
+    }
+}
