@@ -1,0 +1,174 @@
+/**
+ * TypeScript client of image-server (spec section 1): builds resize URLs and uploads images.
+ * Drop-in compatible with the original service's SDK: same method names, option names, JSON
+ * upload body and `x-api-key` header.
+ */
+
+export type Format = "webp" | "jpeg" | "jpg" | "png" | "auto";
+export type Fit = "inside" | "cover" | "contain" | "fill" | "outside";
+
+export interface ClientConfig {
+  /** Base URL of the server, e.g. `http://127.0.0.1:3000` (a trailing slash is removed). */
+  baseUrl: string;
+  /** Key for uploads and admin calls, sent as `x-api-key`. */
+  apiKey?: string;
+  /** Request timeout in milliseconds (default 30000). */
+  timeout?: number;
+}
+
+export interface ResizeOptions {
+  /** Target width in pixels. */
+  width?: number;
+  /** Target height in pixels. */
+  height?: number;
+  format?: Format;
+  /** 1..100, server default 80. */
+  quality?: number;
+  /** Clockwise degrees, 0..360. */
+  rotate?: number;
+  /** Mirror left to right. */
+  flip?: boolean;
+  /** Mirror top to bottom. */
+  flop?: boolean;
+  grayscale?: boolean;
+  /** Gaussian sigma. */
+  blur?: number;
+  sharpen?: boolean;
+  fit?: Fit;
+  /** `centre`, a compass point (`north`...), `entropy` or `attention`. */
+  position?: string;
+  /** Hex colour for contain padding and rotation corners. */
+  background?: string;
+  /** Allow upscaling. */
+  enlarge?: boolean;
+  /** A stored image composited onto the output (`text` is accepted and ignored by the server). */
+  watermark?: { image?: string; text?: string; position?: string; opacity?: number; scale?: number };
+  /** Pixel rectangle of the oriented source, applied before the resize. */
+  crop?: { left?: number; top?: number; width: number; height: number };
+}
+
+export interface UploadOptions {
+  /** Object path to store under, e.g. `pets/cat.jpg`. */
+  path: string;
+  /** Declared media type (the server sniffs the real one). */
+  contentType: string;
+}
+
+export interface UploadResponse {
+  success: boolean;
+  /** The stored path, to pass to `getResizeUrl`. */
+  path: string;
+  /** `/images/resize/{path}`. */
+  url: string;
+  contentType?: string;
+  size?: number;
+}
+
+/** An error answered by the server: `status` and its `{"error"}` message. */
+export class ImageServerError extends Error {
+  constructor(public readonly status: number, message: string) {
+    super(message);
+    this.name = "ImageServerError";
+  }
+}
+
+export class ImageClient {
+  private readonly baseUrl: string;
+  private readonly apiKey?: string;
+  private readonly timeout: number;
+
+  /** `new ImageClient(baseUrl, apiKey)` or, like the original SDK, `new ImageClient({baseUrl, apiKey})`. */
+  constructor(config: ClientConfig | string, apiKey?: string) {
+    const c: ClientConfig = typeof config === "string" ? { baseUrl: config, apiKey } : config;
+    this.baseUrl = c.baseUrl.replace(/\/+$/, "");
+    this.apiKey = c.apiKey;
+    this.timeout = c.timeout ?? 30000;
+  }
+
+  /** The URL of `path` transformed by `options` (path segments percent-encoded). */
+  getResizeUrl(path: string, options: ResizeOptions = {}): string {
+    const encoded = path.split("/").map(encodeURIComponent).join("/");
+    const url = new URL(`${this.baseUrl}/images/resize/${encoded}`);
+    const p = url.searchParams;
+    const put = (k: string, v: unknown) => {
+      if (v !== undefined && v !== null && v !== "") p.append(k, String(v));
+    };
+    put("width", options.width);
+    put("height", options.height);
+    put("format", options.format);
+    put("quality", options.quality);
+    put("rotate", options.rotate);
+    put("flip", options.flip);
+    put("flop", options.flop);
+    put("grayscale", options.grayscale);
+    put("blur", options.blur);
+    put("sharpen", options.sharpen);
+    put("fit", options.fit);
+    put("position", options.position);
+    put("background", options.background);
+    put("enlarge", options.enlarge);
+    if (options.watermark) {
+      put("watermarkImage", options.watermark.image);
+      put("watermarkText", options.watermark.text);
+      put("watermarkPosition", options.watermark.position);
+      put("watermarkOpacity", options.watermark.opacity);
+      put("watermark_scale", options.watermark.scale);
+    }
+    if (options.crop) {
+      put("cropLeft", options.crop.left);
+      put("cropTop", options.crop.top);
+      put("cropWidth", options.crop.width);
+      put("cropHeight", options.crop.height);
+    }
+    return url.toString();
+  }
+
+  /**
+   * Uploads an image (Buffer, Uint8Array, Blob, base64 string or data URL) as the original SDK
+   * does: JSON `{image, path, contentType}` with `x-api-key`. Resolves to `{success, path, url}`.
+   * Rejects with `ImageServerError` (401 bad key, 413 too large, 415 not an image, 400 bad path).
+   */
+  async uploadImage(file: Uint8Array | Blob | string, options: UploadOptions): Promise<UploadResponse> {
+    let image: string;
+    if (typeof file === "string") {
+      image = file.startsWith("data:") ? file.slice(file.indexOf(",") + 1) : file;
+    } else if (file instanceof Uint8Array) {
+      image = Buffer.from(file).toString("base64");
+    } else {
+      image = Buffer.from(await file.arrayBuffer()).toString("base64");
+    }
+    const response = await fetch(`${this.baseUrl}/images/upload`, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        ...(this.apiKey ? { "x-api-key": this.apiKey } : {}),
+      },
+      body: JSON.stringify({ image, path: options.path, contentType: options.contentType }),
+      signal: AbortSignal.timeout(this.timeout),
+    });
+    if (!response.ok) {
+      let message = `upload failed with status ${response.status}`;
+      try {
+        const body = (await response.json()) as { error?: string };
+        if (body.error) message = body.error;
+      } catch {
+        /* not JSON */
+      }
+      throw new ImageServerError(response.status, message);
+    }
+    return (await response.json()) as UploadResponse;
+  }
+
+  /** Fetches the transformed image as a Blob. */
+  async getResizedImage(path: string, options: ResizeOptions = {}): Promise<Blob> {
+    const response = await fetch(this.getResizeUrl(path, options), { signal: AbortSignal.timeout(this.timeout) });
+    if (!response.ok) {
+      const body = (await response.json().catch(() => ({}))) as { error?: string };
+      throw new ImageServerError(response.status, body.error ?? `status ${response.status}`);
+    }
+    return response.blob();
+  }
+}
+
+/** The original SDK's class name, for drop-in use. */
+export { ImageClient as ResizeIt };
