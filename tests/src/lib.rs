@@ -1,4 +1,5 @@
 //! Test doubles: see DESIGN.md "Test doubles and real parts".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fake_forge;
 pub mod scripted_model;

@@ -293,7 +293,12 @@ mod tests {
             serde_json::to_string(&ReviewEvent::RequestChanges).unwrap(),
             "\"REQUEST_CHANGES\""
         );
-        assert!("bogus".parse::<Severity>().unwrap_err().contains("blocking, nit, question"));
+        assert!(
+            "bogus"
+                .parse::<Severity>()
+                .unwrap_err()
+                .contains("blocking, nit, question")
+        );
     }
 
     #[test]

@@ -1,0 +1,176 @@
+//! The subcommands besides `serve`: `session export` prints a transcript, and `review` runs the
+//! same agent, tools and checks on a local repository with no forge, printing the result as
+//! markdown (how a newcomer with only an API key tries the product in one command).
+
+use crate::config::{Config, ReviewArgs};
+use agent::{
+    CancellationToken, Catalog, PrContext, ProviderSettings, ReviewJob, ReviewPoster,
+    TranscriptStore,
+};
+use anyhow::Context;
+use async_trait::async_trait;
+use git_cache::Repo;
+use review_domain::{ModelSpec, PostedReview, ReviewSubmission};
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+/// `review-server session export <id>`: the transcript JSON on stdout.
+pub fn session_export(config: &Config, session_id: &str) -> anyhow::Result<()> {
+    let transcript = TranscriptStore::new(config.data_dir.join("sessions")).load(session_id)?;
+    println!("{}", serde_json::to_string_pretty(&transcript)?);
+    Ok(())
+}
+
+/// Collects what the agent posts instead of sending it to a forge.
+#[derive(Default)]
+pub struct CollectingPoster {
+    pub comments: Mutex<Vec<String>>,
+    pub reviews: Mutex<Vec<ReviewSubmission>>,
+}
+
+#[async_trait]
+impl ReviewPoster for CollectingPoster {
+    async fn post_comment(&self, body: &str) -> Result<Option<i64>, String> {
+        if let Ok(mut c) = self.comments.lock() {
+            c.push(body.to_owned());
+        }
+        Ok(None)
+    }
+
+    async fn post_review(&self, review: &ReviewSubmission) -> Result<PostedReview, String> {
+        if let Ok(mut r) = self.reviews.lock() {
+            r.push(review.clone());
+        }
+        Ok(PostedReview {
+            review_id: None,
+            comment_ids: vec![None; review.comments.len()],
+        })
+    }
+}
+
+/// `review-server review --repo PATH --base REV --head REV [--model SPEC]`.
+pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<()> {
+    let path = args.repo.clone();
+    let (base, head) = (args.base.clone(), args.head.clone());
+    let worktrees = std::env::temp_dir();
+    let (base_sha, head_sha, diff, commits, worktree) =
+        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let repo = Repo::open(&path)
+                .with_context(|| format!("{} is not a git repository", path.display()))?;
+            let base_sha = repo.resolve(&base)?;
+            let head_sha = repo.resolve(&head)?;
+            let diff = repo.diff(&base_sha, &head_sha)?;
+            let commits = repo.log(&base_sha, &head_sha, 50).unwrap_or_default();
+            let worktree = repo.checkout(&head_sha, Some(&worktrees))?;
+            Ok((base_sha, head_sha, diff, commits, worktree))
+        })
+        .await??;
+    if diff.is_empty() {
+        anyhow::bail!("{}...{} has no changes to review", args.base, args.head);
+    }
+    let model: ModelSpec = args
+        .model
+        .as_deref()
+        .unwrap_or(&config.agent_model)
+        .parse()?;
+    let pr = PrContext {
+        number: 0,
+        title: commits
+            .last()
+            .cloned()
+            .unwrap_or_else(|| format!("{}...{}", args.base, args.head)),
+        body: None,
+        author: None,
+        base_ref: args.base.clone(),
+        head_ref: args.head.clone(),
+        base_sha,
+        head_sha,
+        commits,
+    };
+    let session_id = format!("local-{}", uuid::Uuid::new_v4().simple());
+    let mut job = ReviewJob::new(&session_id, worktree.path(), diff.clone(), model, pr);
+    job.focus = args.prompt.clone().unwrap_or_default();
+    let providers = ProviderSettings {
+        anthropic_base_url: config.anthropic_base_url.clone(),
+        openai_base_url: config.openai_base_url.clone(),
+        zai_base_url: config.zai_base_url.clone(),
+        agent_api_key: config.agent_api_key.clone(),
+        second_api_key: config.second_api_key.clone(),
+        third_api_key: config.third_api_key.clone(),
+        stream: config.agent_stream,
+    };
+    let poster = CollectingPoster::default();
+    let transcripts = TranscriptStore::new(config.data_dir.join("sessions"));
+    let outcome = agent::run_review(
+        job,
+        &providers,
+        &Catalog::bundled(),
+        &poster,
+        &transcripts,
+        CancellationToken::new(),
+    )
+    .await?;
+    drop(worktree);
+    print!("{}", render_markdown(&poster, &outcome, &diff, &session_id));
+    Ok(())
+}
+
+/// The local review as markdown: summary, inline comments (file:line, severity, body),
+/// comments, then tokens and cost.
+pub fn render_markdown(
+    poster: &CollectingPoster,
+    outcome: &agent::ReviewOutcome,
+    diff: &str,
+    session_id: &str,
+) -> String {
+    let mut out = String::new();
+    let reviews = poster.reviews.lock().map(|r| r.clone()).unwrap_or_default();
+    let comments = poster
+        .comments
+        .lock()
+        .map(|c| c.clone())
+        .unwrap_or_default();
+    for review in &reviews {
+        let _ = writeln!(
+            out,
+            "# Review ({})\n\n{}\n",
+            review.event,
+            review.summary.trim()
+        );
+        if !review.comments.is_empty() {
+            let _ = writeln!(out, "## Inline comments\n");
+            for c in &review.comments {
+                let _ = writeln!(
+                    out,
+                    "- **{}:{}** ({}) {}",
+                    c.path,
+                    c.line,
+                    c.severity,
+                    c.body.trim().replace('\n', "\n  ")
+                );
+            }
+            out.push('\n');
+        }
+    }
+    for c in &comments {
+        let _ = writeln!(out, "# Comment\n\n{}\n", c.trim());
+    }
+    let files = diff
+        .lines()
+        .filter(|l| l.starts_with("diff --git "))
+        .count();
+    let _ = writeln!(
+        out,
+        "---\nModel {} · {} files in the diff · {} tokens ({} in, {} out, {} cache read, {} cache write) · ${:.4} · session {}",
+        outcome.model,
+        files,
+        outcome.tokens,
+        outcome.input_tokens,
+        outcome.output_tokens,
+        outcome.cache_read_tokens,
+        outcome.cache_write_tokens,
+        outcome.cost,
+        session_id
+    );
+    out
+}

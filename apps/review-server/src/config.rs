@@ -1,0 +1,211 @@
+//! Configuration: every setting is a clap flag with an environment fallback (DESIGN.md,
+//! Configuration). Secrets are `SecretString` and never printed.
+
+use clap::{Args, Parser, Subcommand};
+use secrecy::SecretString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The command line of `review-server`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "review-server",
+    version,
+    about = "Reviews pull requests with an LLM agent"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: Config,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands; none means `serve`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Agent session transcripts.
+    Session {
+        #[command(subcommand)]
+        command: SessionCommand,
+    },
+    /// Review a range of a local repository with the same agent, tools and checks, no forge:
+    /// prints the summary and inline comments as markdown, with tokens and cost.
+    Review(ReviewArgs),
+}
+
+/// `review-server session ...`
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Print the transcript of a session as JSON.
+    Export {
+        /// The session id (ReviewRow.session_id).
+        session_id: String,
+    },
+}
+
+/// `review-server review --repo PATH --base REV --head REV [--model SPEC]`
+#[derive(Debug, Clone, Args)]
+pub struct ReviewArgs {
+    /// A local git repository (working copy or bare).
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// The base revision (the diff is base...head, as `git diff base...head`).
+    #[arg(long)]
+    pub base: String,
+    /// The head revision.
+    #[arg(long, default_value = "HEAD")]
+    pub head: String,
+    /// Model spec `<provider>/<model>`; default: the AGENT_MODEL env var, else the built-in default.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Instructions to focus on; default: the built-in focus.
+    #[arg(long)]
+    pub prompt: Option<String>,
+}
+
+/// Server settings (DESIGN.md, Configuration, review-server).
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Bind address.
+    #[arg(long, env = "LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Holds review.db, repos/, sessions/, worktrees/ and skills/.
+    #[arg(long, env = "DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Database URL; default sqlite://$DATA_DIR/review.db.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// HMAC secret of webhook deliveries; unset: every delivery is rejected 401.
+    #[arg(long, env = "FORGE_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<SecretString>,
+    /// GitHub App id.
+    #[arg(long, env = "FORGE_APP_ID")]
+    pub app_id: Option<String>,
+    /// GitHub App private key, PEM text (PKCS#1).
+    #[arg(long, env = "FORGE_APP_PRIVATE_KEY", hide_env_values = true)]
+    pub app_private_key: Option<SecretString>,
+    /// GitHub App private key, path to the PEM file.
+    #[arg(long, env = "FORGE_APP_PRIVATE_KEY_PATH")]
+    pub app_private_key_path: Option<PathBuf>,
+    /// REST base URL.
+    #[arg(long, env = "FORGE_API_URL", default_value = "https://api.github.com")]
+    pub forge_api_url: String,
+    /// Web base URL; its host names the cache folder under repos/.
+    #[arg(long, env = "FORGE_URL", default_value = "https://github.com")]
+    pub forge_url: String,
+    /// Clone base: `{FORGE_GIT_URL}/{owner}/{repo}.git`; file:// allowed. Default FORGE_URL.
+    #[arg(long, env = "FORGE_GIT_URL")]
+    pub forge_git_url: Option<String>,
+    /// Fallback for the agent_api_key setting (unlocks the anthropic provider).
+    #[arg(long, env = "AGENT_API_KEY", hide_env_values = true)]
+    pub agent_api_key: Option<SecretString>,
+    /// Fallback for the second_api_key setting (unlocks zai-coding-plan).
+    #[arg(long, env = "SECOND_API_KEY", hide_env_values = true)]
+    pub second_api_key: Option<SecretString>,
+    /// Fallback for the third_api_key setting (unlocks openai).
+    #[arg(long, env = "THIRD_API_KEY", hide_env_values = true)]
+    pub third_api_key: Option<SecretString>,
+    /// Anthropic endpoint, without /v1.
+    #[arg(
+        long,
+        env = "ANTHROPIC_BASE_URL",
+        default_value = "https://api.anthropic.com"
+    )]
+    pub anthropic_base_url: String,
+    /// OpenAI endpoint, ending in /v1.
+    #[arg(
+        long,
+        env = "OPENAI_BASE_URL",
+        default_value = "https://api.openai.com/v1"
+    )]
+    pub openai_base_url: String,
+    /// Z.ai coding plan endpoint, ending in /api/coding/paas/v4.
+    #[arg(
+        long,
+        env = "ZAI_CODING_PLAN_BASE_URL",
+        default_value = "https://api.z.ai/api/coding/paas/v4"
+    )]
+    pub zai_base_url: String,
+    /// Default review model when neither the repo nor the agent_model setting names one.
+    #[arg(
+        long,
+        env = "AGENT_MODEL",
+        default_value = "anthropic/claude-sonnet-4-5"
+    )]
+    pub agent_model: String,
+    /// Public model catalog (models.dev format).
+    #[arg(
+        long,
+        env = "MODELS_CATALOG_URL",
+        default_value = "https://models.dev/api.json"
+    )]
+    pub models_catalog_url: String,
+    /// Automatic retry delay, seconds.
+    #[arg(long, env = "RETRY_DELAY_SECS", default_value_t = 60)]
+    pub retry_delay_secs: u64,
+    /// Event-stream heartbeat, seconds of silence.
+    #[arg(long, env = "HEARTBEAT_SECS", default_value_t = 25)]
+    pub heartbeat_secs: u64,
+    /// Agent runs at once; the rest wait as pending, in order.
+    #[arg(long, env = "MAX_CONCURRENT_REVIEWS", default_value_t = 4)]
+    pub max_concurrent_reviews: usize,
+    /// Stream model responses (server-sent events); false uses plain JSON responses.
+    #[arg(long, env = "AGENT_STREAM", default_value_t = true, action = clap::ArgAction::Set)]
+    pub agent_stream: bool,
+}
+
+impl Config {
+    /// The database URL: DATABASE_URL, else `sqlite://$DATA_DIR/review.db`.
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}/review.db", self.data_dir.display()))
+    }
+
+    /// The clone base: FORGE_GIT_URL, else FORGE_URL.
+    pub fn git_url(&self) -> &str {
+        self.forge_git_url.as_deref().unwrap_or(&self.forge_url)
+    }
+
+    /// The host part of FORGE_URL, naming the cache folder (`repos/<forge_host>/...`).
+    pub fn forge_host(&self) -> String {
+        let rest = self
+            .forge_url
+            .split_once("://")
+            .map_or(self.forge_url.as_str(), |(_, r)| r);
+        let host = rest.split('/').next().unwrap_or_default();
+        let host = host.rsplit('@').next().unwrap_or(host);
+        if host.is_empty() {
+            "forge".to_owned()
+        } else {
+            host.replace(':', "_")
+        }
+    }
+
+    /// A configuration with every default, for tests and embedding.
+    pub fn defaults() -> Self {
+        Cli::parse_from(["review-server"]).config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn forge_host_names_the_cache_folder() {
+        let mut c = Config::defaults();
+        assert_eq!(c.forge_host(), "github.com");
+        c.forge_url = "http://127.0.0.1:4000/".into();
+        assert_eq!(c.forge_host(), "127.0.0.1_4000");
+        assert_eq!(c.database_url(), "sqlite://./data/review.db");
+    }
+}

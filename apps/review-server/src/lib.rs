@@ -1,0 +1,145 @@
+//! review-server: reviews GitHub pull requests with an LLM agent and records every review,
+//! finding, cost and token (spec/review-service.md). `main.rs` only wires; everything else
+//! is here so tests can start the real server on port 0 through [`serve`].
+
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod pipeline;
+pub mod records;
+pub mod routes;
+pub mod state;
+
+use crate::config::Config;
+use crate::records::{Records, now};
+use crate::state::{App, AppState, CancelReason};
+use agent::{Catalog, TranscriptStore};
+use anyhow::Context;
+use events::EventBus;
+use forge::{AppCredentials, GitHubForge};
+use git_cache::GitCache;
+use review_store::Store;
+use secrecy::SecretString;
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+
+/// How long shutdown waits for cancelled reviews to record their end state.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Build the application: data folders, database (migrated; reviews left unfinished by a
+/// previous process are failed, DESIGN.md Lifecycle extras), forge client, git cache.
+pub async fn build(config: Config) -> anyhow::Result<AppState> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
+    let store = Store::open(&config.database_url()).await?;
+    let interrupted = store
+        .fail_unfinished("interrupted by restart", now())
+        .await?;
+    if !interrupted.is_empty() {
+        tracing::warn!(
+            count = interrupted.len(),
+            "reviews interrupted by a restart marked failed"
+        );
+    }
+    if config.webhook_secret.is_none() {
+        tracing::warn!(
+            "FORGE_WEBHOOK_SECRET is not set: every webhook delivery will be rejected with 401"
+        );
+    }
+    let forge = GitHubForge::new(&config.forge_api_url, app_credentials(&config)?)?;
+    let secret: [u8; 32] = rand::random();
+    let app = App {
+        records: Records::new(store, EventBus::new()),
+        forge: Arc::new(forge),
+        git: Arc::new(GitCache::new(config.data_dir.join("repos"))),
+        catalog: Catalog::bundled(),
+        transcripts: TranscriptStore::new(config.data_dir.join("sessions")),
+        internal_secret: hex::encode(secret),
+        live: Mutex::new(HashMap::new()),
+        run_slots: Arc::new(Semaphore::new(config.max_concurrent_reviews.max(1))),
+        tasks: TaskTracker::new(),
+        config,
+    };
+    Ok(Arc::new(app))
+}
+
+fn app_credentials(config: &Config) -> anyhow::Result<Option<AppCredentials>> {
+    let Some(app_id) = config.app_id.clone() else {
+        return Ok(None);
+    };
+    let pem = match (&config.app_private_key, &config.app_private_key_path) {
+        (Some(pem), _) => pem.clone(),
+        (None, Some(path)) => {
+            SecretString::from(std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read FORGE_APP_PRIVATE_KEY_PATH {}", path.display())
+            })?)
+        }
+        (None, None) => anyhow::bail!(
+            "FORGE_APP_ID is set but neither FORGE_APP_PRIVATE_KEY nor FORGE_APP_PRIVATE_KEY_PATH"
+        ),
+    };
+    Ok(Some(AppCredentials {
+        app_id,
+        private_key_pem: pem,
+    }))
+}
+
+/// Serve on `listener` until `shutdown` resolves, then cancel running reviews (they are
+/// recorded failed, never retried) and wait up to 10 s for them to record it.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let app = build(config).await?;
+    tracing::info!(addr = %listener.local_addr()?, "review-server listening");
+    let router = routes::router(app.clone());
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
+    let live: Vec<i64> = app
+        .live
+        .lock()
+        .map(|l| l.keys().copied().collect())
+        .unwrap_or_default();
+    for id in live {
+        app.cancel_run(id, CancelReason::Shutdown);
+    }
+    app.tasks.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, app.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("reviews still running at shutdown; they will be failed at next boot");
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}

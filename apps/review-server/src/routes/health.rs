@@ -1,0 +1,14 @@
+//! GET /health: 200 `{"ok":true}`, never behind the auth gate (spec section 4).
+
+use crate::state::AppState;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/health", get(health))
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({ "ok": true }))
+}

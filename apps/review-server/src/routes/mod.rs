@@ -1,0 +1,39 @@
+//! HTTP routes, one module per feature, merged in [`router`] under one middleware stack
+//! (STYLE.md rule 6).
+
+pub mod health;
+pub mod internal;
+pub mod repos;
+pub mod reviews;
+pub mod webhook;
+
+use crate::error::{not_found, panic_response};
+use crate::state::AppState;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+/// Largest request body: GitHub caps deliveries at 25 MB.
+const BODY_LIMIT: usize = 25 * 1024 * 1024;
+
+/// Every route of the server.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(health::router())
+        .merge(webhook::router())
+        .merge(internal::router())
+        .merge(repos::router())
+        .merge(reviews::router())
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let route = req
+                .extensions()
+                .get::<MatchedPath>()
+                .map_or("unmatched", MatchedPath::as_str);
+            tracing::debug_span!("http", method = %req.method(), route)
+        }))
+        .with_state(state)
+}

@@ -1,0 +1,134 @@
+//! Repos under /api (spec/review-service.md section 4, Repos): list, get, upsert, PUT, DELETE,
+//! and the review lists of a repo and of a PR.
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use review_domain::{RepoRow, ReviewRow};
+use serde::Deserialize;
+
+/// Reviews per repo or PR list (spec section 8).
+const REVIEWS_PER_LIST: i64 = 200;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/repos", get(list).post(upsert))
+        .route(
+            "/api/repos/{owner}/{name}",
+            get(one).put(update).delete(remove),
+        )
+        .route("/api/repos/{owner}/{name}/reviews", get(repo_reviews))
+        .route("/api/repos/{owner}/{name}/pr/{number}", get(pr_reviews))
+}
+
+async fn list(State(app): State<AppState>) -> Result<Json<Vec<RepoRow>>, ApiError> {
+    Ok(Json(app.records.store.repos().await?))
+}
+
+async fn one(
+    State(app): State<AppState>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Result<Json<RepoRow>, ApiError> {
+    let row = app.records.store.repo(&format!("{owner}/{name}")).await?;
+    row.map(Json).ok_or(ApiError::NotFound)
+}
+
+#[derive(Deserialize)]
+struct Upsert {
+    full_name: String,
+    installation_id: i64,
+}
+
+/// POST /api/repos: the one registration path (a new repo starts disabled; a re-post changes
+/// installation_id only).
+async fn upsert(
+    State(app): State<AppState>,
+    body: Result<Json<Upsert>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<RepoRow>, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    let valid = body
+        .full_name
+        .split_once('/')
+        .is_some_and(|(o, r)| !o.is_empty() && !r.is_empty() && !r.contains('/'));
+    if !valid {
+        return Err(ApiError::Unprocessable(
+            "full_name: expected owner/repo".into(),
+        ));
+    }
+    Ok(Json(
+        app.records
+            .register_repo(&body.full_name, body.installation_id)
+            .await?,
+    ))
+}
+
+#[derive(Deserialize)]
+struct Update {
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    enabled: Option<i64>,
+}
+
+/// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
+/// keeps it (spec section 4, PUT repo rules).
+async fn update(
+    State(app): State<AppState>,
+    Path((owner, name)): Path<(String, String)>,
+    body: Result<Json<Update>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<RepoRow>, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    if let Some(e) = body.enabled
+        && !(0..=1).contains(&e)
+    {
+        return Err(ApiError::Unprocessable("enabled: expected 0 or 1".into()));
+    }
+    let row = app
+        .records
+        .update_repo(
+            &format!("{owner}/{name}"),
+            body.prompt.as_deref(),
+            body.model.as_deref(),
+            body.enabled,
+        )
+        .await?;
+    row.map(Json).ok_or(ApiError::NotFound)
+}
+
+async fn remove(
+    State(app): State<AppState>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    app.records.delete_repo(&format!("{owner}/{name}")).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn repo_reviews(
+    State(app): State<AppState>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Result<Json<Vec<ReviewRow>>, ApiError> {
+    let rows = app
+        .records
+        .store
+        .reviews_for(&format!("{owner}/{name}"), None, REVIEWS_PER_LIST)
+        .await?;
+    Ok(Json(rows))
+}
+
+async fn pr_reviews(
+    State(app): State<AppState>,
+    Path((owner, name, number)): Path<(String, String, String)>,
+) -> Result<Json<Vec<ReviewRow>>, ApiError> {
+    let number: i64 = number.parse().map_err(|_| ApiError::NotFound)?;
+    let rows = app
+        .records
+        .store
+        .reviews_for(&format!("{owner}/{name}"), Some(number), REVIEWS_PER_LIST)
+        .await?;
+    Ok(Json(rows))
+}

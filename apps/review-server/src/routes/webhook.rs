@@ -1,0 +1,209 @@
+//! POST /webhook/github (spec/review-service.md sections 1, 4 and 6; DESIGN.md, Lifecycle
+//! extras).
+//!
+//! The raw body is HMAC-verified with FORGE_WEBHOOK_SECRET before anything else (401
+//! `{"error":"invalid signature"}`, also when no secret is configured). Event names come from
+//! `X-GitHub-Event` or `X-Forge-Event`, delivery ids from `X-GitHub-Delivery` or
+//! `X-Forge-Delivery`. A verified delivery publishes webhook:received, then:
+//! - `pull_request` opened, synchronize, reopened, ready_for_review: the repo is registered
+//!   through the one registration path; a disabled repo is skipped with a debug log; a draft
+//!   waits for ready_for_review; otherwise a pending review is created and run in the
+//!   background.
+//! - `issue_comment` whose first word is `/review` on a PR, by OWNER, MEMBER or COLLABORATOR:
+//!   the PR is fetched from the forge and reviewed with trigger `command`.
+//! - `installation` and `installation_repositories`: the listed repos are registered.
+//! - anything else (including `ping`) is acknowledged and ignored.
+//!
+//! The reply is 200 `{"ok":true}` and never waits for a review. A verified body that is not
+//! JSON, or a known event whose payload lacks a field we need, is 400 with the parse error.
+
+use crate::error::ApiError;
+use crate::pipeline::{self, PrJob};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::{Json, Router};
+use bytes::Bytes;
+use forge::RepoRef;
+use forge::webhook::{
+    InstallationEvent, InstallationRepositoriesEvent, IssueCommentEvent, PullRequestEvent,
+};
+use review_domain::{RepoRow, Trigger};
+use secrecy::ExposeSecret;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/webhook/github", post(receive))
+}
+
+fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
+    names
+        .iter()
+        .find_map(|n| headers.get(*n))
+        .and_then(|v| v.to_str().ok())
+}
+
+fn payload<T: DeserializeOwned>(event: &str, v: Value) -> Result<T, ApiError> {
+    serde_json::from_value(v).map_err(|e| ApiError::BadRequest(format!("{event} payload: {e}")))
+}
+
+async fn receive(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let secret = app
+        .config
+        .webhook_secret
+        .as_ref()
+        .map(|s| s.expose_secret().as_bytes())
+        .unwrap_or_default();
+    let signature = header(&headers, &["x-hub-signature-256"]).unwrap_or_default();
+    if !forge::verify_signature(secret, &body, signature) {
+        return Err(ApiError::InvalidSignature);
+    }
+    let event = header(&headers, &["x-github-event", "x-forge-event"])
+        .ok_or_else(|| ApiError::BadRequest("missing X-GitHub-Event header".into()))?
+        .to_owned();
+    let delivery = header(&headers, &["x-github-delivery", "x-forge-delivery"]).map(str::to_owned);
+    let value: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::BadRequest(format!("body is not JSON: {e}")))?;
+    let repo_name = value["repository"]["full_name"].as_str().map(str::to_owned);
+    app.records.events.publish(
+        "webhook:received",
+        repo_name.as_deref(),
+        json!({ "repo": repo_name, "name": event, "delivery": delivery }),
+    );
+    tracing::debug!(event, ?delivery, repo = ?repo_name, "webhook verified");
+
+    match event.as_str() {
+        "pull_request" => pull_request(&app, payload(&event, value)?).await?,
+        "issue_comment" => issue_comment(&app, payload(&event, value)?).await?,
+        "installation" => {
+            let e: InstallationEvent = payload(&event, value)?;
+            if matches!(
+                e.action.as_str(),
+                "created" | "new_permissions_accepted" | "unsuspend"
+            ) {
+                for r in &e.repositories {
+                    app.records
+                        .register_repo(&r.full_name, e.installation.id)
+                        .await?;
+                }
+            }
+        }
+        "installation_repositories" => {
+            let e: InstallationRepositoriesEvent = payload(&event, value)?;
+            for r in &e.repositories_added {
+                app.records
+                    .register_repo(&r.full_name, e.installation.id)
+                    .await?;
+            }
+        }
+        _ => tracing::debug!(event, "event ignored"),
+    }
+    Ok(Json(json!({ "ok": true })))
+}
+
+/// Register the repo and return it when enabled; a disabled repo is skipped (debug log only,
+/// spec section 1 step 3).
+async fn enabled_repo(
+    app: &AppState,
+    full_name: &str,
+    installation_id: i64,
+) -> Result<Option<RepoRow>, ApiError> {
+    let row = app
+        .records
+        .register_repo(full_name, installation_id)
+        .await?;
+    if row.enabled == 1 {
+        Ok(Some(row))
+    } else {
+        tracing::debug!(repo = full_name, "repo disabled; delivery skipped");
+        Ok(None)
+    }
+}
+
+fn repo_ref(repo: &forge::webhook::Repository, installation_id: i64) -> RepoRef {
+    RepoRef {
+        installation_id,
+        owner: repo.owner.login.clone(),
+        name: repo.name.clone(),
+    }
+}
+
+async fn pull_request(app: &AppState, e: PullRequestEvent) -> Result<(), ApiError> {
+    let trigger = match e.action.as_str() {
+        "opened" => Trigger::Opened,
+        "synchronize" => Trigger::Synchronize,
+        "reopened" => Trigger::Reopened,
+        "ready_for_review" => Trigger::ReadyForReview,
+        other => {
+            tracing::debug!(action = other, "pull_request action ignored");
+            return Ok(());
+        }
+    };
+    let installation_id = e.installation.map_or(0, |i| i.id);
+    if enabled_repo(app, &e.repository.full_name, installation_id)
+        .await?
+        .is_none()
+    {
+        return Ok(());
+    }
+    if e.pull_request.draft && trigger != Trigger::ReadyForReview {
+        tracing::debug!(
+            pr = e.number,
+            "draft pull request waits for ready_for_review"
+        );
+        return Ok(());
+    }
+    let pr = &e.pull_request;
+    let job = PrJob {
+        repo: repo_ref(&e.repository, installation_id),
+        number: e.number,
+        title: pr.title.clone(),
+        body: pr.body.clone(),
+        author: pr.user.as_ref().map(|u| u.login.clone()),
+        base_ref: pr.base.git_ref.clone(),
+        base_sha: pr.base.sha.clone(),
+        head_ref: pr.head.git_ref.clone(),
+        head_sha: pr.head.sha.clone(),
+        trigger,
+        attempt: 0,
+    };
+    pipeline::enqueue(app, job).await?;
+    Ok(())
+}
+
+async fn issue_comment(app: &AppState, e: IssueCommentEvent) -> Result<(), ApiError> {
+    if !e.is_review_command() {
+        return Ok(());
+    }
+    let installation_id = e.installation.map_or(0, |i| i.id);
+    if enabled_repo(app, &e.repository.full_name, installation_id)
+        .await?
+        .is_none()
+    {
+        return Ok(());
+    }
+    let repo = repo_ref(&e.repository, installation_id);
+    let number = e.issue.number;
+    let app = app.clone();
+    // The PR's head and base come from the forge; fetch them after replying.
+    app.tasks.clone().spawn(async move {
+        match app.forge.pull_request(&repo, number).await {
+            Ok(pr) => {
+                let job = PrJob::from_pull(repo, &pr, Trigger::Command, 0);
+                if let Err(e) = pipeline::enqueue(&app, job).await {
+                    tracing::error!(error = %e, "cannot start the /review command");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, pr = number, "/review: cannot fetch the pull request")
+            }
+        }
+    });
+    Ok(())
+}

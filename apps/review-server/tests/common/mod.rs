@@ -1,0 +1,461 @@
+//! The harness of the end-to-end tests: real git repositories in temp dirs served over
+//! file://, the real review-server binary on a loopback port, the fake forge and the scripted
+//! model of `tests/` (DESIGN.md, Test doubles and real parts).
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use test_doubles::fake_forge::{FakeForge, TEST_APP_ID, TEST_APP_KEY};
+use test_doubles::scripted_model::{Behavior, ScriptedModel};
+
+pub const SECRET: &str = "e2e-webhook-secret";
+pub const OWNER: &str = "acme";
+pub const REPO: &str = "widgets";
+pub const INSTALLATION: i64 = 77;
+
+/// Run git with a neutral environment; returns trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let home = std::env::temp_dir().join("review-e2e-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", &home)
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// `git diff base...head | git patch-id --stable`, by git itself.
+pub fn git_patch_id(dir: &Path, base: &str, head: &str) -> String {
+    let diff = Command::new("git")
+        .args(["diff", &format!("{base}...{head}")])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+        .stdout;
+    let mut child = Command::new("git")
+        .args(["patch-id", "--stable"])
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&diff).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A real repository: main with a few commits, a feature branch whose diff adds lines with
+/// `unwrap()` and `TODO`, main moved on after the fork; published bare at
+/// `<upstream>/acme/widgets.git` with `refs/pull/1/head`.
+pub struct Upstream {
+    pub root: tempfile::TempDir,
+    pub work: PathBuf,
+    pub bare: PathBuf,
+}
+
+impl Upstream {
+    pub fn new() -> Upstream {
+        let root = tempfile::tempdir().unwrap();
+        let work = root.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "main"]);
+        write(&work, "README.md", "# widgets\n\nA small crate.\n");
+        write(
+            &work,
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+        );
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-qm", "initial"]);
+        write(
+            &work,
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+        );
+        git(&work, &["commit", "-qam", "add sub"]);
+        git(&work, &["checkout", "-q", "-b", "feature"]);
+        write(
+            &work,
+            "src/parse.rs",
+            "use std::str::FromStr;\n\npub fn parse(s: &str) -> i32 {\n    // TODO: report bad input instead of panicking\n    i32::from_str(s).unwrap()\n}\n",
+        );
+        write(
+            &work,
+            "src/lib.rs",
+            "pub mod parse;\n\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n\npub fn first(v: &[i32]) -> i32 {\n    *v.first().unwrap()\n}\n",
+        );
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-qm", "parse and first"]);
+        git(&work, &["checkout", "-q", "main"]);
+        write(
+            &work,
+            "README.md",
+            "# widgets\n\nA small crate of integer helpers.\n",
+        );
+        git(&work, &["commit", "-qam", "readme"]);
+        let bare = root
+            .path()
+            .join("upstream")
+            .join(OWNER)
+            .join(format!("{REPO}.git"));
+        std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
+        git(
+            root.path(),
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                work.to_str().unwrap(),
+                bare.to_str().unwrap(),
+            ],
+        );
+        let up = Upstream { root, work, bare };
+        up.publish_pull(1, "feature");
+        up
+    }
+
+    /// `file://` base for FORGE_GIT_URL.
+    pub fn git_url(&self) -> String {
+        format!("file://{}", self.root.path().join("upstream").display())
+    }
+
+    pub fn sha(&self, rev: &str) -> String {
+        git(&self.work, &["rev-parse", rev])
+    }
+
+    /// Push `branch` to the bare repo as refs/pull/N/head (what GitHub does for a PR).
+    pub fn publish_pull(&self, n: i64, branch: &str) {
+        git(
+            &self.work,
+            &[
+                "push",
+                "-q",
+                "-f",
+                self.bare.to_str().unwrap(),
+                &format!("{branch}:refs/pull/{n}/head"),
+                "main:main",
+            ],
+        );
+    }
+
+    /// A new commit on feature adding one more unwrap(); returns its sha.
+    pub fn push_feature_commit(&self) -> String {
+        git(&self.work, &["checkout", "-q", "feature"]);
+        let lib = std::fs::read_to_string(self.work.join("src/lib.rs")).unwrap();
+        write(
+            &self.work,
+            "src/lib.rs",
+            &format!("{lib}\npub fn last(v: &[i32]) -> i32 {{\n    *v.last().unwrap()\n}}\n"),
+        );
+        git(&self.work, &["commit", "-qam", "last"]);
+        git(&self.work, &["checkout", "-q", "main"]);
+        self.publish_pull(1, "feature");
+        self.sha("feature")
+    }
+
+    /// (path, line) of every line of `head` that the feature added and that holds unwrap() or TODO.
+    pub fn flagged_lines(&self, base: &str, head: &str) -> Vec<(String, i64)> {
+        let diff = git(&self.work, &["diff", "-U0", &format!("{base}...{head}")]);
+        let mut out = Vec::new();
+        let (mut path, mut line) = (String::new(), 0i64);
+        for l in diff.lines() {
+            if let Some(p) = l.strip_prefix("+++ b/") {
+                path = p.to_owned();
+            } else if l.starts_with("@@") {
+                let plus = l.split_whitespace().nth(2).unwrap();
+                line = plus[1..].split(',').next().unwrap().parse().unwrap();
+            } else if let Some(text) = l.strip_prefix('+')
+                && !l.starts_with("+++")
+            {
+                if text.contains("unwrap()") || text.contains("TODO") {
+                    out.push((path.clone(), line));
+                }
+                line += 1;
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+/// The real binary, started with the given environment on a free loopback port.
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+    pub data_dir: PathBuf,
+    pub http: reqwest::Client,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Server {
+    pub async fn start(data_dir: &Path, env: &[(&str, String)]) -> Server {
+        let port = free_port();
+        let log = std::fs::File::create(data_dir.with_extension("log")).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_review-server"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("LISTEN", format!("127.0.0.1:{port}"))
+            .env("DATA_DIR", data_dir)
+            .env("RUST_LOG", "info,review_server=debug")
+            .stdout(Stdio::null())
+            .stderr(log);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap();
+        let server = Server {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            data_dir: data_dir.to_owned(),
+            http: reqwest::Client::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = server
+                .http
+                .get(format!("{}/health", server.url))
+                .send()
+                .await
+                && r.status() == 200
+            {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not become healthy; log: {}",
+                server.log()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default()
+    }
+
+    /// POST a delivery signed with `secret` (None: unsigned).
+    pub async fn deliver(
+        &self,
+        event: &str,
+        body: &[u8],
+        secret: Option<&str>,
+    ) -> reqwest::Response {
+        let mut req = self
+            .http
+            .post(format!("{}/webhook/github", self.url))
+            .header("X-GitHub-Event", event)
+            .header("X-GitHub-Delivery", uuid_like())
+            .header("content-type", "application/json")
+            .body(body.to_vec());
+        if let Some(s) = secret {
+            req = req.header("X-Hub-Signature-256", forge::sign(s.as_bytes(), body));
+        }
+        req.send().await.unwrap()
+    }
+
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.http
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Register (POST /api/repos) and enable (PUT) a repo, as an operator would.
+    pub async fn enable(&self, full_name: &str, model: Option<&str>) {
+        let r = self
+            .http
+            .post(format!("{}/api/repos", self.url))
+            .json(&json!({ "full_name": full_name, "installation_id": INSTALLATION }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        let r = self
+            .http
+            .put(format!("{}/api/repos/{full_name}", self.url))
+            .json(&json!({ "enabled": 1, "model": model }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    }
+
+    /// Wait until the PR has `count` reviews and all are terminal; returns them newest first.
+    pub async fn wait_reviews(&self, full_name: &str, pr: i64, count: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let rows = self
+                .get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+                .await;
+            let rows = rows.as_array().cloned().unwrap_or_default();
+            let done = rows.iter().all(|r| {
+                matches!(
+                    r["status"].as_str(),
+                    Some("completed" | "failed" | "skipped")
+                )
+            });
+            if rows.len() >= count && done {
+                return rows;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "reviews not finished: {rows:?}\nlog:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn uuid_like() -> String {
+    format!("{:032x}", rand_u128())
+}
+
+fn rand_u128() -> u128 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(Instant::now().elapsed().as_nanos() as u64);
+    u128::from(h.finish())
+}
+
+/// Everything an end-to-end test needs, started.
+pub struct World {
+    pub upstream: Upstream,
+    pub data: tempfile::TempDir,
+    pub forge: FakeForge,
+    pub model: ScriptedModel,
+    pub server: Server,
+}
+
+impl World {
+    /// Start the doubles and the server; `model_spec` picks the wire format
+    /// (`anthropic/...` or `openai/...`).
+    pub async fn start(behavior: Behavior, model_spec: &str, stream: bool) -> World {
+        Self::start_with(Upstream::new(), behavior, model_spec, stream, &[]).await
+    }
+
+    pub async fn start_with(
+        upstream: Upstream,
+        behavior: Behavior,
+        model_spec: &str,
+        stream: bool,
+        extra: &[(&str, String)],
+    ) -> World {
+        let forge = FakeForge::start().await;
+        let model = ScriptedModel::start(behavior);
+        let data = tempfile::tempdir().unwrap();
+        let data_dir = data.path().join("data");
+        std::fs::create_dir_all(&data_dir).unwrap();
+        let mut env = vec![
+            ("FORGE_WEBHOOK_SECRET", SECRET.to_owned()),
+            ("FORGE_APP_ID", TEST_APP_ID.to_owned()),
+            ("FORGE_APP_PRIVATE_KEY", TEST_APP_KEY.to_owned()),
+            ("FORGE_API_URL", forge.api_url()),
+            ("FORGE_GIT_URL", upstream.git_url()),
+            ("AGENT_API_KEY", "test-anthropic-key".to_owned()),
+            ("THIRD_API_KEY", "test-openai-key".to_owned()),
+            ("ANTHROPIC_BASE_URL", model.base_url()),
+            ("OPENAI_BASE_URL", model.openai_base_url()),
+            ("AGENT_MODEL", model_spec.to_owned()),
+            ("AGENT_STREAM", stream.to_string()),
+        ];
+        env.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
+        let server = Server::start(&data_dir, &env).await;
+        World {
+            upstream,
+            data,
+            forge,
+            model,
+            server,
+        }
+    }
+
+    pub fn full_name(&self) -> String {
+        format!("{OWNER}/{REPO}")
+    }
+
+    /// GitHub's example pull_request delivery, rewritten for our repo and PR 1.
+    pub fn pull_request_payload(&self, action: &str, head: &str) -> Vec<u8> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/webhooks/pull_request.opened.json"
+        );
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v["action"] = json!(action);
+        v["number"] = json!(1);
+        v["repository"]["full_name"] = json!(self.full_name());
+        v["repository"]["name"] = json!(REPO);
+        v["repository"]["owner"]["login"] = json!(OWNER);
+        v["installation"]["id"] = json!(INSTALLATION);
+        let pr = &mut v["pull_request"];
+        pr["number"] = json!(1);
+        pr["title"] = json!("Parse helpers");
+        pr["draft"] = json!(false);
+        pr["head"]["sha"] = json!(head);
+        pr["head"]["ref"] = json!("feature");
+        pr["base"]["sha"] = json!(self.upstream.sha("main"));
+        pr["base"]["ref"] = json!("main");
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    pub fn bare_clone_path(&self) -> PathBuf {
+        self.server
+            .data_dir
+            .join("repos/github.com")
+            .join(OWNER)
+            .join(format!("{REPO}.git"))
+    }
+
+    /// Entries left under DATA_DIR/worktrees.
+    pub fn leftover_worktrees(&self) -> Vec<PathBuf> {
+        match std::fs::read_dir(self.server.data_dir.join("worktrees")) {
+            Ok(d) => d.map(|e| e.unwrap().path()).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}

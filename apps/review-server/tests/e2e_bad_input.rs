@@ -1,0 +1,245 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Bad input end to end: every case answers the documented status or leaves a failed row with
+//! its error, never a panic and never a leftover worktree.
+
+mod common;
+
+use common::*;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use test_doubles::scripted_model::Behavior;
+
+async fn error_of(r: reqwest::Response) -> (u16, Value) {
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deliveries_with_bad_signatures_or_bodies_get_the_documented_status() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    let body = w.pull_request_payload("opened", &w.upstream.sha("feature"));
+    let invalid = json!({ "error": "invalid signature" });
+
+    assert_eq!(
+        error_of(
+            w.server
+                .deliver("pull_request", &body, Some("wrong secret"))
+                .await
+        )
+        .await,
+        (401, invalid.clone())
+    );
+    assert_eq!(
+        error_of(w.server.deliver("pull_request", &body, None).await).await,
+        (401, invalid.clone())
+    );
+    // A body altered after signing.
+    let r = w
+        .server
+        .http
+        .post(format!("{}/webhook/github", w.server.url))
+        .header("X-GitHub-Event", "pull_request")
+        .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), &body))
+        .body([&body[..], b" "].concat())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_of(r).await, (401, invalid));
+
+    let (status, v) = error_of(
+        w.server
+            .deliver("pull_request", b"{not json", Some(SECRET))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(v["error"].as_str().unwrap().contains("not JSON"), "{v}");
+
+    assert_eq!(
+        error_of(
+            w.server
+                .deliver("star", b"{\"action\":\"created\"}", Some(SECRET))
+                .await
+        )
+        .await,
+        (200, json!({ "ok": true }))
+    );
+    assert_eq!(
+        error_of(
+            w.server
+                .deliver(
+                    "ping",
+                    b"{\"zen\":\"Keep it logically awesome.\"}",
+                    Some(SECRET)
+                )
+                .await
+        )
+        .await,
+        (200, json!({ "ok": true }))
+    );
+
+    let mut v: Value = serde_json::from_slice(&body).unwrap();
+    v.as_object_mut().unwrap().remove("repository");
+    let (status, err) = error_of(
+        w.server
+            .deliver(
+                "pull_request",
+                &serde_json::to_vec(&v).unwrap(),
+                Some(SECRET),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        err["error"].as_str().unwrap().contains("repository"),
+        "{err}"
+    );
+
+    // The Forge-named headers of the spec work too.
+    let r = w
+        .server
+        .http
+        .post(format!("{}/webhook/github", w.server.url))
+        .header("X-Forge-Event", "ping")
+        .header("X-Forge-Delivery", "d-1")
+        .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), b"{}"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Nothing was reviewed and the server is still healthy.
+    assert_eq!(w.forge.reviews().len(), 0);
+    assert_eq!(w.server.get_json("/health").await, json!({ "ok": true }));
+    assert!(!w.server.log().contains("panicked"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_routes_get_the_global_not_found() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    let r = w
+        .server
+        .http
+        .get(format!("{}/nope", w.server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_of(r).await, (404, json!({ "error": "not found" })));
+    let r = w
+        .server
+        .http
+        .get(format!("{}/api/reviews/999", w.server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.text().await.unwrap(), "Not found");
+    assert_eq!(
+        w.server.get_json("/api/reviews/999/findings").await,
+        json!([])
+    );
+}
+
+async fn failed_review(w: &World) -> Value {
+    w.server.enable(&w.full_name(), None).await;
+    let body = w.pull_request_payload("opened", &w.upstream.sha("feature"));
+    assert_eq!(
+        w.server
+            .deliver("pull_request", &body, Some(SECRET))
+            .await
+            .status(),
+        200
+    );
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
+    assert!(!w.server.log().contains("panicked"));
+    rows[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clone_that_fails_fails_the_review_with_its_error() {
+    let up = Upstream::new();
+    std::fs::remove_dir_all(&up.bare).unwrap();
+    let w = World::start_with(
+        up,
+        Behavior::Reviewer,
+        "anthropic/claude-sonnet-4-5",
+        true,
+        &[],
+    )
+    .await;
+    let row = failed_review(&w).await;
+    assert_eq!(row["status"], "failed");
+    assert!(
+        row["error"].as_str().unwrap().contains("widgets.git"),
+        "{row}"
+    );
+    assert!(
+        !w.bare_clone_path().exists(),
+        "a failed clone leaves no folder"
+    );
+    let completed = w.forge.completed_check_runs();
+    assert_eq!(completed[0]["conclusion"], "failure");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_answering_500_fails_the_review_with_the_providers_message() {
+    let w = World::start(Behavior::Fail500, "anthropic/claude-sonnet-4-5", true).await;
+    let row = failed_review(&w).await;
+    assert_eq!(row["status"], "failed");
+    let error = row["error"].as_str().unwrap();
+    assert!(error.contains("500"), "{error}");
+    assert_eq!(w.forge.reviews().len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_with_bad_arguments_goes_back_to_the_model_and_the_review_completes() {
+    let w = World::start(Behavior::BadToolArgs, "openai/gpt-4o", true).await;
+    let row = failed_review(&w).await;
+    assert_eq!(row["status"], "completed", "{row}");
+    assert_eq!(w.forge.reviews().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_never_posts_fails_after_one_nudge() {
+    let w = World::start(Behavior::Silent, "anthropic/claude-sonnet-4-5", false).await;
+    let row = failed_review(&w).await;
+    assert_eq!(row["status"], "failed");
+    assert!(
+        row["error"].as_str().unwrap().contains("without posting"),
+        "{row}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forge_rejecting_the_review_fails_it_with_githubs_message() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    w.forge.fail(
+        "/repos/acme/widgets/pulls/1/reviews",
+        422,
+        "Unprocessable Entity",
+    );
+    w.forge.fail(
+        "/repos/acme/widgets/issues/1/comments",
+        403,
+        "Resource not accessible by integration",
+    );
+    let row = failed_review(&w).await;
+    assert_eq!(row["status"], "failed", "{row}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn findings_route_is_guarded_by_the_boot_secret() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    let r = w
+        .server
+        .http
+        .post(format!("{}/internal/reviews/1/findings", w.server.url))
+        .header("X-Internal-Secret", "guess")
+        .json(&json!({ "findings": [] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+}

@@ -1,0 +1,300 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The main job end to end (issue: the review pipeline on real repositories): a real git
+//! repository, the real binary, a real-format signed pull_request delivery, the fake forge and
+//! the scripted model, for both wire formats.
+
+mod common;
+
+use common::*;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use test_doubles::scripted_model::Behavior;
+
+fn inline_positions(review: &Value) -> Vec<(String, i64)> {
+    let mut v: Vec<(String, i64)> = review["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["side"], "RIGHT");
+            (
+                c["path"].as_str().unwrap().to_owned(),
+                c["line"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
+    let w = World::start(Behavior::Reviewer, model_spec, stream).await;
+    let (base, head) = (w.upstream.sha("main"), w.upstream.sha("feature"));
+
+    // First delivery registers the repo disabled: nothing is reviewed.
+    let r = w
+        .server
+        .deliver(
+            "pull_request",
+            &w.pull_request_payload("opened", &head),
+            Some(SECRET),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        serde_json::json!({ "ok": true })
+    );
+    let repo = w
+        .server
+        .get_json(&format!("/api/repos/{}", w.full_name()))
+        .await;
+    assert_eq!(
+        (repo["enabled"].as_i64(), repo["installation_id"].as_i64()),
+        (Some(0), Some(INSTALLATION))
+    );
+    assert!(
+        w.server
+            .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // Enabled, the same delivery runs a review.
+    w.server.enable(&w.full_name(), None).await;
+    let r = w
+        .server
+        .deliver(
+            "pull_request",
+            &w.pull_request_payload("opened", &head),
+            Some(SECRET),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    let review = &rows[0];
+    assert_eq!(
+        review["status"],
+        "completed",
+        "{review}\n{}",
+        w.server.log()
+    );
+    assert_eq!(review["trigger"], "opened");
+    assert_eq!(review["model"], model_spec);
+    assert!(review["tokens"].as_i64().unwrap() > 0);
+    assert!(review["cost"].as_f64().unwrap() > 0.0);
+    assert!(review["completed_at"].as_i64().is_some());
+    assert_eq!(
+        review["patch_id"].as_str().unwrap(),
+        git_patch_id(&w.upstream.work, &base, &head)
+    );
+    assert!(review["session_id"].as_str().is_some());
+
+    // The forge got one review at the head commit whose inline comments sit on real added lines.
+    let reviews = w.forge.reviews();
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(reviews[0]["commit_id"], head.as_str());
+    assert_eq!(reviews[0]["event"], "REQUEST_CHANGES");
+    let expected = w.upstream.flagged_lines(&base, &head);
+    assert_eq!(expected.len(), 3, "fixture adds two unwrap() and one TODO");
+    assert_eq!(inline_positions(&reviews[0]), expected);
+    // One check run, created on the head and completed successfully.
+    let created = w.forge.posted("POST", "/check-runs");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].body["head_sha"], head.as_str());
+    let completed = w.forge.completed_check_runs();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(
+        (
+            completed[0]["status"].as_str(),
+            completed[0]["conclusion"].as_str()
+        ),
+        (Some("completed"), Some("success"))
+    );
+    assert!(review["check_run_id"].as_i64().is_some());
+
+    // Findings rows: the summary and one inline row per comment, with forge ids.
+    let id = review["id"].as_i64().unwrap();
+    let findings = w
+        .server
+        .get_json(&format!("/api/reviews/{id}/findings"))
+        .await;
+    let findings = findings.as_array().unwrap();
+    assert_eq!(
+        findings.iter().filter(|f| f["kind"] == "summary").count(),
+        1
+    );
+    let inline: Vec<_> = findings.iter().filter(|f| f["kind"] == "inline").collect();
+    assert_eq!(inline.len(), 3);
+    assert!(
+        inline
+            .iter()
+            .all(|f| f["github_comment_id"].as_i64().is_some() && f["severity"].is_string())
+    );
+
+    // The bare clone is at the documented path and no worktree is left behind.
+    let clone = w.bare_clone_path();
+    assert!(
+        clone.join("HEAD").exists(),
+        "no bare clone at {}",
+        clone.display()
+    );
+    assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
+    // The transcript is served.
+    let session = w
+        .server
+        .get_json(&format!("/api/reviews/{id}/session"))
+        .await;
+    assert!(session.get("error").is_none(), "{session}");
+
+    // A synchronize with a new commit fetches into the same clone and reviews again.
+    let marker = clone.join("e2e-marker");
+    std::fs::write(&marker, "still the same clone").unwrap();
+    let head2 = w.upstream.push_feature_commit();
+    let r = w
+        .server
+        .deliver(
+            "pull_request",
+            &w.pull_request_payload("synchronize", &head2),
+            Some(SECRET),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
+    assert_eq!(rows[0]["trigger"], "synchronize");
+    assert!(
+        marker.exists(),
+        "the cache was re-cloned instead of fetched"
+    );
+    assert_eq!(w.forge.reviews().len(), 2);
+    assert_eq!(w.forge.reviews()[1]["commit_id"], head2.as_str());
+    assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
+    // The re-review was told what the first review already said.
+    let last_request = w.model.requests().last().cloned().unwrap().to_string();
+    assert!(
+        last_request.contains("report bad input") || last_request.contains("unwrap"),
+        "earlier findings not in the prompt"
+    );
+    assert_eq!(w.forge.completed_check_runs().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_streaming_review_lands_on_added_lines_and_refetches_on_synchronize() {
+    review_opened_then_synchronized("anthropic/claude-sonnet-4-5", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_review_lands_on_added_lines_and_refetches_on_synchronize() {
+    review_opened_then_synchronized("openai/gpt-4o", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn synchronize_with_unchanged_patch_id_is_skipped() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    w.server.enable(&w.full_name(), None).await;
+    let head = w.upstream.sha("feature");
+    w.server
+        .deliver(
+            "pull_request",
+            &w.pull_request_payload("opened", &head),
+            Some(SECRET),
+        )
+        .await;
+    w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    // Same changes again (a rebase that changes nothing): recorded skipped, nothing posted.
+    w.server
+        .deliver(
+            "pull_request",
+            &w.pull_request_payload("synchronize", &head),
+            Some(SECRET),
+        )
+        .await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(rows[0]["status"], "skipped");
+    assert_eq!(rows[0]["patch_id"], rows[1]["patch_id"]);
+    assert_eq!(w.forge.reviews().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn review_command_from_a_collaborator_reviews_the_pull_request() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    w.server.enable(&w.full_name(), None).await;
+    let head = w.upstream.sha("feature");
+    let pull: Value = serde_json::from_slice(&w.pull_request_payload("opened", &head)).unwrap();
+    w.forge
+        .set_pull(&w.full_name(), 1, pull["pull_request"].clone());
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/webhooks/issue_comment.created.json"
+    );
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["repository"] = pull["repository"].clone();
+    v["installation"] = serde_json::json!({ "id": INSTALLATION });
+    v["issue"]["number"] = serde_json::json!(1);
+    v["issue"]["pull_request"] = serde_json::json!({ "url": "x" });
+    v["comment"]["body"] = serde_json::json!("/review");
+    v["comment"]["author_association"] = serde_json::json!("CONTRIBUTOR");
+    // A contributor without write access cannot trigger a review.
+    let body = serde_json::to_vec(&v).unwrap();
+    assert_eq!(
+        w.server
+            .deliver("issue_comment", &body, Some(SECRET))
+            .await
+            .status(),
+        200
+    );
+    v["comment"]["author_association"] = serde_json::json!("MEMBER");
+    let body = serde_json::to_vec(&v).unwrap();
+    assert_eq!(
+        w.server
+            .deliver("issue_comment", &body, Some(SECRET))
+            .await
+            .status(),
+        200
+    );
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0]["status"].as_str(), rows[0]["trigger"].as_str()),
+        (Some("completed"), Some("command"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn draft_pull_request_waits_for_ready_for_review() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    w.server.enable(&w.full_name(), None).await;
+    let head = w.upstream.sha("feature");
+    let mut v: Value = serde_json::from_slice(&w.pull_request_payload("opened", &head)).unwrap();
+    v["pull_request"]["draft"] = serde_json::json!(true);
+    w.server
+        .deliver(
+            "pull_request",
+            &serde_json::to_vec(&v).unwrap(),
+            Some(SECRET),
+        )
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        w.server
+            .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    v["action"] = serde_json::json!("ready_for_review");
+    v["pull_request"]["draft"] = serde_json::json!(false);
+    w.server
+        .deliver(
+            "pull_request",
+            &serde_json::to_vec(&v).unwrap(),
+            Some(SECRET),
+        )
+        .await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(rows[0]["status"], "completed");
+}

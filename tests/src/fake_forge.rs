@@ -1,0 +1,383 @@
+//! A fake forge: the GitHub REST endpoints review-server calls, on loopback, recording what
+//! was posted (DESIGN.md, Test doubles). It speaks GitHub's wire format: App JWTs (RS256,
+//! verified against the test key's public half) are exchanged for installation tokens, and
+//! every other call must carry such a token, as on GitHub.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use axum::{Json, Router};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// The test App's private key (PKCS#1 PEM), for FORGE_APP_PRIVATE_KEY.
+pub const TEST_APP_KEY: &str = include_str!("../fixtures/test-app-key.pem");
+const TEST_APP_PUBLIC_KEY: &str = include_str!("../fixtures/test-app-key.pub.pem");
+/// The test App's id, for FORGE_APP_ID.
+pub const TEST_APP_ID: &str = "4242";
+
+/// One recorded request.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Inner {
+    requests: Vec<Recorded>,
+    pulls: HashMap<String, Value>,
+    review_comments: HashMap<i64, Vec<Value>>,
+    /// Answer every call whose path starts with the key with this status and message.
+    failures: Vec<(String, u16, String)>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    inner: Arc<Mutex<Inner>>,
+    next_id: Arc<AtomicI64>,
+}
+
+/// The running fake forge; stops when dropped.
+pub struct FakeForge {
+    addr: std::net::SocketAddr,
+    shared: Shared,
+    task: JoinHandle<()>,
+}
+
+impl Drop for FakeForge {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeForge {
+    /// Start on 127.0.0.1:0. Must be called inside a tokio runtime.
+    pub async fn start() -> FakeForge {
+        let shared = Shared {
+            inner: Arc::default(),
+            next_id: Arc::new(AtomicI64::new(1000)),
+        };
+        let app = Router::new()
+            .route("/app/installations/{id}/access_tokens", post(access_token))
+            .route("/repos/{o}/{r}/pulls/{n}", get(get_pull))
+            .route("/repos/{o}/{r}/issues/{n}/comments", post(post_comment))
+            .route("/repos/{o}/{r}/pulls/{n}/reviews", post(post_review))
+            .route(
+                "/repos/{o}/{r}/pulls/{n}/reviews/{id}/comments",
+                get(review_comments),
+            )
+            .route("/repos/{o}/{r}/check-runs", post(post_check_run))
+            .route("/repos/{o}/{r}/check-runs/{id}", patch(patch_check_run))
+            .fallback(|| async { (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))) })
+            .with_state(shared.clone());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeForge { addr, shared, task }
+    }
+
+    /// The REST base, for FORGE_API_URL.
+    pub fn api_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Serve `pull` (GitHub's pull request JSON) at GET /repos/{full_name}/pulls/{number}.
+    pub fn set_pull(&self, full_name: &str, number: i64, pull: Value) {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .pulls
+            .insert(format!("{full_name}#{number}"), pull);
+    }
+
+    /// Answer calls whose path starts with `prefix` with `status` and GitHub's error body.
+    pub fn fail(&self, prefix: &str, status: u16, message: &str) {
+        self.shared.inner.lock().unwrap().failures.push((
+            prefix.to_owned(),
+            status,
+            message.to_owned(),
+        ));
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.inner.lock().unwrap().requests.clone()
+    }
+
+    /// Requests whose method is `method` and whose path ends with `suffix`.
+    pub fn posted(&self, method: &str, suffix: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == method && r.path.ends_with(suffix))
+            .collect()
+    }
+
+    /// Bodies of the formal reviews created.
+    pub fn reviews(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/reviews"))
+            .map(|r| r.body)
+            .collect()
+    }
+
+    /// Bodies of the check-run PATCHes (completions).
+    pub fn completed_check_runs(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "PATCH" && r.path.contains("/check-runs/"))
+            .map(|r| r.body)
+            .collect()
+    }
+}
+
+fn gh_error(status: u16, message: &str) -> Response {
+    (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        Json(json!({ "message": message, "documentation_url": "https://docs.github.com/rest" })),
+    )
+        .into_response()
+}
+
+impl Shared {
+    fn id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Record the call; answer an injected failure or a missing token as GitHub would.
+    #[allow(clippy::result_large_err)]
+    fn check(
+        &self,
+        method: &str,
+        path: String,
+        headers: &HeaderMap,
+        body: Value,
+        token: bool,
+    ) -> Result<(), Response> {
+        let mut inner = self.inner.lock().unwrap();
+        inner.requests.push(Recorded {
+            method: method.into(),
+            path: path.clone(),
+            body,
+        });
+        if let Some((_, status, message)) = inner
+            .failures
+            .iter()
+            .find(|(p, _, _)| path.starts_with(p.as_str()))
+        {
+            return Err(gh_error(*status, message));
+        }
+        let auth = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if headers.get("x-github-api-version").is_none() {
+            return Err(gh_error(400, "missing X-GitHub-Api-Version"));
+        }
+        if token && !auth.starts_with("Bearer ghs_fake_") {
+            return Err(gh_error(401, "Bad credentials"));
+        }
+        Ok(())
+    }
+}
+
+async fn access_token(
+    State(s): State<Shared>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/app/installations/{id}/access_tokens");
+    if let Err(r) = s.check("POST", path, &headers, Value::Null, false) {
+        return r;
+    }
+    let jwt = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.set_required_spec_claims(&["exp", "iat", "iss"]);
+    validation.set_issuer(&[TEST_APP_ID]);
+    let key = DecodingKey::from_rsa_pem(TEST_APP_PUBLIC_KEY.as_bytes()).unwrap();
+    if let Err(e) = jsonwebtoken::decode::<Value>(jwt, &key, &validation) {
+        return gh_error(401, &format!("A JSON web token could not be decoded: {e}"));
+    }
+    let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let expires = expires
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    (
+        StatusCode::CREATED,
+        Json(json!({ "token": format!("ghs_fake_{id}"), "expires_at": expires })),
+    )
+        .into_response()
+}
+
+async fn get_pull(
+    State(s): State<Shared>,
+    Path((o, r, n)): Path<(String, String, i64)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(resp) = s.check(
+        "GET",
+        format!("/repos/{o}/{r}/pulls/{n}"),
+        &headers,
+        Value::Null,
+        true,
+    ) {
+        return resp;
+    }
+    let pull = s
+        .inner
+        .lock()
+        .unwrap()
+        .pulls
+        .get(&format!("{o}/{r}#{n}"))
+        .cloned();
+    match pull {
+        Some(p) => Json(p).into_response(),
+        None => gh_error(404, "Not Found"),
+    }
+}
+
+async fn post_comment(
+    State(s): State<Shared>,
+    Path((o, r, n)): Path<(String, String, i64)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Err(resp) = s.check(
+        "POST",
+        format!("/repos/{o}/{r}/issues/{n}/comments"),
+        &headers,
+        body.clone(),
+        true,
+    ) {
+        return resp;
+    }
+    if body["body"].as_str().is_none_or(str::is_empty) {
+        return gh_error(422, "Validation Failed");
+    }
+    (
+        StatusCode::CREATED,
+        Json(json!({ "id": s.id(), "body": body["body"] })),
+    )
+        .into_response()
+}
+
+async fn post_review(
+    State(s): State<Shared>,
+    Path((o, r, n)): Path<(String, String, i64)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Err(resp) = s.check(
+        "POST",
+        format!("/repos/{o}/{r}/pulls/{n}/reviews"),
+        &headers,
+        body.clone(),
+        true,
+    ) {
+        return resp;
+    }
+    if !matches!(
+        body["event"].as_str(),
+        Some("COMMENT" | "APPROVE" | "REQUEST_CHANGES")
+    ) {
+        return gh_error(422, "Unprocessable Entity");
+    }
+    let id = s.id();
+    let comments: Vec<Value> = body["comments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut c| {
+            c["id"] = json!(s.id());
+            c
+        })
+        .collect();
+    s.inner.lock().unwrap().review_comments.insert(id, comments);
+    Json(json!({ "id": id, "state": body["event"], "commit_id": body["commit_id"] }))
+        .into_response()
+}
+
+async fn review_comments(
+    State(s): State<Shared>,
+    Path((o, r, n, id)): Path<(String, String, i64, i64)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(resp) = s.check(
+        "GET",
+        format!("/repos/{o}/{r}/pulls/{n}/reviews/{id}/comments"),
+        &headers,
+        Value::Null,
+        true,
+    ) {
+        return resp;
+    }
+    let comments = s
+        .inner
+        .lock()
+        .unwrap()
+        .review_comments
+        .get(&id)
+        .cloned()
+        .unwrap_or_default();
+    Json(Value::Array(comments)).into_response()
+}
+
+async fn post_check_run(
+    State(s): State<Shared>,
+    Path((o, r)): Path<(String, String)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Err(resp) = s.check(
+        "POST",
+        format!("/repos/{o}/{r}/check-runs"),
+        &headers,
+        body.clone(),
+        true,
+    ) {
+        return resp;
+    }
+    if body["name"].as_str().is_none() || body["head_sha"].as_str().is_none() {
+        return gh_error(422, "Invalid request: name and head_sha are required");
+    }
+    (
+        StatusCode::CREATED,
+        Json(json!({ "id": s.id(), "status": body["status"] })),
+    )
+        .into_response()
+}
+
+async fn patch_check_run(
+    State(s): State<Shared>,
+    Path((o, r, id)): Path<(String, String, i64)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Err(resp) = s.check(
+        "PATCH",
+        format!("/repos/{o}/{r}/check-runs/{id}"),
+        &headers,
+        body.clone(),
+        true,
+    ) {
+        return resp;
+    }
+    Json(json!({ "id": id, "status": body["status"], "conclusion": body["conclusion"] }))
+        .into_response()
+}
