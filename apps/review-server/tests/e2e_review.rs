@@ -148,6 +148,27 @@ async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
         .get_json(&format!("/api/reviews/{id}/session"))
         .await;
     assert!(session.get("error").is_none(), "{session}");
+    // `review-server session export <id>` prints the same transcript.
+    let session_id = review["session_id"].as_str().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_review-server"))
+        .args(["session", "export", session_id])
+        .env("DATA_DIR", &w.server.data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(exported, session);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_review-server"))
+        .args(["session", "export", "no-such-session"])
+        .env("DATA_DIR", &w.server.data_dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-session"));
 
     // A synchronize with a new commit fetches into the same clone and reviews again.
     let marker = clone.join("e2e-marker");

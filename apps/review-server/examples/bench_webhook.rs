@@ -1,0 +1,236 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Benchmark of the webhook path and the server's footprint (bench/review/run.sh runs it):
+//! startup to a healthy /health (fresh and existing database), idle RSS, acknowledgement
+//! latency over 1,000 sequential signed 16 KB deliveries on loopback (p50, p99), and
+//! throughput with wrk at 64 connections. Prints a markdown table.
+//!
+//! Usage: bench_webhook <review-server binary> [requests] [wrk seconds]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "bench-secret";
+const PAYLOAD_BYTES: usize = 16 * 1024;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(bin: &str, data: &std::path::Path, port: u16) -> (Child, Duration) {
+    let t0 = Instant::now();
+    let child = Command::new(bin)
+        .env("LISTEN", format!("127.0.0.1:{port}"))
+        .env("DATA_DIR", data)
+        .env("FORGE_WEBHOOK_SECRET", SECRET)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    loop {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut buf = String::new();
+            let _ = s.read_to_string(&mut buf);
+            if buf.starts_with("HTTP/1.1 200") {
+                return (child, t0.elapsed());
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+fn proc_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// GitHub's example pull_request.synchronize delivery for a registered but disabled repo,
+/// minified and padded to exactly 16 KiB through the PR body.
+fn payload() -> Vec<u8> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/webhooks/pull_request.synchronize.json"
+    );
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["repository"]["full_name"] = "bench/disabled".into();
+    v["pull_request"]["head"]["repo"] = serde_json::Value::Null;
+    v["pull_request"]["base"]["repo"] = serde_json::Value::Null;
+    v["pull_request"]["body"] = "".into();
+    let size = serde_json::to_vec(&v).unwrap().len();
+    assert!(size < PAYLOAD_BYTES, "base payload is {size} bytes");
+    v["pull_request"]["body"] = "x".repeat(PAYLOAD_BYTES - size).into();
+    let body = serde_json::to_vec(&v).unwrap();
+    assert_eq!(body.len(), PAYLOAD_BYTES);
+    body
+}
+
+fn request(port: u16, body: &[u8], sig: &str) -> Vec<u8> {
+    let mut req = format!(
+        "POST /webhook/github HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nX-GitHub-Event: pull_request\r\nX-GitHub-Delivery: 72d3162e-cc78-11e3-81ab-4c9367dc0958\r\nX-Hub-Signature-256: {sig}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    req
+}
+
+/// Send one request on a keep-alive connection and read one response; true when 200.
+fn round_trip(s: &mut TcpStream, req: &[u8], buf: &mut Vec<u8>) -> bool {
+    s.write_all(req).unwrap();
+    buf.clear();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse().unwrap())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                return head.starts_with("http/1.1 200");
+            }
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let bin = args
+        .get(1)
+        .expect("usage: bench_webhook <binary> [requests] [wrk seconds]");
+    let requests: usize = args.get(2).map_or(1000, |v| v.parse().unwrap());
+    let wrk_secs: u64 = args.get(3).map_or(10, |v| v.parse().unwrap());
+    let data = tempfile::tempdir().unwrap();
+
+    // Startup: fresh database (migrations run), then again on the existing one.
+    let port = free_port();
+    let (mut child, fresh) = start(bin, data.path(), port);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut existing = Vec::new();
+    for _ in 0..5 {
+        let (mut c, t) = start(bin, data.path(), port);
+        existing.push(t);
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+    existing.sort();
+    let (child, _) = start(bin, data.path(), port);
+    let pid = child.id();
+    std::thread::sleep(Duration::from_secs(2));
+    let idle_rss = proc_kib(pid, "VmRSS:");
+
+    let body = payload();
+    let sig = forge::sign(SECRET.as_bytes(), &body);
+    let req = request(port, &body, &sig);
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut buf = Vec::new();
+    // Warm-up: the first delivery registers the repo (disabled); then the path is hot.
+    for _ in 0..200 {
+        assert!(
+            round_trip(&mut s, &req, &mut buf),
+            "{}",
+            String::from_utf8_lossy(&buf)
+        );
+    }
+    let mut lat = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        let t = Instant::now();
+        assert!(round_trip(&mut s, &req, &mut buf));
+        lat.push(t.elapsed());
+    }
+    drop(s);
+    lat.sort();
+    let (p50, p99) = (percentile(&lat, 50.0), percentile(&lat, 99.0));
+
+    // Throughput: wrk, 64 connections, the same signed delivery.
+    let script = data.path().join("webhook.lua");
+    std::fs::write(
+        &script,
+        format!(
+            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"X-GitHub-Event\"] = \"pull_request\"\nwrk.headers[\"X-GitHub-Delivery\"] = \"72d3162e\"\nwrk.headers[\"X-Hub-Signature-256\"] = \"{sig}\"\nwrk.body = [==[{}]==]\n",
+            String::from_utf8(body.clone()).unwrap()
+        ),
+    )
+    .unwrap();
+    let out = Command::new("wrk")
+        .args(["-t2", "-c64", &format!("-d{wrk_secs}s"), "-s"])
+        .arg(&script)
+        .arg(format!("http://127.0.0.1:{port}/webhook/github"))
+        .output()
+        .expect("wrk is installed (apt-get install wrk)");
+    let wrk = String::from_utf8_lossy(&out.stdout).to_string();
+    let rps: f64 = wrk
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0.0);
+    let non2xx = wrk
+        .lines()
+        .find(|l| l.contains("Non-2xx"))
+        .unwrap_or("none")
+        .trim()
+        .to_owned();
+    let peak_rss = proc_kib(pid, "VmHWM:");
+    let mut child = child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let ms = |d: Duration| format!("{:.3}", d.as_secs_f64() * 1000.0);
+    println!("| measure | review-server | target | original (Bun) |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| webhook ack p50, {requests} sequential signed 16 KiB deliveries (ms) | {} | < 0.3 | 0.85 |",
+        ms(p50)
+    );
+    println!("| webhook ack p99 (ms) | {} | < 1 | 3.0 |", ms(p99));
+    println!(
+        "| throughput, wrk -c64 -t2 {wrk_secs}s (deliveries/s) | {rps:.0} | >= 19,000 | 6,400 |"
+    );
+    println!(
+        "| startup to healthy /health, fresh database (ms) | {} | < 100 | 1,100 |",
+        ms(fresh)
+    );
+    println!(
+        "| startup to healthy /health, existing database, median of 5 (ms) | {} | < 100 | 1,100 |",
+        ms(existing[2])
+    );
+    println!(
+        "| idle RSS (MiB) | {:.1} | < 25 | 131 |",
+        idle_rss as f64 / 1024.0
+    );
+    println!(
+        "| peak RSS after the wrk run (MiB) | {:.1} | | |",
+        peak_rss as f64 / 1024.0
+    );
+    println!();
+    println!("wrk non-2xx: {non2xx}");
+}

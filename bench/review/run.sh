@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# review-server benchmark: builds the release binary, then measures webhook acknowledgement
+# latency, wrk throughput at 64 connections, startup and idle RSS (examples/bench_webhook.rs),
+# and a cached fetch against a fresh clone of this repository (git-cache's bench_sync).
+# Writes bench/review/RESULTS.md. Needs wrk (apt-get install wrk).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
+cargo build --release -p review-server --example bench_webhook >/dev/null 2>&1 || cargo build --release -p review-server --example bench_webhook
+bin="$CARGO_TARGET_DIR/release/review-server"
+out=bench/review/RESULTS.md
+{
+  echo "# review-server benchmark"
+  echo
+  echo "Produced by \`bench/review/run.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); release build; server, client and wrk share the machine."
+  echo
+  "$CARGO_TARGET_DIR/release/examples/bench_webhook" "$bin" "${REQUESTS:-1000}" "${WRK_SECONDS:-10}"
+} | tee "$out"

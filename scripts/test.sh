@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace: the Rust suites (unit, integration, end-to-end against the
+# real binaries), the image-server suite once more against a real S3-compatible server (moto,
+# started here on loopback), and the TypeScript client's tests against a running image-server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
+export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# A real S3-compatible server for the S3 variant of the image-server suite.
+if [ -z "${IMAGE_TEST_S3_ENDPOINT:-}" ] && command -v moto_server >/dev/null 2>&1; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  moto_server -H 127.0.0.1 -p "$port" >"${TMPDIR:-/tmp}/moto-$port.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$port/" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  export IMAGE_TEST_S3_ENDPOINT="http://127.0.0.1:$port"
+  echo "S3 tests use moto at $IMAGE_TEST_S3_ENDPOINT"
+fi
+
+cargo test --workspace --no-fail-fast
+
+if [ -f clients/typescript/package.json ] && command -v npm >/dev/null 2>&1; then
+  if [ ! -d clients/typescript/node_modules ]; then
+    (cd clients/typescript && npm ci --no-audit --no-fund)
+  fi
+  (cd clients/typescript && npm test)
+fi
