@@ -2,8 +2,10 @@
 //! of section 3, model specs, and what the agent's two tools submit. No I/O lives here, so the
 //! store, the agent and the HTTP layer can all share these shapes without depending on each other.
 
+mod filters;
 mod model;
 mod rows;
 
+pub use filters::*;
 pub use model::{ModelSpec, ModelSpecError};
 pub use rows::*;
