@@ -21,6 +21,7 @@ use object_store::ObjectStore;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use config::Config;
@@ -93,6 +94,10 @@ pub fn router(config: Config) -> anyhow::Result<Router> {
         .merge(routes::admin::router())
         .with_state(state)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(120),
+        ))
         .layer(CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
                 use axum::response::IntoResponse;

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# image-server against a sharp reference server, side by side, cache off, same photos and
+# parameters, same load tool (wrk) at concurrency 2. Prints a markdown table (and writes it to
+# bench/image/RESULTS.md with --write).
+#
+# Needs: cargo, node + npm (sharp is installed here from npm), wrk, the photos in
+# ../shared/images (relative to the repository root). Usage: bench/image/run.sh [--write]
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+SHARED="${SHARED_IMAGES:-$ROOT/../shared/images}"
+DURATION="${DURATION:-15}"
+CONC=2
+OURS_PORT=3201
+SHARP_PORT=3202
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/root/.cache/target-image}"
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+echo "building image-server (release) and the SSIM tool..." >&2
+{ cargo build --release -p image-server && cargo build --release -p image-pipeline --example ssim; } \
+  >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; exit 1; }
+BIN="$CARGO_TARGET_DIR/release/image-server"
+SSIM="$CARGO_TARGET_DIR/release/examples/ssim"
+
+echo "installing sharp from npm..." >&2
+(cd "$HERE" && npm install --no-audit --no-fund --silent >/dev/null)
+
+# Photos: a 12 MP JPEG, the 9 MP lake JPEG, a PNG made from the lake photo, a 12 MP HEIC.
+mkdir -p "$WORK/images"
+cp "$SHARED/derived__window_from_heic_q90.jpg" "$WORK/images/window12mp.jpg"
+cp "$SHARED/crate_webp-0.3.1__lake.jpg" "$WORK/images/lake.jpg"
+cp "$SHARED/crate_libheif-sys-1.14.4__window.heic" "$WORK/images/window.heic"
+(cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').png().toFile('$WORK/images/lake.png')")
+
+STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
+  DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$OURS_PORT" RUST_LOG=warn "$BIN" &
+OURS=$!; PIDS+=("$OURS")
+(cd "$HERE" && exec node sharp-server.mjs "$SHARP_PORT" "$WORK/images") >"$WORK/sharp.log" 2>&1 &
+SHARP=$!; PIDS+=("$SHARP")
+for port in $OURS_PORT $SHARP_PORT; do
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/images/resize/lake.jpg?width=10" -o /dev/null && break; sleep 0.1; done
+done
+# The node process is the child of the subshell's exec: it is $SHARP itself.
+
+hwm() { awk '/VmHWM/ {printf "%d", $2/1024}' "/proc/$1/status"; }
+reset_hwm() { echo 5 > "/proc/$1/clear_refs" 2>/dev/null || true; }
+
+# wrk output -> "rps p50 p99"
+measure() {
+  local url=$1
+  wrk -t1 -c$CONC -d2s "$url" >/dev/null 2>&1 || true   # warm-up
+  wrk -t2 -c$CONC -d"${DURATION}s" --latency "$url" > "$WORK/wrk.txt" 2>&1
+  local rps p50 p99 non2xx
+  rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt")
+  p50=$(awk '$1=="50%" {print $2}' "$WORK/wrk.txt")
+  p99=$(awk '$1=="99%" {print $2}' "$WORK/wrk.txt")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' "$WORK/wrk.txt")
+  if [ -n "$non2xx" ]; then echo "error error error"; else echo "$rps $p50 $p99"; fi
+}
+
+CASES=(
+  "12 MP JPEG -> 800w JPEG q80|window12mp.jpg?width=800&format=jpeg&quality=80"
+  "12 MP JPEG -> 800w WebP q80|window12mp.jpg?width=800&format=webp&quality=80"
+  "9 MP lake JPEG -> 800w JPEG q80|lake.jpg?width=800&format=jpeg&quality=80"
+  "9 MP lake JPEG -> 800w WebP q80|lake.jpg?width=800&format=webp&quality=80"
+  "9 MP PNG -> 800w WebP q80|lake.png?width=800&format=webp&quality=80"
+  "12 MP HEIC -> 800w JPEG q80|window.heic?width=800&format=jpeg&quality=80"
+)
+
+TABLE="| case | image-server req/s | sharp req/s | ratio | p50 ours / sharp | p99 ours / sharp | peak RSS ours / sharp (MB) | SSIM ours vs sharp |
+|---|---:|---:|---:|---|---|---|---:|"
+for c in "${CASES[@]}"; do
+  name="${c%%|*}"; q="${c#*|}"
+  echo "case: $name" >&2
+  reset_hwm $OURS; reset_hwm $SHARP
+  read -r o_rps o_p50 o_p99 <<<"$(measure "http://127.0.0.1:$OURS_PORT/images/resize/$q")"
+  read -r s_rps s_p50 s_p99 <<<"$(measure "http://127.0.0.1:$SHARP_PORT/images/resize/$q")"
+  o_rss=$(hwm $OURS); s_rss=$(hwm $SHARP)
+  curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$q" -o "$WORK/ours.out" || true
+  ssim="n/a"; ratio="n/a"
+  if curl -sf "http://127.0.0.1:$SHARP_PORT/images/resize/$q" -o "$WORK/sharp.out"; then
+    ssim=$("$SSIM" "$WORK/ours.out" "$WORK/sharp.out" 2>/dev/null || echo "n/a")
+    ratio=$(awk -v a="$o_rps" -v b="$s_rps" 'BEGIN { if (b+0 > 0) printf "%.2fx", a/b; else print "n/a" }')
+  else
+    s_rps="unsupported"; s_p50="-"; s_p99="-"
+  fi
+  TABLE+="
+| $name | $o_rps | $s_rps | $ratio | $o_p50 / $s_p50 | $o_p99 / $s_p99 | $o_rss / $s_rss | $ssim |"
+done
+
+# Cache hits from memory: a second image-server with the memory tier on.
+STORAGE_URL="file://$WORK/images" STORAGE_CACHE=false API_KEY=bench DATA_DIR="$WORK/data" \
+  LISTEN="127.0.0.1:$((OURS_PORT + 10))" RUST_LOG=warn "$BIN" &
+CACHED=$!; PIDS+=("$CACHED")
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$((OURS_PORT + 10))/admin/health" -o /dev/null && break; sleep 0.1; done
+hit_url="http://127.0.0.1:$((OURS_PORT + 10))/images/resize/lake.jpg?width=800&format=webp&quality=80"
+curl -sf "$hit_url" -o /dev/null
+read -r h_rps h_p50 h_p99 <<<"$(measure "$hit_url")"
+read -r h16_rps h16_p50 h16_p99 <<<"$(CONC=16 measure "$hit_url")"
+TABLE+="
+
+Cache hits from memory (lake 800w WebP, wrk on the same 2 cores):
+
+| concurrency | req/s | p50 | p99 | peak RSS (MB) |
+|---:|---:|---|---|---:|
+| 2 | $h_rps | $h_p50 | $h_p99 | $(hwm $CACHED) |
+| 16 | $h16_rps | $h16_p50 | $h16_p99 | $(hwm $CACHED) |"
+
+SHARP_VERSION=$(head -1 "$WORK/sharp.log")
+HEADER="Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')), wrk -t2 -c2 for ${DURATION}s per case after a 2 s warm-up, result caches off. Reference: $SHARP_VERSION."
+echo "$HEADER"
+echo
+echo "$TABLE"
+if [ "${1:-}" = "--write" ]; then
+  {
+    echo "# image-server vs sharp"
+    echo
+    echo "Produced by \`bench/image/run.sh --write\`. $HEADER"
+    echo
+    echo "$TABLE"
+  } > "$HERE/RESULTS.md"
+  echo "wrote $HERE/RESULTS.md" >&2
+fi

@@ -1,0 +1,40 @@
+// Reference server for the benchmark: the same URL shape as image-server, built on sharp the
+// way the original service does it (read the source per request, auto-orient, fit inside
+// without enlargement, encode). No cache. Usage: node sharp-server.mjs PORT DIR
+import http from "node:http";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import sharp from "sharp";
+
+const [port, dir] = [Number(process.argv[2] ?? 3100), process.argv[3] ?? "."];
+const root = path.resolve(dir);
+
+const server = http.createServer(async (req, res) => {
+  try {
+    const url = new URL(req.url, "http://x");
+    const prefix = "/images/resize/";
+    if (!url.pathname.startsWith(prefix)) {
+      res.writeHead(404).end();
+      return;
+    }
+    const file = path.resolve(root, decodeURIComponent(url.pathname.slice(prefix.length)));
+    if (!file.startsWith(root + path.sep)) {
+      res.writeHead(400).end();
+      return;
+    }
+    const input = await readFile(file);
+    const q = url.searchParams;
+    const width = q.has("width") ? Number(q.get("width")) : undefined;
+    const height = q.has("height") ? Number(q.get("height")) : undefined;
+    const format = q.get("format") ?? "webp";
+    const quality = Number(q.get("quality") ?? 80);
+    let img = sharp(input).rotate();
+    if (width || height) img = img.resize({ width, height, fit: "inside", withoutEnlargement: true });
+    img = img.toFormat(format === "jpg" ? "jpeg" : format, { quality });
+    const out = await img.toBuffer();
+    res.writeHead(200, { "content-type": `image/${format}`, "content-length": out.length }).end(out);
+  } catch (e) {
+    res.writeHead(500, { "content-type": "text/plain" }).end(String(e));
+  }
+});
+server.listen(port, "127.0.0.1", () => console.log(`sharp reference on ${port}, sharp ${sharp.versions.sharp}, libvips ${sharp.versions.vips}`));
