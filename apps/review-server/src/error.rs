@@ -63,6 +63,12 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The JSON error body of spec section 7: `{"error": "..."}`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
 /// The global fallback: 404 `{"error":"not found"}` (spec section 7).
 pub async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, Json(json!({ "error": "not found" }))).into_response()

@@ -5,9 +5,11 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod models;
 pub mod pipeline;
 pub mod records;
 pub mod routes;
+pub mod skills;
 pub mod state;
 
 use crate::config::Config;
@@ -54,19 +56,25 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     }
     let forge = GitHubForge::new(&config.forge_api_url, app_credentials(&config)?)?;
     let secret: [u8; 32] = rand::random();
+    let (retries, retry_rx) = tokio::sync::mpsc::unbounded_channel();
     let app = App {
         records: Records::new(store, EventBus::new()),
         forge: Arc::new(forge),
         git: Arc::new(GitCache::new(config.data_dir.join("repos"))),
         catalog: Catalog::bundled(),
+        models: models::ModelCatalog::new(&config.models_catalog_url),
         transcripts: TranscriptStore::new(config.data_dir.join("sessions")),
         internal_secret: hex::encode(secret),
         live: Mutex::new(HashMap::new()),
         run_slots: Arc::new(Semaphore::new(config.max_concurrent_reviews.max(1))),
         tasks: TaskTracker::new(),
+        shutdown: agent::CancellationToken::new(),
+        retries,
         config,
     };
-    Ok(Arc::new(app))
+    let app = Arc::new(app);
+    pipeline::spawn_retry_worker(app.clone(), retry_rx);
+    Ok(app)
 }
 
 fn app_credentials(config: &Config) -> anyhow::Result<Option<AppCredentials>> {
@@ -106,6 +114,7 @@ pub async fn serve(
     )
     .with_graceful_shutdown(shutdown)
     .await?;
+    app.shutdown.cancel();
     let live: Vec<i64> = app
         .live
         .lock()

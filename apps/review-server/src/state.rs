@@ -55,6 +55,8 @@ pub struct App {
     pub forge: Arc<dyn Forge>,
     pub git: Arc<GitCache>,
     pub catalog: Catalog,
+    /// The public model catalog, cached for GET /api/models (spec section 8, catalog cache).
+    pub models: crate::models::ModelCatalog,
     pub transcripts: TranscriptStore,
     /// Secret of the loopback findings route, made at boot (header X-Internal-Secret).
     pub internal_secret: String,
@@ -64,6 +66,10 @@ pub struct App {
     pub run_slots: Arc<Semaphore>,
     /// Review tasks, awaited on graceful shutdown.
     pub tasks: TaskTracker,
+    /// Cancelled when the server shuts down: scheduled retries give up waiting.
+    pub shutdown: CancellationToken,
+    /// Genuine failures waiting for their automatic retry (see `pipeline::spawn_retry_worker`).
+    pub retries: tokio::sync::mpsc::UnboundedSender<crate::pipeline::RetryRequest>,
 }
 
 impl App {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A registered repository (spec section 2, RepoRow).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RepoRow {
     /// `owner/repo`, the primary key.
     pub full_name: String,
@@ -23,7 +23,7 @@ pub struct RepoRow {
 }
 
 /// One review run (spec section 2, ReviewRow).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReviewRow {
     pub id: i64,
     pub repo_full_name: String,
@@ -49,7 +49,7 @@ pub struct ReviewRow {
 }
 
 /// A recorded finding (spec section 2, FindingRow).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FindingRow {
     pub id: i64,
     pub review_id: i64,
@@ -70,7 +70,7 @@ pub struct FindingRow {
 }
 
 /// An installed reviewer skill (spec section 2, SkillMetaRow). The stored blob is never part of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SkillMetaRow {
     pub name: String,
     pub source_url: String,
@@ -87,7 +87,7 @@ pub struct SkillMetaRow {
 
 /// A finding to record, as the agent tools and POST /internal/reviews/:id/findings submit it
 /// (DESIGN.md, Findings). Validated by [`NewFinding::validate`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewFinding {
     pub kind: FindingKind,
     pub body: String,
@@ -142,7 +142,7 @@ impl NewFinding {
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
         pub enum $name {
             $(#[serde(rename = $text)] $variant),+
         }
@@ -247,7 +247,7 @@ string_enum!(
 
 /// One inline comment of a formal review, as the agent's post_review tool submits it
 /// (DESIGN.md, Findings). `line` (and `start_line` for a range) are file line numbers on `side`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InlineComment {
     pub path: String,
     pub line: i64,
@@ -264,7 +264,7 @@ fn default_side() -> Side {
 }
 
 /// A formal review to post: summary body, event and inline comments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReviewSubmission {
     pub summary: String,
     pub event: ReviewEvent,
@@ -274,7 +274,7 @@ pub struct ReviewSubmission {
 
 /// What the forge returned for a posted review: its id and the ids of the inline comments in
 /// the order they were submitted (None where the forge did not say).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PostedReview {
     pub review_id: Option<i64>,
     pub comment_ids: Vec<Option<i64>>,

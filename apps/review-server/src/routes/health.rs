@@ -9,6 +9,8 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/health", get(health))
 }
 
-async fn health() -> Json<Value> {
+/// GET /health: 200 `{"ok":true}`.
+#[utoipa::path(get, path = "/health", responses((status = 200, body = Object)))]
+pub async fn health() -> Json<Value> {
     Json(json!({ "ok": true }))
 }

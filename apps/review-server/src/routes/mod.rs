@@ -1,10 +1,16 @@
 //! HTTP routes, one module per feature, merged in [`router`] under one middleware stack
 //! (STYLE.md rule 6).
 
+pub mod events;
 pub mod health;
 pub mod internal;
+pub mod models;
+pub mod openapi;
 pub mod repos;
 pub mod reviews;
+pub mod settings;
+pub mod skills;
+pub mod stats;
 pub mod webhook;
 
 use crate::error::{not_found, panic_response};
@@ -21,10 +27,16 @@ const BODY_LIMIT: usize = 25 * 1024 * 1024;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(health::router())
+        .merge(openapi::router())
+        .merge(events::router())
         .merge(webhook::router())
         .merge(internal::router())
         .merge(repos::router())
         .merge(reviews::router())
+        .merge(stats::router())
+        .merge(settings::router())
+        .merge(models::router())
+        .merge(skills::router())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(CatchPanicLayer::custom(panic_response))

@@ -24,11 +24,14 @@ pub fn router() -> Router<AppState> {
         .route("/api/repos/{owner}/{name}/pr/{number}", get(pr_reviews))
 }
 
-async fn list(State(app): State<AppState>) -> Result<Json<Vec<RepoRow>>, ApiError> {
+#[utoipa::path(get, path = "/api/repos", responses((status = 200, body = Vec<RepoRow>)))]
+pub async fn list(State(app): State<AppState>) -> Result<Json<Vec<RepoRow>>, ApiError> {
     Ok(Json(app.records.store.repos().await?))
 }
 
-async fn one(
+#[utoipa::path(get, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)),
+    responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain")))]
+pub async fn one(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Json<RepoRow>, ApiError> {
@@ -36,15 +39,20 @@ async fn one(
     row.map(Json).ok_or(ApiError::NotFound)
 }
 
-#[derive(Deserialize)]
-struct Upsert {
-    full_name: String,
-    installation_id: i64,
+/// Body of POST /api/repos.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct Upsert {
+    /// `owner/repo`.
+    pub full_name: String,
+    /// Forge app installation id.
+    pub installation_id: i64,
 }
 
 /// POST /api/repos: the one registration path (a new repo starts disabled; a re-post changes
 /// installation_id only).
-async fn upsert(
+#[utoipa::path(post, path = "/api/repos", request_body = Upsert,
+    responses((status = 200, body = RepoRow), (status = 422, body = crate::error::ErrorBody)))]
+pub async fn upsert(
     State(app): State<AppState>,
     body: Result<Json<Upsert>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<RepoRow>, ApiError> {
@@ -65,19 +73,25 @@ async fn upsert(
     ))
 }
 
-#[derive(Deserialize)]
-struct Update {
+/// Body of PUT /api/repos/:owner/:name.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct Update {
+    /// Written as given: omitted clears it.
     #[serde(default)]
-    prompt: Option<String>,
+    pub prompt: Option<String>,
+    /// Written as given: omitted clears it.
     #[serde(default)]
-    model: Option<String>,
+    pub model: Option<String>,
+    /// 0 or 1; omitted keeps it.
     #[serde(default)]
-    enabled: Option<i64>,
+    pub enabled: Option<i64>,
 }
 
 /// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
 /// keeps it (spec section 4, PUT repo rules).
-async fn update(
+#[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)), request_body = Update,
+    responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
+pub async fn update(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
     body: Result<Json<Update>, axum::extract::rejection::JsonRejection>,
@@ -100,7 +114,9 @@ async fn update(
     row.map(Json).ok_or(ApiError::NotFound)
 }
 
-async fn remove(
+#[utoipa::path(delete, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)),
+    responses((status = 204, description = "deleted, or was not registered")))]
+pub async fn remove(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
@@ -108,7 +124,9 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn repo_reviews(
+#[utoipa::path(get, path = "/api/repos/{owner}/{name}/reviews", params(("owner" = String, Path), ("name" = String, Path)),
+    responses((status = 200, body = Vec<ReviewRow>)))]
+pub async fn repo_reviews(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Json<Vec<ReviewRow>>, ApiError> {
@@ -120,7 +138,9 @@ async fn repo_reviews(
     Ok(Json(rows))
 }
 
-async fn pr_reviews(
+#[utoipa::path(get, path = "/api/repos/{owner}/{name}/pr/{number}", params(("owner" = String, Path), ("name" = String, Path), ("number" = String, Path)),
+    responses((status = 200, body = Vec<ReviewRow>), (status = 404, description = "Not found", content_type = "text/plain")))]
+pub async fn pr_reviews(
     State(app): State<AppState>,
     Path((owner, name, number)): Path<(String, String, String)>,
 ) -> Result<Json<Vec<ReviewRow>>, ApiError> {

@@ -1,36 +1,54 @@
-//! Reviews under /api (spec/review-service.md section 4, Reviews): one review, its findings and
-//! its session transcript.
+//! Reviews under /api (spec/review-service.md section 4, Reviews; section 3 for retry and
+//! stop): one review, its findings, its session transcript, retry and stop.
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::pipeline::{self, PrJob};
+use crate::records::now;
+use crate::state::{AppState, CancelReason};
 use axum::extract::{Path, State};
-use axum::routing::get;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use axum::{Json, Router};
-use review_domain::{FindingRow, ReviewRow};
+use forge::RepoRef;
+use review_domain::{FindingRow, ReviewRow, ReviewStatus, Trigger};
 use serde_json::{Value, json};
+
+/// Characters of a transcript shown when it is not JSON (spec section 8).
+const RAW_SESSION_CHARS: usize = 1000;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/reviews/{id}", get(one))
         .route("/api/reviews/{id}/findings", get(findings))
         .route("/api/reviews/{id}/session", get(session))
+        .route("/api/reviews/{id}/retry", post(retry))
+        .route("/api/reviews/{id}/stop", post(stop))
 }
 
-async fn one(
-    State(app): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Json<ReviewRow>, ApiError> {
+async fn review_or_404(app: &AppState, id: &str) -> Result<ReviewRow, ApiError> {
     let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
     app.records
         .store
         .review(id)
         .await?
-        .map(Json)
         .ok_or(ApiError::NotFound)
 }
 
-/// Findings ordered by id; an unknown review gives 200 [] (spec section 4).
-async fn findings(
+/// GET /api/reviews/:id: the row, or 404 `Not found`.
+#[utoipa::path(get, path = "/api/reviews/{id}", params(("id" = String, Path, description = "review id")),
+    responses((status = 200, body = ReviewRow), (status = 404, description = "Not found", content_type = "text/plain")))]
+pub async fn one(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<ReviewRow>, ApiError> {
+    Ok(Json(review_or_404(&app, &id).await?))
+}
+
+/// GET /api/reviews/:id/findings: ordered by id; an unknown review gives 200 [].
+#[utoipa::path(get, path = "/api/reviews/{id}/findings", params(("id" = String, Path, description = "review id")),
+    responses((status = 200, body = Vec<FindingRow>)))]
+pub async fn findings(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<FindingRow>>, ApiError> {
@@ -40,22 +58,111 @@ async fn findings(
     Ok(Json(app.records.store.findings_for_review(id).await?))
 }
 
-/// The transcript: 404 without a review or session id; the two failure shapes of spec
-/// section 4 are 200 bodies with an `error` key.
-async fn session(
+/// GET /api/reviews/:id/session: the transcript; 404 without a review or session id; 200
+/// `{error: "session-unavailable", detail}` when it cannot be read or is empty, 200
+/// `{error: "session-unparseable", raw}` (first 1000 characters) when it is not JSON.
+#[utoipa::path(get, path = "/api/reviews/{id}/session", params(("id" = String, Path, description = "review id")),
+    responses((status = 200, description = "the transcript, or an object with an error key", body = Object),
+        (status = 404, description = "Not found", content_type = "text/plain")))]
+pub async fn session(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
-    let review = app
+    let review = review_or_404(&app, &id).await?;
+    let session_id = review.session_id.ok_or(ApiError::NotFound)?;
+    let path = match app.transcripts.path(&session_id) {
+        Ok(p) => p,
+        Err(e) => {
+            return Ok(Json(
+                json!({ "error": "session-unavailable", "detail": e.to_string() }),
+            ));
+        }
+    };
+    let text = match tokio::fs::read_to_string(&path).await {
+        Ok(t) if !t.trim().is_empty() => t,
+        Ok(_) => {
+            return Ok(Json(
+                json!({ "error": "session-unavailable", "detail": "the transcript is empty" }),
+            ));
+        }
+        Err(e) => {
+            return Ok(Json(json!({
+                "error": "session-unavailable",
+                "detail": format!("cannot read the transcript of session {session_id}: {e}"),
+            })));
+        }
+    };
+    Ok(Json(match serde_json::from_str::<Value>(&text) {
+        Ok(v) => v,
+        Err(_) => json!({
+            "error": "session-unparseable",
+            "raw": text.chars().take(RAW_SESSION_CHARS).collect::<String>(),
+        }),
+    }))
+}
+
+/// POST /api/reviews/:id/retry (spec section 4): re-fetch the PR and start a fresh review
+/// with trigger retry; the original row is untouched. 202 `{ok:true}`; 404 `Not found` or
+/// `repo not found` (plain text); 502 `{ok:false, error}` when the forge cannot give the PR.
+#[utoipa::path(post, path = "/api/reviews/{id}/retry", params(("id" = String, Path, description = "review id")),
+    responses((status = 202, body = Object), (status = 404, content_type = "text/plain"), (status = 502, body = Object)))]
+pub async fn retry(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let review = review_or_404(&app, &id).await?;
+    let Some(repo) = app.records.repo(&review.repo_full_name).await? else {
+        return Ok((StatusCode::NOT_FOUND, "repo not found").into_response());
+    };
+    let (owner, name) = repo
+        .full_name
+        .split_once('/')
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("repo name without a slash")))?;
+    let repo_ref = RepoRef {
+        installation_id: repo.installation_id,
+        owner: owner.to_owned(),
+        name: name.to_owned(),
+    };
+    let pr = match app.forge.pull_request(&repo_ref, review.pr_number).await {
+        Ok(pr) => pr,
+        Err(e) => {
+            return Ok((
+                StatusCode::BAD_GATEWAY,
+                Json(json!({ "ok": false, "error": e.to_string() })),
+            )
+                .into_response());
+        }
+    };
+    pipeline::enqueue(&app, PrJob::from_pull(repo_ref, &pr, Trigger::Retry, 0)).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "ok": true }))).into_response())
+}
+
+/// POST /api/reviews/:id/stop (spec section 3): aborts a live run (`{ok:true, live:true}`; it
+/// ends failed with `Stopped by user`); a pending or running row with no live run here is
+/// failed directly (`{ok:true, live:false}`); a terminal one answers `{ok:false, reason:
+/// "already completed"}`. Stopped reviews are never retried.
+#[utoipa::path(post, path = "/api/reviews/{id}/stop", params(("id" = String, Path, description = "review id")),
+    responses((status = 200, body = Object), (status = 404, content_type = "text/plain")))]
+pub async fn stop(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let review = review_or_404(&app, &id).await?;
+    let status: ReviewStatus = review.status.parse().unwrap_or(ReviewStatus::Failed);
+    if status.is_terminal() {
+        return Ok(Json(json!({ "ok": false, "reason": "already completed" })));
+    }
+    if app.cancel_run(review.id, CancelReason::Stopped) {
+        return Ok(Json(json!({ "ok": true, "live": true })));
+    }
+    let row = app
         .records
         .store
-        .review(id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    let session_id = review.session_id.ok_or(ApiError::NotFound)?;
-    Ok(Json(match app.transcripts.load(&session_id) {
-        Ok(v) => v,
-        Err(e) => json!({ "error": "session-unavailable", "detail": e.to_string() }),
-    }))
+        .fail_review(review.id, CancelReason::Stopped.message(), None, now())
+        .await?;
+    if row.is_none() {
+        return Ok(Json(json!({ "ok": false, "reason": "already completed" })));
+    }
+    app.records.review_updated(row);
+    Ok(Json(json!({ "ok": true, "live": false })))
 }

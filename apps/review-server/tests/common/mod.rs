@@ -459,3 +459,91 @@ impl World {
         }
     }
 }
+
+impl Server {
+    /// Wait until the PR has at least one review row; returns the newest.
+    pub async fn wait_reviews_any(&self, full_name: &str, pr: i64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let rows = self
+                .get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+                .await;
+            if let Some(first) = rows.as_array().and_then(|r| r.first()) {
+                return first.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no review row; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A pool on the server's SQLite file (WAL lets the test write beside the server).
+pub async fn sqlx_pool(db: &Path) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .unwrap()
+}
+
+pub async fn sqlx_exec(pool: &sqlx::SqlitePool, sql: &str) {
+    sqlx::query(sql).execute(pool).await.unwrap();
+}
+
+/// A raw server-sent-events client: frames split on blank lines.
+pub struct EventClient {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl EventClient {
+    pub async fn connect(base: &str, path: &str) -> EventClient {
+        let resp = reqwest::get(format!("{base}{path}")).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        EventClient {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// The next frame without its trailing blank line (5 s at most).
+    pub async fn next_frame(&mut self) -> String {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let frame = self.buf[..end].to_owned();
+                self.buf.drain(..end + 2);
+                return frame;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(5), self.resp.chunk())
+                .await
+                .expect("no frame within 5 s")
+                .unwrap()
+                .expect("stream ended");
+            self.buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// The next data frame (heartbeats skipped): (id, data).
+    pub async fn next_data(&mut self) -> (u64, Value) {
+        loop {
+            let frame = self.next_frame().await;
+            if frame.starts_with("event: heartbeat") {
+                continue;
+            }
+            let id = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("id: "))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let data = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap();
+            return (id, serde_json::from_str(data).unwrap());
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! GET /api/events: the live event stream of spec/review-service.md section 6.
+//!
+//! A named `heartbeat` event opens the stream and is sent again after HEARTBEAT_SECS of
+//! silence; every other frame is `id: <monotonic>` plus `data: <json with type>`. The `repo`
+//! query keeps only that repo's events (an empty value means all). There is no replay:
+//! `Last-Event-ID` is ignored. A subscriber that falls too far behind skips what it missed and
+//! goes on (clients refetch on reconnect anyway, rule 4).
+
+use crate::state::AppState;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::Response;
+use axum::routing::get;
+use bytes::Bytes;
+use serde::Deserialize;
+use std::convert::Infallible;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/events", get(stream))
+}
+
+/// Query of GET /api/events.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct EventsQuery {
+    /// `owner/name`: only this repo's events.
+    repo: Option<String>,
+}
+
+/// GET /api/events: `text/event-stream`.
+#[utoipa::path(get, path = "/api/events", params(EventsQuery),
+    responses((status = 200, description = "server-sent events", content_type = "text/event-stream")))]
+pub async fn stream(State(app): State<AppState>, Query(q): Query<EventsQuery>) -> Response {
+    let filter = q.repo.filter(|r| !r.is_empty());
+    let rx = app.records.events.subscribe();
+    let heartbeat = Duration::from_secs(app.config.heartbeat_secs.max(1));
+    let opening = futures::stream::once(async {
+        Ok::<Bytes, Infallible>(Bytes::from_static(events::heartbeat_frame().as_bytes()))
+    });
+    // State: the subscription, the filter, and when this client was last sent anything (events
+    // of other repos do not count as activity for it).
+    let start = (rx, filter, tokio::time::Instant::now());
+    let frames = futures::stream::unfold(start, move |(mut rx, filter, last_sent)| async move {
+        loop {
+            let deadline = last_sent + heartbeat;
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Err(_) => {
+                    let frame = Bytes::from_static(events::heartbeat_frame().as_bytes());
+                    let now = tokio::time::Instant::now();
+                    return Some((Ok::<Bytes, Infallible>(frame), (rx, filter, now)));
+                }
+                Ok(Ok(event)) => {
+                    if filter.is_none() || event.repo.as_deref() == filter.as_deref() {
+                        let now = tokio::time::Instant::now();
+                        return Some((Ok(Bytes::from(event.to_sse())), (rx, filter, now)));
+                    }
+                }
+                Ok(Err(RecvError::Lagged(n))) => {
+                    tracing::debug!(missed = n, "event-stream subscriber lagged");
+                }
+                Ok(Err(RecvError::Closed)) => return None,
+            }
+        }
+    });
+    let body = Body::from_stream(futures::StreamExt::chain(opening, frames));
+    let mut resp = Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    h.insert("x-accel-buffering", header::HeaderValue::from_static("no"));
+    resp
+}

@@ -1,0 +1,41 @@
+//! GET /api/openapi.json: the OpenAPI 3.1 document, generated from the handlers' annotations
+//! (utoipa), so it cannot drift from the code.
+
+use crate::state::AppState;
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa::OpenApi;
+
+/// The document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "review-server",
+        description = "Pull request review service (spec/review-service.md)"
+    ),
+    paths(
+        super::health::health,
+        super::webhook::receive,
+        super::repos::list,
+        super::repos::one,
+        super::repos::upsert,
+        super::repos::update,
+        super::repos::remove,
+        super::repos::repo_reviews,
+        super::repos::pr_reviews,
+        super::reviews::one,
+        super::reviews::findings,
+        super::reviews::session,
+        super::reviews::retry,
+        super::reviews::stop,
+        super::events::stream,
+    )
+)]
+pub struct ApiDoc;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route(
+        "/api/openapi.json",
+        get(|| async { Json(ApiDoc::openapi()) }),
+    )
+}

@@ -1,0 +1,404 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The lifecycle rules of spec/review-service.md section 3 and the event stream of section 6,
+//! against the real binary.
+
+mod common;
+
+use common::*;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use test_doubles::scripted_model::Behavior;
+
+const MODEL: &str = "anthropic/claude-sonnet-4-5";
+
+async fn world(behavior: Behavior, extra: &[(&str, String)]) -> World {
+    let w = World::start_with(Upstream::new(), behavior, MODEL, true, extra).await;
+    w.server.enable(&w.full_name(), None).await;
+    // The forge knows the PR, for retries.
+    let pull: Value =
+        serde_json::from_slice(&w.pull_request_payload("opened", &w.upstream.sha("feature")))
+            .unwrap();
+    w.forge
+        .set_pull(&w.full_name(), 1, pull["pull_request"].clone());
+    w
+}
+
+async fn open_pr(w: &World) {
+    let body = w.pull_request_payload("opened", &w.upstream.sha("feature"));
+    assert_eq!(
+        w.server
+            .deliver("pull_request", &body, Some(SECRET))
+            .await
+            .status(),
+        200
+    );
+}
+
+async fn rows(w: &World) -> Vec<Value> {
+    w.server
+        .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
+        .await
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+async fn wait_status(w: &World, id: i64, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let row = w.server.get_json(&format!("/api/reviews/{id}")).await;
+        if row["status"] == status {
+            return row;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "review {id} never became {status}: {row}\n{}",
+            w.server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn post(w: &World, path: &str) -> (u16, String) {
+    let r = w
+        .server
+        .http
+        .post(format!("{}{path}", w.server.url))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_aborts_a_live_run_which_fails_stopped_by_user_and_is_not_retried() {
+    let w = world(
+        Behavior::Slow(Duration::from_secs(3)),
+        &[("RETRY_DELAY_SECS", "1".into())],
+    )
+    .await;
+    open_pr(&w).await;
+    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
+    let id = first["id"].as_i64().unwrap();
+    wait_status(&w, id, "running").await;
+    let (status, body) = post(&w, &format!("/api/reviews/{id}/stop")).await;
+    assert_eq!(
+        (status, serde_json::from_str::<Value>(&body).unwrap()),
+        (200, json!({ "ok": true, "live": true }))
+    );
+    let row = wait_status(&w, id, "failed").await;
+    assert_eq!(row["error"], "Stopped by user");
+    // Stopping again: already terminal.
+    let (status, body) = post(&w, &format!("/api/reviews/{id}/stop")).await;
+    assert_eq!(
+        (status, serde_json::from_str::<Value>(&body).unwrap()),
+        (200, json!({ "ok": false, "reason": "already completed" }))
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(rows(&w).await.len(), 1, "a stopped review is never retried");
+    assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
+    assert_eq!(
+        post(&w, "/api/reviews/9999/stop").await,
+        (404, "Not found".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn genuine_failure_is_retried_once_and_a_failed_retry_comments_on_the_pr() {
+    let w = world(Behavior::Fail500, &[("RETRY_DELAY_SECS", "1".into())]).await;
+    open_pr(&w).await;
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    let (retry, first) = (&all[0], &all[1]);
+    assert_eq!(
+        (
+            first["status"].as_str(),
+            first["attempt"].as_i64(),
+            first["trigger"].as_str()
+        ),
+        (Some("failed"), Some(0), Some("opened"))
+    );
+    assert_eq!(
+        (
+            retry["status"].as_str(),
+            retry["attempt"].as_i64(),
+            retry["trigger"].as_str()
+        ),
+        (Some("failed"), Some(1), Some("retry"))
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.forge.posted("POST", "/issues/1/comments").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "no comment about the failed retry"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let comment = &w.forge.posted("POST", "/issues/1/comments")[0].body;
+    assert!(
+        comment["body"].as_str().unwrap().contains("failed twice"),
+        "{comment}"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(rows(&w).await.len(), 2, "a retry is never retried");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn automatic_retry_stands_down_when_another_review_of_the_pr_is_active() {
+    let w = world(Behavior::Fail500, &[("RETRY_DELAY_SECS", "2".into())]).await;
+    open_pr(&w).await;
+    let first = w.server.wait_reviews(&w.full_name(), 1, 1).await[0].clone();
+    assert_eq!(first["status"], "failed");
+    // Another review of the PR is running (say, on another replica) when the delay ends.
+    let db = w.server.data_dir.join("review.db");
+    let pool = sqlx_pool(&db).await;
+    sqlx_exec(&pool, "INSERT INTO reviews (repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES ('acme/widgets', 1, 'running', 'opened', 0, 1)").await;
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    assert_eq!(
+        rows(&w).await.len(),
+        2,
+        "the retry stood down: {:?}",
+        rows(&w).await
+    );
+    assert!(w.server.log().contains("stands down"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn newer_push_supersedes_the_running_review_without_retry() {
+    let w = world(
+        Behavior::Slow(Duration::from_millis(700)),
+        &[("RETRY_DELAY_SECS", "1".into())],
+    )
+    .await;
+    open_pr(&w).await;
+    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
+    let first_id = first["id"].as_i64().unwrap();
+    wait_status(&w, first_id, "running").await;
+    let head2 = w.upstream.push_feature_commit();
+    w.server
+        .deliver(
+            "pull_request",
+            &w.pull_request_payload("synchronize", &head2),
+            Some(SECRET),
+        )
+        .await;
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    let old = all.iter().find(|r| r["id"] == first_id).unwrap();
+    assert_eq!(
+        (old["status"].as_str(), old["error"].as_str()),
+        (Some("failed"), Some("superseded by a newer push"))
+    );
+    assert_eq!(all[0]["status"], "completed");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        rows(&w).await.len(),
+        2,
+        "a superseded review is never retried"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_most_max_concurrent_reviews_run_and_the_rest_wait_pending() {
+    let w = world(
+        Behavior::Slow(Duration::from_millis(400)),
+        &[("MAX_CONCURRENT_REVIEWS", "1".into())],
+    )
+    .await;
+    w.upstream.publish_pull(2, "feature");
+    open_pr(&w).await;
+    let mut v: Value =
+        serde_json::from_slice(&w.pull_request_payload("opened", &w.upstream.sha("feature")))
+            .unwrap();
+    v["number"] = json!(2);
+    v["pull_request"]["number"] = json!(2);
+    w.server
+        .deliver(
+            "pull_request",
+            &serde_json::to_vec(&v).unwrap(),
+            Some(SECRET),
+        )
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut saw_pending_while_running = false;
+    loop {
+        let all = w.server.get_json("/api/repos/acme/widgets/reviews").await;
+        let all = all.as_array().unwrap();
+        let running = all.iter().filter(|r| r["status"] == "running").count();
+        assert!(running <= 1, "{all:?}");
+        if running == 1 && all.iter().any(|r| r["status"] == "pending") {
+            saw_pending_while_running = true;
+        }
+        if all.len() == 2 && all.iter().all(|r| r["status"] == "completed") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{all:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(saw_pending_while_running);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
+    let w = world(Behavior::Reviewer, &[]).await;
+    open_pr(&w).await;
+    let first = w.server.wait_reviews(&w.full_name(), 1, 1).await[0].clone();
+    let id = first["id"].as_i64().unwrap();
+    assert_eq!(
+        post(&w, &format!("/api/reviews/{id}/retry")).await,
+        (202, "{\"ok\":true}".into())
+    );
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(
+        (
+            all[0]["trigger"].as_str(),
+            all[0]["attempt"].as_i64(),
+            all[0]["status"].as_str()
+        ),
+        (Some("retry"), Some(0), Some("completed"))
+    );
+    assert_eq!(all[1], first, "the original row is untouched");
+    assert_eq!(
+        post(&w, "/api/reviews/9999/retry").await,
+        (404, "Not found".into())
+    );
+    // The forge cannot give the PR: 502 with the forge's error.
+    w.forge
+        .fail("/repos/acme/widgets/pulls/1", 500, "Server Error");
+    let (status, body) = post(&w, &format!("/api/reviews/{id}/retry")).await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((status, body["ok"].clone()), (502, json!(false)));
+    assert!(
+        body["error"].as_str().unwrap().contains("Server Error"),
+        "{body}"
+    );
+    // The repo is gone: plain text `repo not found`.
+    let r = w
+        .server
+        .http
+        .delete(format!("{}/api/repos/acme/widgets", w.server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        post(&w, &format!("/api/reviews/{id}/retry")).await,
+        (404, "repo not found".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn restart_fails_unfinished_reviews_without_retry() {
+    let up = Upstream::new();
+    let w = World::start_with(
+        up,
+        Behavior::Reviewer,
+        MODEL,
+        true,
+        &[("RETRY_DELAY_SECS", "1".into())],
+    )
+    .await;
+    let db = w.server.data_dir.join("review.db");
+    let pool = sqlx_pool(&db).await;
+    sqlx_exec(&pool, "INSERT INTO reviews (repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES ('acme/widgets', 1, 'running', 'opened', 0, 1)").await;
+    drop(pool);
+    let World {
+        server,
+        upstream,
+        forge,
+        model,
+        data,
+    } = w;
+    let data_dir = server.data_dir.clone();
+    drop(server);
+    let server = Server::start(
+        &data_dir,
+        &[
+            ("FORGE_WEBHOOK_SECRET", SECRET.into()),
+            ("RETRY_DELAY_SECS", "1".into()),
+        ],
+    )
+    .await;
+    let row = server.get_json("/api/reviews/1").await;
+    assert_eq!(
+        (row["status"].as_str(), row["error"].as_str()),
+        (Some("failed"), Some("interrupted by restart"))
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        server
+            .get_json("/api/repos/acme/widgets/pr/1")
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    drop((upstream, forge, model, data));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn event_stream_opens_with_a_heartbeat_and_filters_by_repo() {
+    let w = World::start_with(
+        Upstream::new(),
+        Behavior::Reviewer,
+        MODEL,
+        true,
+        &[("HEARTBEAT_SECS", "1".into())],
+    )
+    .await;
+    let mut all = EventClient::connect(&w.server.url, "/api/events").await;
+    let mut mine = EventClient::connect(&w.server.url, "/api/events?repo=acme/widgets").await;
+    assert_eq!(all.next_frame().await, "event: heartbeat\ndata: {}");
+    assert_eq!(mine.next_frame().await, "event: heartbeat\ndata: {}");
+    let register = |name: &str, installation: i64| {
+        w.server
+            .http
+            .post(format!("{}/api/repos", w.server.url))
+            .json(&json!({ "full_name": name, "installation_id": installation }))
+            .send()
+    };
+    register("other/repo", 1).await.unwrap();
+    register("acme/widgets", 1).await.unwrap();
+    register("acme/widgets", 1).await.unwrap(); // unchanged: no event
+    register("acme/widgets", 2).await.unwrap(); // installation changed: an event
+    let r = w
+        .server
+        .http
+        .delete(format!("{}/api/repos/acme/widgets", w.server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let frames = [
+        all.next_data().await,
+        all.next_data().await,
+        all.next_data().await,
+        all.next_data().await,
+    ];
+    let kinds: Vec<(&str, &str)> = frames
+        .iter()
+        .map(|(_, d)| (d["type"].as_str().unwrap(), d["repo"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("repo:updated", "other/repo"),
+            ("repo:updated", "acme/widgets"),
+            ("repo:updated", "acme/widgets"),
+            ("repo:removed", "acme/widgets")
+        ]
+    );
+    assert!(
+        frames.windows(2).all(|p| p[0].0 < p[1].0),
+        "ids are monotonic"
+    );
+    assert_eq!(frames[2].1["row"]["installation_id"], 2);
+    let mine_frames = [
+        mine.next_data().await,
+        mine.next_data().await,
+        mine.next_data().await,
+    ];
+    assert!(mine_frames.iter().all(|(_, d)| d["repo"] == "acme/widgets"));
+    // Silence: a heartbeat again after HEARTBEAT_SECS.
+    assert_eq!(mine.next_frame().await, "event: heartbeat\ndata: {}");
+}
