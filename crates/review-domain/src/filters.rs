@@ -248,7 +248,10 @@ mod tests {
             f("-", "2024-03-02", "2024-03-01"),
             window(Some(MAR_1 + DAY), None)
         );
-        assert_eq!(f("-", "2024-03-01", "2024-03-01"), window(Some(MAR_1), None));
+        assert_eq!(
+            f("-", "2024-03-01", "2024-03-01"),
+            window(Some(MAR_1), None)
+        );
     }
 
     #[test]
@@ -274,13 +277,20 @@ mod tests {
             window(None, Some(MAR_1 + DAY))
         );
         // Both invalid: range applies.
-        assert_eq!(f("7d", "nope", "2024-02-30"), window(Some(NOW - 7 * DAY), None));
+        assert_eq!(
+            f("7d", "nope", "2024-02-30"),
+            window(Some(NOW - 7 * DAY), None)
+        );
     }
 
     #[test]
     fn rule_5_unknown_range_falls_back_to_30d() {
         for bad in ["1y", "30", "30D", " 7d", "ALL"] {
-            assert_eq!(f(bad, "-", "-"), window(Some(NOW - 30 * DAY), None), "{bad}");
+            assert_eq!(
+                f(bad, "-", "-"),
+                window(Some(NOW - 30 * DAY), None),
+                "{bad}"
+            );
         }
     }
 
@@ -386,7 +396,20 @@ mod tests {
                 parts[1].parse().ok()?,
                 parts[2].parse().ok()?,
             );
-            let dim = [31, if leap(y) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+            let dim = [
+                31,
+                if leap(y) { 29 } else { 28 },
+                31,
+                30,
+                31,
+                30,
+                31,
+                31,
+                30,
+                31,
+                30,
+                31,
+            ];
             if !(1..=12).contains(&m) || d < 1 || d > dim[(m - 1) as usize] {
                 return None;
             }

@@ -4,6 +4,9 @@
 //! transactions so a failure never leaves a half-written record.
 
 mod rows;
+mod stats;
+
+pub use stats::*;
 
 use review_domain::{FindingRow, NewFinding, RepoRow, ReviewRow, ReviewStatus, Trigger};
 use rows::{finding_from_row, repo_from_row, review_from_row};

@@ -1,0 +1,560 @@
+//! The dashboard aggregates (spec/review-service.md section 2, Aggregate rows; section 4,
+//! Stats and the GET /api/reviews list; section 8, limits), all computed in SQL.
+//!
+//! A window is split into whole UTC days, read from the per-day rollups that the triggers of
+//! `migrations/0007_stats_rollups.sql` keep exact, and the partial days at its edges, read from
+//! the raw rows; both halves are summed in one `GROUP BY`. A filter on repo or model reads the
+//! raw rows only (the rollups are not split by them), through the indexes of
+//! `migrations/0006_stats_indexes.sql`. Percentiles walk an index and stop at the rank.
+
+use crate::rows::review_from_row;
+use crate::{REVIEW_COLUMNS, Result, Store, StoreError};
+use futures::TryFutureExt;
+use review_domain::{ReviewRow, StatsFilter};
+use serde::Serialize;
+use sqlx::{QueryBuilder, Sqlite};
+
+const DAY: i64 = 86_400;
+/// Rows of topCost (spec section 8).
+pub const TOP_COST_ROWS: i64 = 5;
+/// Rows of topFiles (spec section 8).
+pub const TOP_FILES_ROWS: i64 = 10;
+/// The chart latency sample cap (spec section 8).
+pub const LATENCY_SAMPLE_CAP: i64 = 5000;
+
+/// Per-repo totals (spec section 2, ProjectStatsRow). `avg_duration` is the mean of
+/// `completed_at - created_at` in seconds over the rows that have completed_at, or null.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct ProjectStatsRow {
+    pub repo_full_name: String,
+    pub reviews: i64,
+    /// Sum of cost; 0, never null.
+    pub cost: f64,
+    /// Sum of tokens; 0 when none are recorded.
+    pub tokens: i64,
+    pub avg_duration: Option<f64>,
+}
+
+/// Per-model totals over reviews with a model (spec section 2, ModelStatsRow).
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct ModelStatsRow {
+    pub model: String,
+    pub reviews: i64,
+    pub cost: f64,
+    pub tokens: i64,
+}
+
+/// Per-UTC-day totals (spec section 2, DailyStatsRow); `day` is `YYYY-MM-DD`.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct DailyStatsRow {
+    pub day: String,
+    pub reviews: i64,
+    pub cost: f64,
+    pub tokens: i64,
+}
+
+/// Reviews per trigger, `unknown` for null (spec section 2, TriggerStatsRow).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct TriggerStatsRow {
+    pub trigger: String,
+    pub count: i64,
+}
+
+/// Findings per severity (spec section 2, SeverityStatsRow).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct SeverityStatsRow {
+    pub severity: String,
+    pub count: i64,
+}
+
+/// One of the most expensive reviews (spec section 2, TopCostRow).
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct TopCostRow {
+    pub id: i64,
+    pub repo_full_name: String,
+    pub pr_number: i64,
+    pub cost: f64,
+    pub tokens: Option<i64>,
+    pub model: Option<String>,
+}
+
+/// Latency of completed reviews in seconds (spec section 4, GET /api/stats): mean, count and
+/// nearest-rank 95th percentile; avg and p95 are null when count is 0.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct LatencyStats {
+    pub avg: Option<f64>,
+    pub count: i64,
+    pub p95: Option<i64>,
+}
+
+/// The body of GET /api/stats (spec section 4, Stats).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub projects: Vec<ProjectStatsRow>,
+    pub models: Vec<ModelStatsRow>,
+    pub daily: Vec<DailyStatsRow>,
+    pub triggers: Vec<TriggerStatsRow>,
+    pub latency: LatencyStats,
+    pub top_cost: Vec<TopCostRow>,
+    pub severity: Vec<SeverityStatsRow>,
+    /// Every model ever recorded, whatever the filter, sorted.
+    pub all_models: Vec<String>,
+}
+
+/// Outcomes per UTC day (spec section 2, ReliabilityRow); in_flight is pending plus running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct ReliabilityRow {
+    pub day: String,
+    pub completed: i64,
+    pub failed: i64,
+    pub in_flight: i64,
+}
+
+/// Latency of one UTC day of the sample, nearest-rank percentiles in seconds (spec section 4,
+/// GET /api/stats/charts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct LatencyDayRow {
+    pub day: String,
+    pub count: i64,
+    pub p50: Option<i64>,
+    pub p95: Option<i64>,
+}
+
+/// Findings per UTC day and severity (spec section 2, FindingsDailyRow).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct FindingsDailyRow {
+    pub day: String,
+    pub severity: String,
+    pub count: i64,
+}
+
+/// Inline findings per file (spec section 2, TopFileRow).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct TopFileRow {
+    pub path: String,
+    pub count: i64,
+}
+
+/// The body of GET /api/stats/charts (spec section 4, Stats).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Charts {
+    pub reliability: Vec<ReliabilityRow>,
+    pub latency: Vec<LatencyDayRow>,
+    /// True when more completed reviews matched than the 5000-row sample holds.
+    pub latency_truncated: bool,
+    pub findings_daily: Vec<FindingsDailyRow>,
+    pub top_files: Vec<TopFileRow>,
+}
+
+/// How a filter is read: whole days from the rollups plus raw edges, or raw rows only.
+#[derive(Debug, Clone, PartialEq)]
+struct Plan<'a> {
+    filter: &'a StatsFilter,
+    /// `[lo, hi)` in days since the epoch, read from the rollups; None: raw rows only.
+    days: Option<(i64, i64)>,
+    /// Half-open created_at ranges read from the raw rows (None bound: unbounded).
+    edges: Vec<(Option<i64>, Option<i64>)>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(filter: &'a StatsFilter) -> Self {
+        let (since, until) = (filter.since, filter.until);
+        if filter.repo.is_some() || filter.model.is_some() {
+            return Self {
+                filter,
+                days: None,
+                edges: vec![(since, until)],
+            };
+        }
+        let lo = since.map_or(i64::MIN / DAY, |s| {
+            s.div_euclid(DAY) + i64::from(s % DAY != 0)
+        });
+        let hi = until.map_or(i64::MAX / DAY, |u| u.div_euclid(DAY));
+        if lo >= hi {
+            return Self {
+                filter,
+                days: None,
+                edges: vec![(since, until)],
+            };
+        }
+        let mut edges = Vec::new();
+        if let Some(s) = since
+            && s < lo * DAY
+        {
+            edges.push((Some(s), Some(lo * DAY)));
+        }
+        if let Some(u) = until
+            && hi * DAY < u
+        {
+            edges.push((Some(hi * DAY), Some(u)));
+        }
+        Self {
+            filter,
+            days: Some((lo, hi)),
+            edges,
+        }
+    }
+
+    /// ` AND <created_at in the raw ranges> AND <repo> AND <model>` on alias `r`.
+    fn push_raw(&self, q: &mut QueryBuilder<'_, Sqlite>) {
+        push_filter_ranges(q, &self.edges);
+        push_repo_model(q, self.filter);
+    }
+
+    /// True when the raw rows have anything to contribute.
+    fn has_raw(&self) -> bool {
+        !self.edges.is_empty()
+    }
+}
+
+fn push_filter_ranges(q: &mut QueryBuilder<'_, Sqlite>, ranges: &[(Option<i64>, Option<i64>)]) {
+    if ranges.is_empty() {
+        q.push(" AND 0");
+        return;
+    }
+    if ranges.iter().all(|r| *r == (None, None)) {
+        return;
+    }
+    q.push(" AND (");
+    for (i, (a, b)) in ranges.iter().enumerate() {
+        if i > 0 {
+            q.push(" OR ");
+        }
+        q.push("(1");
+        if let Some(a) = a {
+            q.push(" AND r.created_at >= ").push_bind(*a);
+        }
+        if let Some(b) = b {
+            q.push(" AND r.created_at < ").push_bind(*b);
+        }
+        q.push(")");
+    }
+    q.push(")");
+}
+
+fn push_repo_model(q: &mut QueryBuilder<'_, Sqlite>, f: &StatsFilter) {
+    if let Some(repo) = &f.repo {
+        q.push(" AND r.repo_full_name = ").push_bind(repo.clone());
+    }
+    if let Some(model) = &f.model {
+        q.push(" AND r.model = ").push_bind(model.clone());
+    }
+}
+
+/// ` AND <whole filter>` on alias `r`, for queries that never use the rollups.
+fn push_full_filter(q: &mut QueryBuilder<'_, Sqlite>, f: &StatsFilter) {
+    if let Some(s) = f.since {
+        q.push(" AND r.created_at >= ").push_bind(s);
+    }
+    if let Some(u) = f.until {
+        q.push(" AND r.created_at < ").push_bind(u);
+    }
+    push_repo_model(q, f);
+}
+
+/// Start `SELECT <outer> FROM (` + the rollup branch (when the plan has days) + `UNION ALL` +
+/// the raw branch (when it has edges) + `) <tail>`. `rollup` and `raw` are SQL that end
+/// where the plan's conditions are appended (`... WHERE <cond>`).
+fn union_query<'q>(
+    plan: &Plan<'_>,
+    outer: &str,
+    rollup: &str,
+    raw: &str,
+    tail: &str,
+) -> QueryBuilder<'q, Sqlite> {
+    let mut q = QueryBuilder::new(format!("SELECT {outer} FROM ("));
+    let mut first = true;
+    if let Some((lo, hi)) = plan.days {
+        q.push(rollup)
+            .push(" AND day >= ")
+            .push_bind(lo)
+            .push(" AND day < ")
+            .push_bind(hi);
+        first = false;
+    }
+    if plan.has_raw() || first {
+        if !first {
+            q.push(" UNION ALL ");
+        }
+        q.push(raw);
+        plan.push_raw(&mut q);
+    }
+    q.push(") ").push(tail);
+    q
+}
+
+/// Severity and path of findings of the raw part of a plan: `SELECT <cols> FROM findings f JOIN
+/// reviews r ... WHERE r.status != 'skipped' <raw conditions>`.
+const FINDINGS_RAW: &str =
+    "FROM reviews r JOIN findings f ON f.review_id = r.id WHERE r.status != 'skipped'";
+
+impl Store {
+    /// GET /api/stats (spec section 4, Stats): every aggregate excludes skipped reviews;
+    /// latency is over completed reviews; allModels ignores the filter.
+    pub async fn stats(&self, f: &StatsFilter) -> Result<Stats> {
+        let plan = Plan::new(f);
+        let pool = &self.pool;
+
+        let mut projects = union_query(
+            &plan,
+            "repo_full_name, sum(reviews) AS reviews, total(cost) AS cost, sum(tokens) AS tokens,
+             CASE WHEN sum(dur_n) > 0 THEN 1.0 * sum(dur_sum) / sum(dur_n) END AS avg_duration",
+            "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo WHERE 1",
+            "SELECT r.repo_full_name AS repo_full_name, 1 AS reviews, coalesce(r.cost, 0) AS cost,
+             coalesce(r.tokens, 0) AS tokens, coalesce(r.completed_at - r.created_at, 0) AS dur_sum,
+             r.completed_at IS NOT NULL AS dur_n FROM reviews r WHERE r.status != 'skipped'",
+            "GROUP BY repo_full_name HAVING sum(reviews) > 0 ORDER BY reviews DESC, repo_full_name",
+        );
+        let mut models = union_query(
+            &plan,
+            "model, sum(reviews) AS reviews, total(cost) AS cost, sum(tokens) AS tokens",
+            "SELECT model, reviews, cost, tokens FROM stats_day_model WHERE 1",
+            "SELECT r.model AS model, 1 AS reviews, coalesce(r.cost, 0) AS cost,
+             coalesce(r.tokens, 0) AS tokens
+             FROM reviews r WHERE r.status != 'skipped' AND r.model IS NOT NULL",
+            "GROUP BY model HAVING sum(reviews) > 0 ORDER BY reviews DESC, model",
+        );
+        let mut daily = union_query(
+            &plan,
+            "date(day * 86400, 'unixepoch') AS day, sum(reviews) AS reviews, total(cost) AS cost,
+             sum(tokens) AS tokens",
+            "SELECT day, reviews, cost, tokens FROM stats_day_status WHERE status != 'skipped'",
+            "SELECT r.created_at / 86400 AS day, 1 AS reviews, coalesce(r.cost, 0) AS cost,
+             coalesce(r.tokens, 0) AS tokens FROM reviews r WHERE r.status != 'skipped'",
+            "GROUP BY 1 HAVING sum(reviews) > 0 ORDER BY 1",
+        );
+        let mut triggers = union_query(
+            &plan,
+            "trig AS \"trigger\", sum(n) AS count",
+            "SELECT trig, n FROM stats_day_trigger WHERE 1",
+            "SELECT coalesce(r.\"trigger\", 'unknown') AS trig, 1 AS n FROM reviews r
+             WHERE r.status != 'skipped'",
+            "GROUP BY trig HAVING sum(n) > 0 ORDER BY count DESC, trig",
+        );
+        let mut latency = union_query(
+            &plan,
+            "coalesce(sum(dur_n), 0), CASE WHEN sum(dur_n) > 0 THEN 1.0 * sum(dur_sum) / sum(dur_n) END",
+            "SELECT dur_sum, dur_n FROM stats_day_status WHERE status = 'completed'",
+            "SELECT coalesce(r.completed_at - r.created_at, 0) AS dur_sum,
+             r.completed_at IS NOT NULL AS dur_n FROM reviews r WHERE r.status = 'completed'",
+            "",
+        );
+        let mut severity = union_query(
+            &plan,
+            "severity, sum(n) AS count",
+            "SELECT severity, n FROM stats_day_severity WHERE 1",
+            &format!(
+                "SELECT f.severity AS severity, 1 AS n {FINDINGS_RAW} AND f.severity IS NOT NULL"
+            ),
+            "GROUP BY severity HAVING sum(n) > 0 ORDER BY count DESC, severity",
+        );
+        let mut top_cost = QueryBuilder::<Sqlite>::new(
+            "SELECT r.id, r.repo_full_name, r.pr_number, r.cost, r.tokens, r.model FROM reviews r
+             WHERE r.status != 'skipped' AND r.cost IS NOT NULL",
+        );
+        push_full_filter(&mut top_cost, f);
+        top_cost
+            .push(" ORDER BY r.cost DESC, r.id DESC LIMIT ")
+            .push_bind(TOP_COST_ROWS);
+
+        let (projects, models, daily, triggers, (count, avg), severity, top_cost, all_models) = futures::try_join!(
+            projects
+                .build_query_as::<ProjectStatsRow>()
+                .fetch_all(pool)
+                .err_into::<StoreError>(),
+            models
+                .build_query_as::<ModelStatsRow>()
+                .fetch_all(pool)
+                .err_into(),
+            daily
+                .build_query_as::<DailyStatsRow>()
+                .fetch_all(pool)
+                .err_into(),
+            triggers
+                .build_query_as::<TriggerStatsRow>()
+                .fetch_all(pool)
+                .err_into(),
+            latency
+                .build_query_as::<(i64, Option<f64>)>()
+                .fetch_one(pool)
+                .err_into(),
+            severity
+                .build_query_as::<SeverityStatsRow>()
+                .fetch_all(pool)
+                .err_into(),
+            top_cost
+                .build_query_as::<TopCostRow>()
+                .fetch_all(pool)
+                .err_into(),
+            self.all_models(),
+        )?;
+        let p95 = self.completed_duration_rank(f, count, 95).await?;
+        Ok(Stats {
+            projects,
+            models,
+            daily,
+            triggers,
+            latency: LatencyStats { avg, count, p95 },
+            top_cost,
+            severity,
+            all_models,
+        })
+    }
+
+    /// Every distinct non-null model of every review, sorted: a loose index scan over
+    /// `reviews_model_created`, one seek per model.
+    pub async fn all_models(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "WITH RECURSIVE m(model) AS (
+                 SELECT (SELECT min(model) FROM reviews WHERE model IS NOT NULL)
+                 UNION ALL
+                 SELECT (SELECT min(model) FROM reviews WHERE model > m.model) FROM m
+                 WHERE m.model IS NOT NULL)
+             SELECT model FROM m WHERE model IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The nearest-rank `pct` percentile of `completed_at - created_at` over the `count`
+    /// completed reviews of the filter: the value at rank ceil(pct/100 * count), found by
+    /// walking `reviews_duration` from the top.
+    async fn completed_duration_rank(
+        &self,
+        f: &StatsFilter,
+        count: i64,
+        pct: i64,
+    ) -> Result<Option<i64>> {
+        if count <= 0 {
+            return Ok(None);
+        }
+        let rank = (count * pct + 99) / 100;
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT r.completed_at - r.created_at FROM reviews r INDEXED BY reviews_duration
+             WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
+        );
+        push_full_filter(&mut q, f);
+        q.push(" ORDER BY r.completed_at - r.created_at DESC LIMIT 1 OFFSET ")
+            .push_bind(count - rank);
+        Ok(q.build_query_scalar().fetch_optional(&self.pool).await?)
+    }
+
+    /// GET /api/stats/charts (spec section 4, Stats): reliability per day, per-day latency
+    /// percentiles over the newest 5000 completed reviews, findings per day and severity, and
+    /// the 10 files with the most inline findings. Skipped reviews are left out throughout.
+    pub async fn charts(&self, f: &StatsFilter) -> Result<Charts> {
+        let plan = Plan::new(f);
+        let pool = &self.pool;
+        let mut reliability = union_query(
+            &plan,
+            "date(day * 86400, 'unixepoch') AS day,
+             sum(CASE WHEN status = 'completed' THEN reviews ELSE 0 END) AS completed,
+             sum(CASE WHEN status = 'failed' THEN reviews ELSE 0 END) AS failed,
+             sum(CASE WHEN status IN ('pending', 'running') THEN reviews ELSE 0 END) AS in_flight",
+            "SELECT day, status, reviews FROM stats_day_status WHERE status != 'skipped'",
+            "SELECT r.created_at / 86400 AS day, r.status AS status, 1 AS reviews FROM reviews r
+             WHERE r.status != 'skipped'",
+            "GROUP BY 1 HAVING sum(reviews) > 0 ORDER BY 1",
+        );
+
+        let mut sample = QueryBuilder::<Sqlite>::new(
+            "WITH s AS (SELECT r.created_at / 86400 AS day, r.completed_at - r.created_at AS d
+                 FROM reviews r INDEXED BY reviews_status_created
+                 WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
+        );
+        push_full_filter(&mut sample, f);
+        sample
+            .push(" ORDER BY r.created_at DESC LIMIT ")
+            .push_bind(LATENCY_SAMPLE_CAP)
+            .push(
+                "), k AS (SELECT day, d, row_number() OVER (PARTITION BY day ORDER BY d) AS rn,
+                     count(*) OVER (PARTITION BY day) AS n FROM s)
+                 SELECT date(day * 86400, 'unixepoch') AS day, n AS count,
+                     max(CASE WHEN rn = (n * 50 + 99) / 100 THEN d END) AS p50,
+                     max(CASE WHEN rn = (n * 95 + 99) / 100 THEN d END) AS p95
+                 FROM k GROUP BY day ORDER BY day",
+            );
+        let mut matched = QueryBuilder::<Sqlite>::new(
+            "SELECT count(*) FROM (SELECT 1 FROM reviews r INDEXED BY reviews_status_created
+             WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
+        );
+        push_full_filter(&mut matched, f);
+        matched
+            .push(" LIMIT ")
+            .push_bind(LATENCY_SAMPLE_CAP + 1)
+            .push(")");
+
+        let mut findings_daily = union_query(
+            &plan,
+            "date(day * 86400, 'unixepoch') AS day, severity, sum(n) AS count",
+            "SELECT day, severity, n FROM stats_day_severity WHERE 1",
+            &format!(
+                "SELECT r.created_at / 86400 AS day, f.severity AS severity, 1 AS n {FINDINGS_RAW}
+                 AND f.severity IS NOT NULL"
+            ),
+            "GROUP BY 1, 2 HAVING sum(n) > 0 ORDER BY 1, 2",
+        );
+        let mut top_files = union_query(
+            &plan,
+            "path, sum(n) AS count",
+            "SELECT path, n FROM stats_day_path WHERE 1",
+            &format!(
+                "SELECT f.path AS path, 1 AS n {FINDINGS_RAW} AND f.kind = 'inline' AND f.path IS NOT NULL"
+            ),
+            "GROUP BY path HAVING sum(n) > 0 ORDER BY count DESC, path LIMIT 10",
+        );
+
+        let (reliability, latency, matched, findings_daily, top_files) = futures::try_join!(
+            reliability
+                .build_query_as::<ReliabilityRow>()
+                .fetch_all(pool)
+                .err_into::<StoreError>(),
+            sample
+                .build_query_as::<LatencyDayRow>()
+                .fetch_all(pool)
+                .err_into(),
+            matched
+                .build_query_scalar::<i64>()
+                .fetch_one(pool)
+                .err_into(),
+            findings_daily
+                .build_query_as::<FindingsDailyRow>()
+                .fetch_all(pool)
+                .err_into(),
+            top_files
+                .build_query_as::<TopFileRow>()
+                .fetch_all(pool)
+                .err_into(),
+        )?;
+        Ok(Charts {
+            reliability,
+            latency,
+            latency_truncated: matched > LATENCY_SAMPLE_CAP,
+            findings_daily,
+            top_files,
+        })
+    }
+
+    /// GET /api/reviews (spec section 4, Reviews): reviews matching the filter and the exact
+    /// status (skipped included), newest id first, at most `limit` rows.
+    pub async fn list_reviews(
+        &self,
+        f: &StatsFilter,
+        status: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<ReviewRow>> {
+        let mut q =
+            QueryBuilder::<Sqlite>::new(format!("SELECT {REVIEW_COLUMNS} FROM reviews r WHERE 1"));
+        push_full_filter(&mut q, f);
+        if let Some(s) = status {
+            q.push(" AND r.status = ").push_bind(s.to_owned());
+        }
+        q.push(" ORDER BY r.id DESC LIMIT ").push_bind(limit);
+        let rows = q.build().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|r| review_from_row(r).map_err(Into::into))
+            .collect()
+    }
+}
