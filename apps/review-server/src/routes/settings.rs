@@ -1,0 +1,219 @@
+//! Settings under /api (spec/review-service.md section 4, Settings): the flat key-value object,
+//! its PUT rules 1-4, and the one-prompt connection test.
+//!
+//! Decisions where the spec is open: only the eight keys the dashboard writes are accepted (an
+//! unknown key or a value that is not a string is 422 naming the field, and nothing is written);
+//! a value that is empty after trimming counts as empty (rule 2: the row is deleted so the
+//! fallback applies; rule 3: a no-op for `default_prompt`); the four model fields must read as
+//! `<provider>/<model>` so a typo cannot break every later review.
+
+use crate::error::ApiError;
+use crate::state::{AppState, model_cascade};
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::routing::get;
+use axum::{Json, Router};
+use review_domain::ModelSpec;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The keys the dashboard writes (spec section 2, Settings).
+pub const SETTING_KEYS: [&str; 8] = [
+    "agent_api_key",
+    "second_api_key",
+    "third_api_key",
+    "agent_model",
+    "refine_model",
+    "implement_model",
+    "default_prompt",
+    "improver_model",
+];
+
+/// Keys whose value is a model spec `<provider>/<model>`.
+const MODEL_KEYS: [&str; 4] = [
+    "agent_model",
+    "refine_model",
+    "implement_model",
+    "improver_model",
+];
+
+/// The prompt of GET /api/settings/test: small, so the test costs about one request.
+const TEST_PROMPT: &str = "This is a connection test. Reply with the single word: pong";
+
+/// Longest reply text returned by the test (spec section 8).
+const TEST_REPLY_CHARS: usize = 200;
+
+/// Routes of this module.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/settings", get(get_settings).put(put_settings))
+        .route("/api/settings/test", get(test_settings))
+}
+
+/// The body of PUT /api/settings (spec section 4): every field optional; an absent field keeps
+/// its value, an empty string deletes the row (the API keys then fall back to the environment,
+/// the model fields to the cascade), an empty `default_prompt` is a no-op.
+#[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+pub struct SettingsUpdate {
+    pub agent_api_key: Option<String>,
+    pub second_api_key: Option<String>,
+    pub third_api_key: Option<String>,
+    pub agent_model: Option<String>,
+    pub refine_model: Option<String>,
+    pub implement_model: Option<String>,
+    pub default_prompt: Option<String>,
+    pub improver_model: Option<String>,
+}
+
+/// The body of GET /api/settings/test (spec section 4): `{ok: true, text}` with the reply cut to
+/// 200 characters, or `{ok: false, error}`. Always status 200.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SettingsTest {
+    pub ok: bool,
+    /// The model that was asked (`<provider>/<model>`), when one could be resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// GET /api/settings: every stored setting as a flat object of strings, API keys unredacted
+/// (spec section 4, Settings). A key never set is absent.
+#[utoipa::path(get, path = "/api/settings",
+    responses((status = 200, description = "every stored setting", body = BTreeMap<String, String>)))]
+pub async fn get_settings(
+    State(app): State<AppState>,
+) -> Result<Json<BTreeMap<String, String>>, ApiError> {
+    Ok(Json(app.records.store.settings().await?))
+}
+
+/// PUT /api/settings: apply rules 1-3 of spec section 4 and answer the full settings object.
+/// 422 `{error}` naming the field for an unknown key, a non-string value or a model field that
+/// is not `<provider>/<model>`; nothing is written then.
+#[utoipa::path(put, path = "/api/settings", request_body = SettingsUpdate,
+    responses((status = 200, description = "every stored setting after the write", body = BTreeMap<String, String>),
+        (status = 422, description = "a field is not accepted", body = Object)))]
+pub async fn put_settings(
+    State(app): State<AppState>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<BTreeMap<String, String>>, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    let writes = plan_writes(&body)?;
+    for (key, value) in writes {
+        app.records.store.put_setting(key, value.as_deref()).await?;
+    }
+    Ok(Json(app.records.store.settings().await?))
+}
+
+/// The writes a PUT body asks for, validated as a whole before any is made: `(key, Some(value))`
+/// stores, `(key, None)` deletes.
+fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiError> {
+    let Some(fields) = body.as_object() else {
+        return Err(ApiError::Unprocessable(
+            "expected a JSON object of settings".into(),
+        ));
+    };
+    let mut writes = Vec::new();
+    for (field, value) in fields {
+        let Some(key) = SETTING_KEYS.iter().copied().find(|k| k == field) else {
+            return Err(ApiError::Unprocessable(format!(
+                "{field}: unknown setting (accepted: {})",
+                SETTING_KEYS.join(", ")
+            )));
+        };
+        let Some(text) = value.as_str() else {
+            return Err(ApiError::Unprocessable(format!("{key}: expected a string")));
+        };
+        let blank = text.trim().is_empty();
+        if blank && key == "default_prompt" {
+            continue; // rule 3: the global prompt can be replaced, never unset
+        }
+        if blank {
+            writes.push((key, None)); // rule 2: the fallback applies
+            continue;
+        }
+        if MODEL_KEYS.contains(&key) && text.trim().parse::<ModelSpec>().is_err() {
+            return Err(ApiError::Unprocessable(format!(
+                "{key}: expected a model spec <provider>/<model>, got {text:?}"
+            )));
+        }
+        let stored = if key == "default_prompt" {
+            text.to_owned()
+        } else {
+            text.trim().to_owned()
+        };
+        writes.push((key, Some(stored)));
+    }
+    Ok(writes)
+}
+
+/// GET /api/settings/test: one small real prompt through `agent::complete_text` with the key and
+/// the review model the cascade gives (spec section 4, rule 4: the agent_model setting, else
+/// the AGENT_MODEL default). Failures (no key, unknown provider, provider error) are reported
+/// in the body with status 200.
+#[utoipa::path(get, path = "/api/settings/test",
+    responses((status = 200, description = "ok true with text, or ok false with error", body = SettingsTest)))]
+pub async fn test_settings(State(app): State<AppState>) -> Result<Json<SettingsTest>, ApiError> {
+    let agent_model = app.records.store.setting("agent_model").await?;
+    let model = model_cascade(None, None, agent_model.as_deref(), &app.config.agent_model);
+    let failed = |model: Option<String>, error: String| SettingsTest {
+        ok: false,
+        model,
+        text: None,
+        error: Some(error),
+    };
+    let spec: ModelSpec = match model.parse() {
+        Ok(s) => s,
+        Err(e) => return Ok(Json(failed(Some(model), e.to_string()))),
+    };
+    let providers = app.provider_settings().await?;
+    Ok(Json(
+        match agent::complete_text(&providers, &spec, TEST_PROMPT).await {
+            Ok(text) => SettingsTest {
+                ok: true,
+                model: Some(model),
+                text: Some(text.trim().chars().take(TEST_REPLY_CHARS).collect()),
+                error: None,
+            },
+            Err(e) => failed(Some(model), e.to_string()),
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn writes_follow_rules_1_to_3() {
+        let body = json!({"agent_api_key": " k ", "second_api_key": "", "default_prompt": ""});
+        let mut w = plan_writes(&body).unwrap();
+        w.sort();
+        assert_eq!(
+            w,
+            vec![
+                ("agent_api_key", Some("k".to_owned())),
+                ("second_api_key", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        for (body, field) in [
+            (json!({"agent_model": 3}), "agent_model"),
+            (json!({"nope": "x"}), "nope"),
+            (json!({"improver_model": "no-slash"}), "improver_model"),
+        ] {
+            match plan_writes(&body) {
+                Err(ApiError::Unprocessable(m)) => assert!(m.starts_with(field), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(plan_writes(&json!([1])).is_err());
+    }
+}
