@@ -3,14 +3,15 @@
 //! verified against the test key's public half) are exchanged for installation tokens, and
 //! every other call must carry such a token, as on GitHub.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
+use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
@@ -28,6 +29,17 @@ pub struct Recorded {
     pub method: String,
     pub path: String,
     pub body: Value,
+    /// Whether the call carried an installation token (contents calls may be anonymous).
+    pub authenticated: bool,
+}
+
+/// One commit of a repository as the contents API serves it: the names that resolve to it
+/// (branch, tag, the SHA itself) and its files by path.
+#[derive(Debug, Clone, Default)]
+struct Commit {
+    names: Vec<String>,
+    sha: String,
+    files: BTreeMap<String, Vec<u8>>,
 }
 
 #[derive(Default)]
@@ -37,6 +49,8 @@ struct Inner {
     review_comments: HashMap<i64, Vec<Value>>,
     /// Answer every call whose path starts with the key with this status and message.
     failures: Vec<(String, u16, String)>,
+    /// Commits served by the commits and contents APIs, by repository full name.
+    commits: HashMap<String, Vec<Commit>>,
 }
 
 #[derive(Clone)]
@@ -76,6 +90,8 @@ impl FakeForge {
             )
             .route("/repos/{o}/{r}/check-runs", post(post_check_run))
             .route("/repos/{o}/{r}/check-runs/{id}", patch(patch_check_run))
+            .route("/repos/{o}/{r}/commits/{*git_ref}", get(get_commit))
+            .route("/repos/{o}/{r}/contents/{*path}", get(get_contents))
             .fallback(|| async { (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))) })
             .with_state(shared.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -99,6 +115,63 @@ impl FakeForge {
             .unwrap()
             .pulls
             .insert(format!("{full_name}#{number}"), pull);
+    }
+
+    /// Serve a commit of `full_name` through the commits and contents APIs: `git_ref` (a branch
+    /// or tag name, may contain `/`) and `sha` resolve to it; `files` are (path from the
+    /// repository root, bytes).
+    pub fn add_commit(&self, full_name: &str, git_ref: &str, sha: &str, files: &[(&str, &[u8])]) {
+        let commit = Commit {
+            names: vec![git_ref.to_owned(), sha.to_owned()],
+            sha: sha.to_owned(),
+            files: files
+                .iter()
+                .map(|(p, b)| ((*p).to_owned(), b.to_vec()))
+                .collect(),
+        };
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .commits
+            .entry(full_name.to_owned())
+            .or_default()
+            .push(commit);
+    }
+
+    /// [`FakeForge::add_commit`] with every file under `dir`, placed under `prefix` (for
+    /// example `skills/my-skill`).
+    pub fn add_commit_from_dir(
+        &self,
+        full_name: &str,
+        git_ref: &str,
+        sha: &str,
+        prefix: &str,
+        dir: &std::path::Path,
+    ) {
+        fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                let rel = if rel.is_empty() {
+                    name
+                } else {
+                    format!("{rel}/{name}")
+                };
+                if e.file_type().unwrap().is_dir() {
+                    walk(&e.path(), &rel, out);
+                } else {
+                    out.push((rel, std::fs::read(e.path()).unwrap()));
+                }
+            }
+        }
+        let mut files = Vec::new();
+        walk(dir, prefix.trim_matches('/'), &mut files);
+        let refs: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_slice()))
+            .collect();
+        self.add_commit(full_name, git_ref, sha, &refs);
     }
 
     /// Answer calls whose path starts with `prefix` with `status` and GitHub's error body.
@@ -166,10 +239,15 @@ impl Shared {
         token: bool,
     ) -> Result<(), Response> {
         let mut inner = self.inner.lock().unwrap();
+        let auth = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         inner.requests.push(Recorded {
             method: method.into(),
             path: path.clone(),
             body,
+            authenticated: auth.starts_with("Bearer ghs_fake_"),
         });
         if let Some((_, status, message)) = inner
             .failures
@@ -178,14 +256,16 @@ impl Shared {
         {
             return Err(gh_error(*status, message));
         }
-        let auth = headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
         if headers.get("x-github-api-version").is_none() {
             return Err(gh_error(400, "missing X-GitHub-Api-Version"));
         }
-        if token && !auth.starts_with("Bearer ghs_fake_") {
+        // A token is required where GitHub requires one; where it is optional (public reads)
+        // a token that is sent must still be valid.
+        // (The App endpoints carry the App JWT instead; `access_token` verifies it.)
+        if !path.starts_with("/app/")
+            && (token || !auth.is_empty())
+            && !auth.starts_with("Bearer ghs_fake_")
+        {
             return Err(gh_error(401, "Bad credentials"));
         }
         Ok(())
@@ -380,4 +460,99 @@ async fn patch_check_run(
     }
     Json(json!({ "id": id, "status": body["status"], "conclusion": body["conclusion"] }))
         .into_response()
+}
+
+/// The commit of `full_name` that `name` (branch, tag or SHA) resolves to.
+fn find_commit(s: &Shared, full_name: &str, name: &str) -> Option<Commit> {
+    let inner = s.inner.lock().unwrap();
+    inner
+        .commits
+        .get(full_name)?
+        .iter()
+        .rev()
+        .find(|c| c.names.iter().any(|n| n == name))
+        .cloned()
+}
+
+async fn get_commit(
+    State(s): State<Shared>,
+    Path((o, r, git_ref)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/repos/{o}/{r}/commits/{git_ref}");
+    if let Err(resp) = s.check("GET", path, &headers, Value::Null, false) {
+        return resp;
+    }
+    match find_commit(&s, &format!("{o}/{r}"), &git_ref) {
+        Some(c) => Json(json!({ "sha": c.sha, "commit": { "message": "fake" } })).into_response(),
+        None => gh_error(422, &format!("No commit found for SHA: {git_ref}")),
+    }
+}
+
+/// GitHub wraps base64 content at 60 characters per line.
+fn github_base64(bytes: &[u8]) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+    let mut out = String::new();
+    for (i, c) in b64.chars().enumerate() {
+        if i > 0 && i % 60 == 0 {
+            out.push('\n');
+        }
+        out.push(c);
+    }
+    out.push('\n');
+    out
+}
+
+async fn get_contents(
+    State(s): State<Shared>,
+    Path((o, r, path)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let git_ref = query.get("ref").cloned().unwrap_or_else(|| "main".into());
+    let recorded = format!("/repos/{o}/{r}/contents/{path}?ref={git_ref}");
+    if let Err(resp) = s.check("GET", recorded, &headers, Value::Null, false) {
+        return resp;
+    }
+    let Some(commit) = find_commit(&s, &format!("{o}/{r}"), &git_ref) else {
+        return gh_error(404, &format!("No commit found for the ref {git_ref}"));
+    };
+    let path = path.trim_matches('/').to_owned();
+    if let Some(bytes) = commit.files.get(&path) {
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        // Like GitHub: files over 1 MB come without inline content.
+        let (encoding, content) = if bytes.len() > 1024 * 1024 {
+            ("none", String::new())
+        } else {
+            ("base64", github_base64(bytes))
+        };
+        return Json(json!({
+            "type": "file", "name": name, "path": path, "size": bytes.len(),
+            "encoding": encoding, "content": content, "sha": format!("blob-{}", bytes.len()),
+        }))
+        .into_response();
+    }
+    let prefix = format!("{path}/");
+    let mut dirs = BTreeSet::new();
+    let mut entries = Vec::new();
+    for (p, bytes) in &commit.files {
+        let Some(rest) = p.strip_prefix(&prefix) else {
+            continue;
+        };
+        match rest.split_once('/') {
+            Some((dir, _)) => {
+                dirs.insert(dir.to_owned());
+            }
+            None => entries.push(json!({
+                "type": "file", "name": rest, "path": p, "size": bytes.len(),
+            })),
+        }
+    }
+    if entries.is_empty() && dirs.is_empty() {
+        return gh_error(404, "Not Found");
+    }
+    for d in dirs {
+        entries.push(json!({ "type": "dir", "name": d, "path": format!("{path}/{d}"), "size": 0 }));
+    }
+    Json(Value::Array(entries)).into_response()
 }

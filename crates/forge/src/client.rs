@@ -1,8 +1,11 @@
 //! The GitHub REST client: App JWT (RS256), installation tokens cached until shortly before
 //! expiry, and the calls of a review (FACTS.md, Wire formats: GitHub App).
 
-use crate::{CheckConclusion, Forge, ForgeError, PullRequest, RepoRef};
+use crate::{
+    CheckConclusion, ContentEntry, Contents, Forge, ForgeError, PullRequest, RepoRead, RepoRef,
+};
 use async_trait::async_trait;
+use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use review_domain::{PostedReview, ReviewSubmission};
 use secrecy::{ExposeSecret, SecretString};
@@ -95,7 +98,7 @@ impl GitHubForge {
         &self,
         method: &'static str,
         path: &str,
-        bearer: &str,
+        bearer: Option<&str>,
         body: Option<&Value>,
     ) -> Result<Value, ForgeError> {
         let url = format!("{}{}", self.api_url, path);
@@ -104,9 +107,11 @@ impl GitHubForge {
         let mut req = self
             .http
             .request(m, &url)
-            .bearer_auth(bearer)
             .header("Accept", "application/vnd.github+json")
             .header("X-GitHub-Api-Version", "2022-11-28");
+        if let Some(bearer) = bearer {
+            req = req.bearer_auth(bearer);
+        }
         if let Some(body) = body {
             req = req.json(body);
         }
@@ -144,8 +149,37 @@ impl GitHubForge {
         body: Option<&Value>,
     ) -> Result<Value, ForgeError> {
         let token = self.installation_token(repo.installation_id).await?;
-        self.send(method, path, token.expose_secret(), body).await
+        self.send(method, path, Some(token.expose_secret()), body)
+            .await
     }
+
+    /// A GET of a repository that may not have the App installed: with the installation's
+    /// token when there is one (anonymously when the App credentials are not configured).
+    async fn read(&self, repo: &RepoRead, path: &str) -> Result<Value, ForgeError> {
+        let token = match repo.installation_id {
+            Some(id) => match self.installation_token(id).await {
+                Ok(t) => Some(t),
+                Err(ForgeError::Credentials(_)) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        let bearer = token.as_ref().map(|t| t.expose_secret());
+        self.send("GET", path, bearer, None).await
+    }
+}
+
+/// Percent-encode a repository path or ref for a URL path, keeping `/` separators.
+fn encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// GitHub's error text: `message`, plus the first entry of `errors` when present (that is
@@ -183,7 +217,7 @@ impl Forge for GitHubForge {
         }
         let jwt = self.app_jwt()?;
         let path = format!("/app/installations/{installation_id}/access_tokens");
-        let v = self.send("POST", &path, &jwt, None).await?;
+        let v = self.send("POST", &path, Some(&jwt), None).await?;
         let t: AccessToken = serde_json::from_value(v).map_err(|e| ForgeError::Decode {
             path,
             message: e.to_string(),
@@ -303,6 +337,73 @@ impl Forge for GitHubForge {
         self.call(repo, "PATCH", &path, Some(&body)).await?;
         Ok(())
     }
+
+    async fn resolve_commit(&self, repo: &RepoRead, git_ref: &str) -> Result<String, ForgeError> {
+        let path = format!(
+            "/repos/{}/{}/commits/{}",
+            repo.owner,
+            repo.name,
+            encode_path(git_ref)
+        );
+        let v = self.read(repo, &path).await?;
+        v["sha"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| ForgeError::Decode {
+                path,
+                message: "no sha in the commit".into(),
+            })
+    }
+
+    async fn contents(
+        &self,
+        repo: &RepoRead,
+        path: &str,
+        sha: &str,
+    ) -> Result<Contents, ForgeError> {
+        let api_path = format!(
+            "/repos/{}/{}/contents/{}?ref={}",
+            repo.owner,
+            repo.name,
+            encode_path(path.trim_matches('/')),
+            encode_path(sha)
+        );
+        let v = self.read(repo, &api_path).await?;
+        let decode = |message: String| ForgeError::Decode {
+            path: api_path.clone(),
+            message,
+        };
+        if v.is_array() {
+            let entries: Vec<ContentEntry> =
+                serde_json::from_value(v).map_err(|e| decode(e.to_string()))?;
+            return Ok(Contents::Dir(entries));
+        }
+        match v["type"].as_str() {
+            Some("file") => {
+                if v["encoding"].as_str() != Some("base64") {
+                    return Err(decode(format!(
+                        "{path} is too large for the contents API ({} bytes)",
+                        v["size"]
+                    )));
+                }
+                let b64: String = v["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(|c| !c.is_ascii_whitespace())
+                    .collect();
+                let content = base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .map_err(|e| decode(format!("{path}: bad base64 content: {e}")))?;
+                Ok(Contents::File {
+                    path: v["path"].as_str().unwrap_or(path).to_owned(),
+                    content,
+                })
+            }
+            Some(other) => Ok(Contents::Other(other.to_owned())),
+            None => Err(decode("neither a file nor a folder".into())),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -319,6 +420,15 @@ mod tests {
         let body = r#"{"message":"Validation Failed","errors":[{"resource":"Issue","message":"body is too long"}]}"#;
         assert_eq!(github_message(body), "Validation Failed: body is too long");
         assert_eq!(github_message("Bad gateway"), "Bad gateway");
+    }
+
+    #[test]
+    fn paths_and_refs_are_percent_encoded_but_keep_slashes() {
+        assert_eq!(
+            encode_path("skills/my skill/#1?.md"),
+            "skills/my%20skill/%231%3F.md"
+        );
+        assert_eq!(encode_path("feature/x-1"), "feature/x-1");
     }
 
     #[test]

@@ -69,6 +69,40 @@ pub struct PullRequest {
     pub base: webhook::GitRef,
 }
 
+/// A repository read through the contents API (spec section 4, Skills): with the token of its
+/// installation when the App is installed on it, anonymously (public repositories) otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoRead {
+    pub owner: String,
+    pub name: String,
+    pub installation_id: Option<i64>,
+}
+
+/// One entry of a folder listing of the contents API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContentEntry {
+    /// `file`, `dir`, `symlink` or `submodule`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub name: String,
+    /// Path from the repository root.
+    pub path: String,
+    /// Bytes (0 for folders).
+    #[serde(default)]
+    pub size: u64,
+}
+
+/// What GET /repos/{o}/{r}/contents/{path}?ref={sha} returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Contents {
+    /// A folder: its entries.
+    Dir(Vec<ContentEntry>),
+    /// A file with its bytes (decoded from the API's base64).
+    File { path: String, content: Vec<u8> },
+    /// A symlink or submodule (its `type`): no content.
+    Other(String),
+}
+
 /// Conclusion of a completed check run (GitHub's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckConclusion {
@@ -132,4 +166,14 @@ pub trait Forge: Send + Sync {
         title: &str,
         summary: &str,
     ) -> Result<(), ForgeError>;
+    /// The commit SHA a branch, tag or SHA names (GET /repos/{o}/{r}/commits/{ref}).
+    async fn resolve_commit(&self, repo: &RepoRead, git_ref: &str) -> Result<String, ForgeError>;
+    /// A file or folder at commit `sha` (GET /repos/{o}/{r}/contents/{path}?ref={sha}).
+    /// Files over the API's 1 MB inline limit are a [`ForgeError::Decode`].
+    async fn contents(
+        &self,
+        repo: &RepoRead,
+        path: &str,
+        sha: &str,
+    ) -> Result<Contents, ForgeError>;
 }

@@ -4,9 +4,12 @@
 //! transactions so a failure never leaves a half-written record.
 
 mod rows;
+mod skills;
 mod stats;
 
 pub use stats::*;
+
+pub use skills::NewSkill;
 
 use review_domain::{FindingRow, NewFinding, RepoRow, ReviewRow, ReviewStatus, Trigger};
 use rows::{finding_from_row, repo_from_row, review_from_row};

@@ -1,0 +1,102 @@
+//! Skills under /api (spec/review-service.md section 4, Skills): list, install from a forge
+//! tree URL, enable/disable, delete. The work is in [`crate::skills`].
+
+use crate::error::{ApiError, not_found};
+use crate::skills::{self, InstallError};
+use crate::state::AppState;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use review_domain::SkillMetaRow;
+use serde_json::Value;
+
+/// Routes of this module.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/skills", get(list_skills).post(install_skill))
+        .route(
+            "/api/skills/{name}",
+            put(set_skill_enabled).delete(delete_skill),
+        )
+}
+
+/// Body of POST /api/skills (spec section 4, Skills).
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct InstallSkill {
+    /// `<FORGE_URL>/<owner>/<repo>/tree/<ref>/<path>`.
+    pub url: String,
+}
+
+/// Body of PUT /api/skills/:name (spec section 4, Skills): the one place a JSON boolean is
+/// accepted (spec section 2, conventions).
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+pub struct SetSkillEnabled {
+    pub enabled: bool,
+}
+
+/// GET /api/skills: every skill, newest created_at first, never the stored files.
+#[utoipa::path(get, path = "/api/skills", responses((status = 200, body = Vec<SkillMetaRow>)))]
+pub async fn list_skills(State(app): State<AppState>) -> Result<Json<Vec<SkillMetaRow>>, ApiError> {
+    Ok(Json(app.records.store.skills().await?))
+}
+
+/// POST /api/skills: install from a tree URL, pinned to the commit SHA it was fetched at,
+/// enabled; a re-install by name updates in place and re-enables. 422 `{error}` when the URL
+/// cannot be parsed or the fetch fails (spec section 4, Skills; section 7).
+#[utoipa::path(post, path = "/api/skills", request_body = InstallSkill,
+    responses((status = 200, body = SkillMetaRow),
+        (status = 422, description = "URL unparseable or fetch failed: {error}", body = Object)))]
+pub async fn install_skill(
+    State(app): State<AppState>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Json<SkillMetaRow>, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    let Some(url) = body.get("url").and_then(Value::as_str) else {
+        return Err(ApiError::Unprocessable(
+            "url: expected a string (a forge tree URL)".into(),
+        ));
+    };
+    match skills::install(&app, url).await {
+        Ok(row) => Ok(Json(row)),
+        Err(InstallError::Store(e)) => Err(e.into()),
+        Err(e) => Err(ApiError::Unprocessable(e.to_string())),
+    }
+}
+
+/// PUT /api/skills/:name `{enabled: true|false}`: 200 with the row; 404 `{"error":"not found"}`
+/// for an unknown skill; 422 when enabled is missing or not a JSON boolean.
+#[utoipa::path(put, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name")),
+    request_body = SetSkillEnabled,
+    responses((status = 200, body = SkillMetaRow),
+        (status = 404, description = "{\"error\":\"not found\"}", body = Object),
+        (status = 422, description = "enabled is not a JSON boolean", body = Object)))]
+pub async fn set_skill_enabled(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    let Some(enabled) = body.get("enabled").and_then(Value::as_bool) else {
+        return Err(ApiError::Unprocessable(
+            "enabled: required, a JSON boolean".into(),
+        ));
+    };
+    match skills::set_enabled(&app, &name, enabled).await? {
+        Some(row) => Ok(Json(row).into_response()),
+        None => Ok(not_found().await),
+    }
+}
+
+/// DELETE /api/skills/:name: 204, also for an unknown skill.
+#[utoipa::path(delete, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name")),
+    responses((status = 204, description = "deleted, or there was no such skill")))]
+pub async fn delete_skill(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    skills::delete(&app, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,208 @@
+//! The `skills` table (spec/review-service.md section 2, SkillMetaRow; section 4, Skills):
+//! installed reviewer skills pinned to a commit SHA, with the fetched files kept as one blob.
+//! The blob is read only by [`Store::enabled_skill_blobs`]; every row the API returns comes
+//! from [`SKILL_COLUMNS`], which leaves it out.
+
+use crate::{Result, Store};
+use review_domain::SkillMetaRow;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+/// The columns of a SkillMetaRow: every column but `blob`.
+const SKILL_COLUMNS: &str =
+    "name, source_url, owner, repo, path, \"ref\", description, enabled, created_at";
+
+/// A skill to install (spec section 4, Skills: install).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSkill {
+    /// `^[a-z0-9]+(-[a-z0-9]+)*$`, the primary key.
+    pub name: String,
+    pub source_url: String,
+    pub owner: String,
+    pub repo: String,
+    /// Folder path within the repository.
+    pub path: String,
+    /// The commit SHA the files were fetched at.
+    pub git_ref: String,
+    pub description: Option<String>,
+    /// The fetched files, encoded by the caller.
+    pub blob: Vec<u8>,
+}
+
+fn skill_from_row(r: &SqliteRow) -> std::result::Result<SkillMetaRow, sqlx::Error> {
+    Ok(SkillMetaRow {
+        name: r.try_get("name")?,
+        source_url: r.try_get("source_url")?,
+        owner: r.try_get("owner")?,
+        repo: r.try_get("repo")?,
+        path: r.try_get("path")?,
+        git_ref: r.try_get("ref")?,
+        description: r.try_get("description")?,
+        enabled: r.try_get("enabled")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+impl Store {
+    /// Every skill, newest created_at first (spec section 4, GET /api/skills). No blob.
+    pub async fn skills(&self) -> Result<Vec<SkillMetaRow>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SKILL_COLUMNS} FROM skills ORDER BY created_at DESC, name"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| skill_from_row(r).map_err(Into::into))
+            .collect()
+    }
+
+    /// One skill, or None. No blob.
+    pub async fn skill(&self, name: &str) -> Result<Option<SkillMetaRow>> {
+        let row = sqlx::query(&format!(
+            "SELECT {SKILL_COLUMNS} FROM skills WHERE name = ?"
+        ))
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref()
+            .map(skill_from_row)
+            .transpose()
+            .map_err(Into::into)
+    }
+
+    /// Install a skill enabled, or re-install one by name: the row is updated in place (its
+    /// created_at kept) and re-enabled (spec section 4, Skills). Returns the re-read row.
+    pub async fn upsert_skill(&self, skill: &NewSkill, now: i64) -> Result<SkillMetaRow> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO skills (name, source_url, owner, repo, path, \"ref\", description, enabled, blob, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+             ON CONFLICT (name) DO UPDATE SET source_url = excluded.source_url,
+                 owner = excluded.owner, repo = excluded.repo, path = excluded.path,
+                 \"ref\" = excluded.\"ref\", description = excluded.description, enabled = 1,
+                 blob = excluded.blob",
+        )
+        .bind(&skill.name)
+        .bind(&skill.source_url)
+        .bind(&skill.owner)
+        .bind(&skill.repo)
+        .bind(&skill.path)
+        .bind(&skill.git_ref)
+        .bind(&skill.description)
+        .bind(&skill.blob)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let row = sqlx::query(&format!(
+            "SELECT {SKILL_COLUMNS} FROM skills WHERE name = ?"
+        ))
+        .bind(&skill.name)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(skill_from_row(&row)?)
+    }
+
+    /// Enable or disable a skill; the re-read row, or None when there is no such skill.
+    pub async fn set_skill_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+    ) -> Result<Option<SkillMetaRow>> {
+        let changed = sqlx::query("UPDATE skills SET enabled = ? WHERE name = ?")
+            .bind(i64::from(enabled))
+            .bind(name)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.skill(name).await
+    }
+
+    /// Delete a skill; true when one was deleted.
+    pub async fn delete_skill(&self, name: &str) -> Result<bool> {
+        let n = sqlx::query("DELETE FROM skills WHERE name = ?")
+            .bind(name)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(n > 0)
+    }
+
+    /// The blob of one skill (None when there is no such skill or it has no blob).
+    pub async fn skill_blob(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let row = sqlx::query("SELECT blob FROM skills WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.and_then(|r| r.get::<Option<Vec<u8>>, _>(0)))
+    }
+
+    /// Enabled skills with their blobs, by name: what a review is offered.
+    pub async fn enabled_skill_blobs(&self) -> Result<Vec<(SkillMetaRow, Vec<u8>)>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SKILL_COLUMNS}, blob FROM skills WHERE enabled = 1 ORDER BY name"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let blob: Option<Vec<u8>> = r.try_get("blob")?;
+                Ok((skill_from_row(r)?, blob.unwrap_or_default()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn new_skill(name: &str, sha: &str) -> NewSkill {
+        NewSkill {
+            name: name.into(),
+            source_url: format!("https://github.com/o/r/tree/main/skills/{name}"),
+            owner: "o".into(),
+            repo: "r".into(),
+            path: format!("skills/{name}"),
+            git_ref: sha.into(),
+            description: Some("d".into()),
+            blob: b"files".to_vec(),
+        }
+    }
+
+    #[tokio::test]
+    async fn reinstall_updates_in_place_and_reenables() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("sqlite://{}/t.db", dir.path().display()))
+            .await
+            .unwrap();
+        let first = store.upsert_skill(&new_skill("a", "s1"), 10).await.unwrap();
+        assert_eq!((first.enabled, first.git_ref.as_str()), (1, "s1"));
+        store.set_skill_enabled("a", false).await.unwrap();
+        assert!(store.enabled_skill_blobs().await.unwrap().is_empty());
+        let again = store.upsert_skill(&new_skill("a", "s2"), 20).await.unwrap();
+        assert_eq!(
+            (again.enabled, again.git_ref.as_str(), again.created_at),
+            (1, "s2", 10)
+        );
+        store.upsert_skill(&new_skill("b", "s3"), 30).await.unwrap();
+        let names: Vec<String> = store
+            .skills()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, vec!["b", "a"]);
+        let enabled = store.enabled_skill_blobs().await.unwrap();
+        assert_eq!(enabled.len(), 2);
+        assert_eq!(enabled[0].1, b"files".to_vec());
+        assert_eq!(store.set_skill_enabled("nope", true).await.unwrap(), None);
+        assert!(store.delete_skill("a").await.unwrap());
+        assert!(!store.delete_skill("a").await.unwrap());
+    }
+}
