@@ -55,14 +55,23 @@ pub fn router() -> Router<AppState> {
 /// its value, an empty string deletes the row (the API keys then fall back to the environment,
 /// the model fields to the cascade), an empty `default_prompt` is a no-op.
 #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SettingsUpdate {
+    #[schema(nullable = false)]
     pub agent_api_key: Option<String>,
+    #[schema(nullable = false)]
     pub second_api_key: Option<String>,
+    #[schema(nullable = false)]
     pub third_api_key: Option<String>,
+    #[schema(nullable = false)]
     pub agent_model: Option<String>,
+    #[schema(nullable = false)]
     pub refine_model: Option<String>,
+    #[schema(nullable = false)]
     pub implement_model: Option<String>,
+    #[schema(nullable = false)]
     pub default_prompt: Option<String>,
+    #[schema(nullable = false)]
     pub improver_model: Option<String>,
 }
 
@@ -215,5 +224,20 @@ mod tests {
             }
         }
         assert!(plan_writes(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn schema_matches_what_put_accepts() {
+        use utoipa::PartialSchema;
+        let schema = serde_json::to_value(SettingsUpdate::schema()).unwrap();
+        assert_eq!(schema["additionalProperties"], json!(false), "{schema}");
+        assert_eq!(
+            schema["properties"]["agent_api_key"]["type"],
+            json!("string"),
+            "{schema}"
+        );
+        assert!(schema.get("required").is_none(), "{schema}");
+        let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), SETTING_KEYS.len());
     }
 }
