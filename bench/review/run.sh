@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
-cargo build --release -p review-server --example bench_webhook >/dev/null 2>&1 || cargo build --release -p review-server --example bench_webhook
+ulimit -n 8192 2>/dev/null || true
+cargo build --release -p review-server --example bench_webhook --example bench_events
 bin="$CARGO_TARGET_DIR/release/review-server"
 out=bench/review/RESULTS.md
 {
@@ -15,4 +16,6 @@ out=bench/review/RESULTS.md
   echo "Produced by \`bench/review/run.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); release build; server, client and wrk share the machine."
   echo
   "$CARGO_TARGET_DIR/release/examples/bench_webhook" "$bin" "${REQUESTS:-1000}" "${WRK_SECONDS:-10}"
+  echo
+  "$CARGO_TARGET_DIR/release/examples/bench_events" "$bin" "${CLIENTS:-1000}" "${EVENTS:-20}"
 } | tee "$out"

@@ -228,10 +228,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref()
-            .map(review_from_row)
-            .transpose()
-            .map_err(Into::into)
+        optional_review(row)
     }
 
     /// pending -> running with the agent session id (spec section 3). None when the review
@@ -276,10 +273,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref()
-            .map(review_from_row)
-            .transpose()
-            .map_err(Into::into)
+        optional_review(row)
     }
 
     /// pending or running -> failed with `error` (spec section 3). Tokens, cost and model are
@@ -304,10 +298,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref()
-            .map(review_from_row)
-            .transpose()
-            .map_err(Into::into)
+        optional_review(row)
     }
 
     /// pending or running -> skipped: the PR's patch id is unchanged since its last completed
@@ -327,10 +318,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref()
-            .map(review_from_row)
-            .transpose()
-            .map_err(Into::into)
+        optional_review(row)
     }
 
     async fn transition(
@@ -347,10 +335,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref()
-            .map(review_from_row)
-            .transpose()
-            .map_err(Into::into)
+        optional_review(row)
     }
 
     /// At boot: every review left pending or running becomes failed with `error` (DESIGN.md,
@@ -407,6 +392,26 @@ impl Store {
         rows.iter()
             .map(|r| review_from_row(r).map_err(Into::into))
             .collect()
+    }
+
+    /// True when a review of the PR other than `except` is pending or running (the automatic
+    /// retry stands down then, spec section 3).
+    pub async fn pr_has_active_review(
+        &self,
+        repo: &str,
+        pr_number: i64,
+        except: i64,
+    ) -> Result<bool> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = ? AND id != ?
+             AND status IN ('pending', 'running')",
+        )
+        .bind(repo)
+        .bind(pr_number)
+        .bind(except)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n > 0)
     }
 
     // ---- findings -------------------------------------------------------------------------
@@ -517,6 +522,11 @@ impl Store {
         };
         Ok(())
     }
+}
+
+/// Map an optional review row (the RETURNING of a conditional update, or a lookup).
+fn optional_review(row: Option<sqlx::sqlite::SqliteRow>) -> Result<Option<ReviewRow>> {
+    Ok(row.as_ref().map(review_from_row).transpose()?)
 }
 
 /// Parse a status column; unknown text (never written by us) reads as failed.

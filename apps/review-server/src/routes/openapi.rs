@@ -29,6 +29,17 @@ use utoipa::OpenApi;
         super::reviews::retry,
         super::reviews::stop,
         super::events::stream,
+        super::stats::stats,
+        super::stats::charts,
+        super::stats::list_reviews,
+        super::settings::get_settings,
+        super::settings::put_settings,
+        super::settings::test_settings,
+        super::models::list_models,
+        super::skills::list_skills,
+        super::skills::install_skill,
+        super::skills::set_skill_enabled,
+        super::skills::delete_skill,
     )
 )]
 pub struct ApiDoc;

@@ -163,20 +163,18 @@ async fn pull_request(app: &AppState, e: PullRequestEvent) -> Result<(), ApiErro
         );
         return Ok(());
     }
-    let pr = &e.pull_request;
-    let job = PrJob {
-        repo: repo_ref(&e.repository, installation_id),
+    let pr = e.pull_request;
+    let pull = forge::PullRequest {
         number: e.number,
-        title: pr.title.clone(),
-        body: pr.body.clone(),
-        author: pr.user.as_ref().map(|u| u.login.clone()),
-        base_ref: pr.base.git_ref.clone(),
-        base_sha: pr.base.sha.clone(),
-        head_ref: pr.head.git_ref.clone(),
-        head_sha: pr.head.sha.clone(),
-        trigger,
-        attempt: 0,
+        title: pr.title,
+        body: pr.body,
+        draft: pr.draft,
+        state: None,
+        user: pr.user,
+        head: pr.head,
+        base: pr.base,
     };
+    let job = PrJob::from_pull(repo_ref(&e.repository, installation_id), &pull, trigger, 0);
     pipeline::enqueue(app, job).await?;
     Ok(())
 }
