@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
 ulimit -n 8192 2>/dev/null || true
-cargo build --release -p review-server --example bench_webhook --example bench_events
+cargo build --release -p review-server --bin review-server --example bench_webhook --example bench_events
 bin="$CARGO_TARGET_DIR/release/review-server"
 out=bench/review/RESULTS.md
 {

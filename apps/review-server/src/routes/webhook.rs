@@ -31,8 +31,10 @@ use forge::webhook::{
 };
 use review_domain::{RepoRow, Trigger};
 use secrecy::ExposeSecret;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/webhook/github", post(receive))
@@ -45,8 +47,25 @@ fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
         .and_then(|v| v.to_str().ok())
 }
 
-fn payload<T: DeserializeOwned>(event: &str, v: Value) -> Result<T, ApiError> {
-    serde_json::from_value(v).map_err(|e| ApiError::BadRequest(format!("{event} payload: {e}")))
+/// Parse the delivery straight from the bytes into the event's type (no JSON tree in between:
+/// serde skips the fields we do not read).
+fn payload<T: DeserializeOwned>(event: &str, body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("{event} payload: {e}")))
+}
+
+/// The one field every delivery is looked at for: `repository.full_name`, borrowed.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    repository: Option<EnvelopeRepository<'a>>,
+    #[serde(default)]
+    installation: Option<forge::webhook::Installation>,
+}
+
+#[derive(Deserialize)]
+struct EnvelopeRepository<'a> {
+    #[serde(borrow, default)]
+    full_name: Option<Cow<'a, str>>,
 }
 
 /// POST /webhook/github (see the module docs).
@@ -72,9 +91,17 @@ pub async fn receive(
         .ok_or_else(|| ApiError::BadRequest("missing X-GitHub-Event header".into()))?
         .to_owned();
     let delivery = header(&headers, &["x-github-delivery", "x-forge-delivery"]).map(str::to_owned);
-    let value: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::BadRequest(format!("body is not JSON: {e}")))?;
-    let repo_name = value["repository"]["full_name"].as_str().map(str::to_owned);
+    let (repo_name, installation_id) = match serde_json::from_slice::<Envelope>(&body) {
+        Ok(envelope) => (
+            envelope
+                .repository
+                .and_then(|r| r.full_name)
+                .map(Cow::into_owned),
+            envelope.installation.map_or(0, |i| i.id),
+        ),
+        Err(e) if e.is_data() => (None, 0),
+        Err(e) => return Err(ApiError::BadRequest(format!("body is not JSON: {e}"))),
+    };
     app.records.events.publish(
         "webhook:received",
         repo_name.as_deref(),
@@ -83,10 +110,19 @@ pub async fn receive(
     tracing::debug!(event, ?delivery, repo = ?repo_name, "webhook verified");
 
     match event.as_str() {
-        "pull_request" => pull_request(&app, payload(&event, value)?).await?,
-        "issue_comment" => issue_comment(&app, payload(&event, value)?).await?,
+        "pull_request" => {
+            // Most deliveries of an org-wide install are for repos nobody enabled: register
+            // and skip those from the envelope, without reading the rest of the payload.
+            if let Some(name) = &repo_name
+                && enabled_repo(&app, name, installation_id).await?.is_none()
+            {
+                return Ok(Json(json!({ "ok": true })));
+            }
+            pull_request(&app, payload(&event, &body)?).await?
+        }
+        "issue_comment" => issue_comment(&app, payload(&event, &body)?).await?,
         "installation" => {
-            let e: InstallationEvent = payload(&event, value)?;
+            let e: InstallationEvent = payload(&event, &body)?;
             if matches!(
                 e.action.as_str(),
                 "created" | "new_permissions_accepted" | "unsuspend"
@@ -99,7 +135,7 @@ pub async fn receive(
             }
         }
         "installation_repositories" => {
-            let e: InstallationRepositoriesEvent = payload(&event, value)?;
+            let e: InstallationRepositoriesEvent = payload(&event, &body)?;
             for r in &e.repositories_added {
                 app.records
                     .register_repo(&r.full_name, e.installation.id)
