@@ -5,7 +5,9 @@
 //! `migrations/0007_stats_rollups.sql` keep exact, and the partial days at its edges, read from
 //! the raw rows; both halves are summed in one `GROUP BY`. A filter on repo or model reads the
 //! raw rows only (the rollups are not split by them), through the indexes of
-//! `migrations/0006_stats_indexes.sql`. Percentiles walk an index and stop at the rank.
+//! `migrations/0006_stats_indexes.sql`. An all-time window reads per-repo and per-file totals
+//! (`migrations/0008_stats_totals.sql`) instead of summing days. Percentiles walk an index and
+//! stop at the rank.
 
 use crate::rows::review_from_row;
 use crate::{REVIEW_COLUMNS, Result, Store, StoreError};
@@ -207,6 +209,15 @@ impl<'a> Plan<'a> {
     fn has_raw(&self) -> bool {
         !self.edges.is_empty()
     }
+
+    /// True when the window is all time over every repo and model: the all-time totals of
+    /// `migrations/0008_stats_totals.sql` answer alone.
+    fn all_time(&self) -> bool {
+        self.days.is_some()
+            && self.filter.since.is_none()
+            && self.filter.until.is_none()
+            && self.edges.is_empty()
+    }
 }
 
 fn push_filter_ranges(q: &mut QueryBuilder<'_, Sqlite>, ranges: &[(Option<i64>, Option<i64>)]) {
@@ -256,7 +267,8 @@ fn push_full_filter(q: &mut QueryBuilder<'_, Sqlite>, f: &StatsFilter) {
 
 /// Start `SELECT <outer> FROM (` + the rollup branch (when the plan has days) + `UNION ALL` +
 /// the raw branch (when it has edges) + `) <tail>`. `rollup` and `raw` are SQL that end
-/// where the plan's conditions are appended (`... WHERE <cond>`).
+/// where the plan's conditions are appended (`... WHERE <cond>`); an all-time plan adds no day
+/// bounds, so `rollup` may read a table without days (the totals).
 fn union_query<'q>(
     plan: &Plan<'_>,
     outer: &str,
@@ -267,11 +279,13 @@ fn union_query<'q>(
     let mut q = QueryBuilder::new(format!("SELECT {outer} FROM ("));
     let mut first = true;
     if let Some((lo, hi)) = plan.days {
-        q.push(rollup)
-            .push(" AND day >= ")
-            .push_bind(lo)
-            .push(" AND day < ")
-            .push_bind(hi);
+        q.push(rollup);
+        if !plan.all_time() {
+            q.push(" AND day >= ")
+                .push_bind(lo)
+                .push(" AND day < ")
+                .push_bind(hi);
+        }
         first = false;
     }
     if plan.has_raw() || first {
@@ -301,7 +315,11 @@ impl Store {
             &plan,
             "repo_full_name, sum(reviews) AS reviews, total(cost) AS cost, sum(tokens) AS tokens,
              CASE WHEN sum(dur_n) > 0 THEN 1.0 * sum(dur_sum) / sum(dur_n) END AS avg_duration",
-            "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo WHERE 1",
+            if plan.all_time() {
+                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_total_repo WHERE 1"
+            } else {
+                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo WHERE 1"
+            },
             "SELECT r.repo_full_name AS repo_full_name, 1 AS reviews, coalesce(r.cost, 0) AS cost,
              coalesce(r.tokens, 0) AS tokens, coalesce(r.completed_at - r.created_at, 0) AS dur_sum,
              r.completed_at IS NOT NULL AS dur_n FROM reviews r WHERE r.status != 'skipped'",
@@ -499,7 +517,11 @@ impl Store {
         let mut top_files = union_query(
             &plan,
             "path, sum(n) AS count",
-            "SELECT path, n FROM stats_day_path WHERE 1",
+            if plan.all_time() {
+                "SELECT path, n FROM stats_total_path WHERE 1"
+            } else {
+                "SELECT path, n FROM stats_day_path WHERE 1"
+            },
             &format!(
                 "SELECT f.path AS path, 1 AS n {FINDINGS_RAW} AND f.kind = 'inline' AND f.path IS NOT NULL"
             ),
