@@ -67,6 +67,7 @@ pub fn router(config: Config) -> anyhow::Result<Router> {
     let limits = image_pipeline::Limits {
         max_output_dimension: config.max_output_dimension,
         max_source_pixels: config.max_source_pixels,
+        webp_effort: config.webp_effort,
     };
     let etags = moka::future::Cache::builder()
         .max_capacity(100_000)

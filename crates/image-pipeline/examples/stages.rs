@@ -1,4 +1,6 @@
-//! Times one transformation end to end (for tuning): `stages FILE QUERY [N]`.
+//! Times one transformation end to end (for tuning): `stages FILE QUERY [N [OUT]]`, with
+//! WEBP_EFFORT read as the server does; with OUT the result is also written there (compare it
+//! with `ssim`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 fn main() {
@@ -9,19 +11,25 @@ fn main() {
         .map(|p| p.split_once('=').unwrap_or((p, "")))
         .collect();
     let n: u32 = args.get(3).map_or(10, |s| s.parse().unwrap());
-    let limits = image_pipeline::Limits::default();
+    let mut limits = image_pipeline::Limits::default();
+    if let Ok(e) = std::env::var("WEBP_EFFORT") {
+        limits.webp_effort = e.parse().unwrap();
+    }
     let spec = image_pipeline::TransformSpec::from_query(pairs, &limits).unwrap();
     let format = spec.output_format("");
     let start = std::time::Instant::now();
-    let mut size = 0;
+    let mut out = Vec::new();
     for _ in 0..n {
-        size = image_pipeline::transform(&bytes, &spec, format, None, &limits)
+        out = image_pipeline::transform(&bytes, &spec, format, None, &limits)
             .unwrap()
-            .bytes
-            .len();
+            .bytes;
     }
+    let size = out.len();
     println!(
         "{:.1} ms per transform, {size} bytes",
         start.elapsed().as_secs_f64() * 1000.0 / f64::from(n)
     );
+    if let Some(path) = args.get(4) {
+        std::fs::write(path, &out).unwrap();
+    }
 }

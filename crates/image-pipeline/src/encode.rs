@@ -10,8 +10,20 @@ fn enc(e: impl std::fmt::Display) -> PipelineError {
     PipelineError::Encode(e.to_string())
 }
 
-/// Encodes RGB/RGBA pixels. `gray` marks an image whose channels are equal, so JPEG and PNG
-/// store one channel. JPEG has no alpha: callers flatten first.
+/// Encoder settings of one request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    /// 1..=100.
+    pub quality: u8,
+    /// Progressive JPEG.
+    pub progressive: bool,
+    /// The channels are equal, so JPEG and PNG store one channel.
+    pub gray: bool,
+    /// libwebp method 0..=6.
+    pub webp_effort: u8,
+}
+
+/// Encodes RGB/RGBA pixels. JPEG has no alpha: callers flatten first.
 ///
 /// # Errors
 /// [`PipelineError::Encode`] when the encoder refuses the image (for example WebP above
@@ -19,10 +31,14 @@ fn enc(e: impl std::fmt::Display) -> PipelineError {
 pub(crate) fn encode(
     img: &DynamicImage,
     format: OutputFormat,
-    quality: u8,
-    progressive: bool,
-    gray: bool,
+    settings: Settings,
 ) -> Result<Vec<u8>, PipelineError> {
+    let Settings {
+        quality,
+        progressive,
+        gray,
+        webp_effort,
+    } = settings;
     let (w, h) = (img.width(), img.height());
     match format {
         OutputFormat::Webp => {
@@ -31,8 +47,13 @@ pub(crate) fn encode(
                 DynamicImage::ImageRgb8(b) => webp::Encoder::from_rgb(b.as_raw(), w, h),
                 _ => return Err(enc("unexpected pixel layout")),
             };
+            // sharp's other defaults are libwebp's: preset default, no sharp YUV, alpha q 100.
+            let mut config = webp::WebPConfig::new().map_err(|()| enc("webp: config"))?;
+            config.quality = f32::from(quality);
+            config.alpha_compression = 1;
+            config.method = i32::from(webp_effort.min(6));
             let out = encoder
-                .encode_simple(false, f32::from(quality))
+                .encode_advanced(&config)
                 .map_err(|e| enc(format!("webp: {e:?}")))?;
             Ok(out.to_vec())
         }

@@ -136,7 +136,16 @@ pub fn transform(
     if format == OutputFormat::Jpeg && img.color().has_alpha() {
         img = flatten(&img, bg);
     }
-    let bytes = encode::encode(&img, format, spec.quality, spec.progressive, spec.grayscale)?;
+    let bytes = encode::encode(
+        &img,
+        format,
+        encode::Settings {
+            quality: spec.quality,
+            progressive: spec.progressive,
+            gray: spec.grayscale,
+            webp_effort: limits.webp_effort,
+        },
+    )?;
     Ok(Output {
         bytes,
         format,

@@ -17,6 +17,9 @@ pub struct Limits {
     /// Largest accepted source, in pixels (width x height, MAX_SOURCE_PIXELS), checked from the
     /// header before any pixel is decoded.
     pub max_source_pixels: u64,
+    /// libwebp `method` (0..=6, sharp calls it effort) for lossy WebP output (WEBP_EFFORT).
+    /// 4 is libwebp's and sharp's default; 2 encodes about 2.3x faster for 2-5% more bytes.
+    pub webp_effort: u8,
 }
 
 impl Default for Limits {
@@ -24,6 +27,7 @@ impl Default for Limits {
         Self {
             max_output_dimension: 8192,
             max_source_pixels: 50_000_000,
+            webp_effort: 4,
         }
     }
 }
