@@ -177,6 +177,24 @@ fn parse_refspecs(refspecs: &[String]) -> Result<Vec<gix::refspec::RefSpec>, Str
         .collect()
 }
 
+/// The error of a failed clone or fetch: `Cancelled` when the cancel flag was raised (the
+/// transfer was aborted on purpose), else what `otherwise` builds from the redacted URL.
+fn transfer_error(
+    cancel: &AtomicBool,
+    operation: &'static str,
+    url: &str,
+    otherwise: impl FnOnce(String) -> GitError,
+) -> GitError {
+    if cancel.load(Ordering::Relaxed) {
+        GitError::Cancelled {
+            operation,
+            url: redact(url),
+        }
+    } else {
+        otherwise(redact(url))
+    }
+}
+
 fn clone(
     path: &Path,
     url: &str,
@@ -185,18 +203,11 @@ fn clone(
     cancel: &AtomicBool,
 ) -> Result<(), GitError> {
     let fail = |message: String| {
-        if cancel.load(Ordering::Relaxed) {
-            GitError::Cancelled {
-                operation: "clone",
-                url: redact(url),
-            }
-        } else {
-            GitError::Clone {
-                url: redact(url),
-                path: path.to_owned(),
-                message,
-            }
-        }
+        transfer_error(cancel, "clone", url, |url| GitError::Clone {
+            url,
+            path: path.to_owned(),
+            message,
+        })
     };
     let parent = path
         .parent()
@@ -261,18 +272,11 @@ fn fetch(
     cancel: &AtomicBool,
 ) -> Result<(), GitError> {
     let fail = |message: String| {
-        if cancel.load(Ordering::Relaxed) {
-            GitError::Cancelled {
-                operation: "fetch",
-                url: redact(url),
-            }
-        } else {
-            GitError::Fetch {
-                url: redact(url),
-                path: path.to_owned(),
-                message,
-            }
-        }
+        transfer_error(cancel, "fetch", url, |url| GitError::Fetch {
+            url,
+            path: path.to_owned(),
+            message,
+        })
     };
     let repo = gix::open_opts(path, gix::open::Options::isolated()).map_err(|e| fail(chain(&e)))?;
     let specs: Vec<&str> = if refspecs.is_empty() {
