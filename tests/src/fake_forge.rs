@@ -51,6 +51,12 @@ struct Inner {
     failures: Vec<(String, u16, String)>,
     /// Commits served by the commits and contents APIs, by repository full name.
     commits: HashMap<String, Vec<Commit>>,
+    /// The App's OAuth client id and secret (`/login/oauth/access_token`).
+    oauth_client: Option<(String, String)>,
+    /// Unused authorization codes -> login.
+    oauth_codes: HashMap<String, String>,
+    /// User tokens -> login (`GET /user`).
+    user_tokens: HashMap<String, String>,
 }
 
 #[derive(Clone)]
@@ -92,6 +98,8 @@ impl FakeForge {
             .route("/repos/{o}/{r}/check-runs/{id}", patch(patch_check_run))
             .route("/repos/{o}/{r}/commits/{*git_ref}", get(get_commit))
             .route("/repos/{o}/{r}/contents/{*path}", get(get_contents))
+            .route("/login/oauth/access_token", post(oauth_access_token))
+            .route("/user", get(oauth_user))
             .fallback(|| async { (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))) })
             .with_state(shared.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -105,6 +113,30 @@ impl FakeForge {
     /// The REST base, for FORGE_API_URL.
     pub fn api_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Accept this OAuth client (the App's FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET) at
+    /// `POST /login/oauth/access_token`. The web endpoints live on the same base as the API,
+    /// so FORGE_URL = [`FakeForge::api_url`].
+    pub fn set_oauth_client(&self, client_id: &str, client_secret: &str) {
+        self.shared.inner.lock().unwrap().oauth_client =
+            Some((client_id.to_owned(), client_secret.to_owned()));
+    }
+
+    /// What GitHub's authorize page does once `login` approves: an authorization code, valid
+    /// once, for the callback's `code` parameter.
+    pub fn approve_oauth(&self, login: &str) -> String {
+        let code = format!(
+            "code_{}",
+            self.shared.next_id.fetch_add(1, Ordering::SeqCst)
+        );
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .oauth_codes
+            .insert(code.clone(), login.to_owned());
+        code
     }
 
     /// Serve `pull` (GitHub's pull request JSON) at GET /repos/{full_name}/pulls/{number}.
@@ -555,4 +587,87 @@ async fn get_contents(
         entries.push(json!({ "type": "dir", "name": d, "path": format!("{path}/{d}"), "size": 0 }));
     }
     Json(Value::Array(entries)).into_response()
+}
+
+/// Minimal `application/x-www-form-urlencoded` decoding (`+` and `%XX`).
+fn form_fields(body: &str) -> HashMap<String, String> {
+    fn decode(s: &str) -> String {
+        let bytes = s.replace('+', " ").into_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%'
+                && i + 2 < bytes.len()
+                && let Ok(b) =
+                    u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16)
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+    body.split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}
+
+/// `POST /login/oauth/access_token` as GitHub answers it with `Accept: application/json`:
+/// 200 with a token, or 200 with an `error` field for a bad code or client.
+async fn oauth_access_token(State(s): State<Shared>, headers: HeaderMap, body: String) -> Response {
+    let mut fields = form_fields(&body);
+    if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok())
+        && let Some(basic) = auth.strip_prefix("Basic ")
+        && let Ok(raw) = base64::engine::general_purpose::STANDARD.decode(basic)
+        && let Some((id, secret)) = String::from_utf8_lossy(&raw).split_once(':')
+    {
+        fields.insert("client_id".into(), id.to_owned());
+        fields.insert("client_secret".into(), secret.to_owned());
+    }
+    let mut inner = s.inner.lock().unwrap();
+    inner.requests.push(Recorded {
+        method: "POST".into(),
+        path: "/login/oauth/access_token".into(),
+        body: json!({ "code": fields.get("code"), "redirect_uri": fields.get("redirect_uri") }),
+        authenticated: false,
+    });
+    let client_ok = inner.oauth_client.as_ref().is_some_and(|(id, secret)| {
+        fields.get("client_id") == Some(id) && fields.get("client_secret") == Some(secret)
+    });
+    if !client_ok {
+        return Json(json!({
+            "error": "incorrect_client_credentials",
+            "error_description": "The client_id and/or client_secret passed are incorrect."
+        }))
+        .into_response();
+    }
+    let login = fields.get("code").and_then(|c| inner.oauth_codes.remove(c));
+    let Some(login) = login else {
+        return Json(json!({
+            "error": "bad_verification_code",
+            "error_description": "The code passed is incorrect or expired."
+        }))
+        .into_response();
+    };
+    let token = format!("ghu_fake_{}", s.next_id.fetch_add(1, Ordering::SeqCst));
+    inner.user_tokens.insert(token.clone(), login);
+    Json(json!({ "access_token": token, "token_type": "bearer", "scope": "" })).into_response()
+}
+
+/// `GET /user` with a user token from the OAuth exchange.
+async fn oauth_user(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let login = s.inner.lock().unwrap().user_tokens.get(token).cloned();
+    match login {
+        Some(login) => Json(json!({ "login": login, "id": 1, "type": "User" })).into_response(),
+        None => gh_error(401, "Bad credentials"),
+    }
 }

@@ -154,6 +154,24 @@ pub struct Config {
     /// Stream model responses (server-sent events); false uses plain JSON responses.
     #[arg(long, env = "AGENT_STREAM", default_value_t = true, action = clap::ArgAction::Set)]
     pub agent_stream: bool,
+    /// Signs dashboard session cookies; with the two App OAuth credentials it turns the OAuth
+    /// gate on (spec section 5 rule 1).
+    #[arg(long, env = "AUTH_SECRET", hide_env_values = true)]
+    pub auth_secret: Option<SecretString>,
+    /// The forge App's OAuth client id.
+    #[arg(long, env = "FORGE_APP_CLIENT_ID")]
+    pub app_client_id: Option<String>,
+    /// The forge App's OAuth client secret.
+    #[arg(long, env = "FORGE_APP_CLIENT_SECRET", hide_env_values = true)]
+    pub app_client_secret: Option<SecretString>,
+    /// Forge logins allowed to sign in, comma-separated, case-insensitive. Empty while OAuth is
+    /// on: nobody can sign in (a warning is logged at boot).
+    #[arg(long, env = "ALLOWED_FORGE_USERS", value_delimiter = ',')]
+    pub allowed_forge_users: Vec<String>,
+    /// The dashboard's public base URL (e.g. `https://reviews.example.com`), for the OAuth
+    /// callback URL; default: the request's Host (and X-Forwarded-Proto/-Host) headers.
+    #[arg(long, env = "AUTH_URL")]
+    pub auth_url: Option<String>,
 }
 
 impl Config {

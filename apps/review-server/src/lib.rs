@@ -2,6 +2,7 @@
 //! finding, cost and token (spec/review-service.md). `main.rs` only wires; everything else
 //! is here so tests can start the real server on port 0 through [`serve`].
 
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
@@ -70,6 +71,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
         tasks: TaskTracker::new(),
         shutdown: agent::CancellationToken::new(),
         retries,
+        auth: auth::Auth::from_config(&config).map(Arc::new),
         config,
     };
     let app = Arc::new(app);

@@ -70,6 +70,8 @@ pub struct App {
     pub shutdown: CancellationToken,
     /// Genuine failures waiting for their automatic retry (see `pipeline::spawn_retry_worker`).
     pub retries: tokio::sync::mpsc::UnboundedSender<crate::pipeline::RetryRequest>,
+    /// The OAuth gate; `None` when OAuth is not configured and the API is open (spec section 5).
+    pub auth: Option<Arc<crate::auth::Auth>>,
 }
 
 impl App {

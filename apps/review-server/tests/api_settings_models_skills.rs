@@ -15,15 +15,6 @@ use test_doubles::scripted_model::{Behavior, REPLY_WITHOUT_TOOLS, ScriptedModel}
 
 // ---- helpers ------------------------------------------------------------------------------
 
-/// A server with exactly `env` (plus LISTEN and DATA_DIR); the temp dir owns its data.
-async fn start(env: &[(&str, String)]) -> (tempfile::TempDir, Server) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let server = Server::start(&data, env).await;
-    (dir, server)
-}
-
 async fn put(server: &Server, path: &str, body: Value) -> (u16, Value) {
     let r = server
         .http
@@ -143,7 +134,7 @@ fn strings(v: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn absent_setting_keeps_its_value() {
-    let (_d, s) = start(&[]).await;
+    let (_d, s) = start_temp(&[]).await;
     assert_eq!(s.get_json("/api/settings").await, json!({}));
     let (status, body) = put(
         &s,
@@ -171,7 +162,7 @@ async fn absent_setting_keeps_its_value() {
 #[tokio::test]
 async fn empty_string_deletes_so_env_fallback_applies() {
     let model = ScriptedModel::start(Behavior::Reviewer);
-    let (_d, s) = start(&[
+    let (_d, s) = start_temp(&[
         ("AGENT_API_KEY", "env-key".into()),
         ("ANTHROPIC_BASE_URL", model.base_url()),
         ("AGENT_MODEL", "anthropic/claude-env".into()),
@@ -199,7 +190,7 @@ async fn empty_string_deletes_so_env_fallback_applies() {
 
 #[tokio::test]
 async fn empty_default_prompt_is_a_noop() {
-    let (_d, s) = start(&[]).await;
+    let (_d, s) = start_temp(&[]).await;
     put(
         &s,
         "/api/settings",
@@ -223,7 +214,7 @@ async fn empty_default_prompt_is_a_noop() {
 
 #[tokio::test]
 async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothing() {
-    let (_d, s) = start(&[]).await;
+    let (_d, s) = start_temp(&[]).await;
     for (body, field) in [
         (
             json!({"agent_model": "anthropic/a", "third_api_key": 7}),
@@ -245,7 +236,7 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
 #[tokio::test]
 async fn settings_test_replies_with_the_model_text() {
     let model = ScriptedModel::start(Behavior::Reviewer);
-    let (_d, s) = start(&[
+    let (_d, s) = start_temp(&[
         ("ANTHROPIC_BASE_URL", model.base_url()),
         ("AGENT_MODEL", "anthropic/claude-a".into()),
     ])
@@ -260,7 +251,7 @@ async fn settings_test_replies_with_the_model_text() {
 #[tokio::test]
 async fn settings_test_uses_the_cascade_model() {
     let model = ScriptedModel::start(Behavior::Reviewer);
-    let (_d, s) = start(&[
+    let (_d, s) = start_temp(&[
         ("THIRD_API_KEY", "sk-openai".into()),
         ("OPENAI_BASE_URL", model.openai_base_url()),
         ("AGENT_MODEL", "anthropic/claude-a".into()),
@@ -280,7 +271,7 @@ async fn settings_test_uses_the_cascade_model() {
 #[tokio::test]
 async fn settings_test_reports_failure_in_the_body() {
     // No key at all: the failure names the setting and its env var, with status 200.
-    let (_d, s) = start(&[("AGENT_MODEL", "anthropic/claude-a".into())]).await;
+    let (_d, s) = start_temp(&[("AGENT_MODEL", "anthropic/claude-a".into())]).await;
     let r = s
         .http
         .get(format!("{}/api/settings/test", s.url))
@@ -298,7 +289,7 @@ async fn settings_test_reports_failure_in_the_body() {
 
     // A provider that fails: its error, still 200.
     let model = ScriptedModel::start(Behavior::Fail500);
-    let (_d2, s2) = start(&[
+    let (_d2, s2) = start_temp(&[
         ("AGENT_API_KEY", "k".into()),
         ("ANTHROPIC_BASE_URL", model.base_url()),
         ("AGENT_MODEL", "anthropic/claude-a".into()),
@@ -314,7 +305,7 @@ async fn settings_test_reports_failure_in_the_body() {
 #[tokio::test]
 async fn models_without_all_lists_configured_providers_only() {
     let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start(&[
+    let (_d, s) = start_temp(&[
         ("MODELS_CATALOG_URL", catalog.url.clone()),
         ("AGENT_API_KEY", "k".into()),
         ("AGENT_MODEL", "anthropic/claude-a".into()),
@@ -380,7 +371,7 @@ async fn models_without_all_lists_configured_providers_only() {
 #[tokio::test]
 async fn third_key_lists_the_bundled_openai_models() {
     let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start(&[
+    let (_d, s) = start_temp(&[
         ("MODELS_CATALOG_URL", catalog.url.clone()),
         ("THIRD_API_KEY", "k".into()),
         ("AGENT_MODEL", "openai/gpt-5".into()),
@@ -402,7 +393,7 @@ async fn third_key_lists_the_bundled_openai_models() {
 #[tokio::test]
 async fn models_query_is_case_insensitive_on_provider_slash_model() {
     let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
+    let (_d, s) = start_temp(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
     let list = s.get_json("/api/models?all=1&q=MISTRAL/large").await;
     assert_eq!(ids(&list), vec!["mistral/Large-Model"]);
     assert_eq!(list["models"][0]["configured"], false);
@@ -413,7 +404,7 @@ async fn models_query_is_case_insensitive_on_provider_slash_model() {
 #[tokio::test]
 async fn models_results_are_capped_at_100() {
     let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
+    let (_d, s) = start_temp(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
     let list = s.get_json("/api/models?all=1").await;
     assert_eq!(list["total"], 3 + 2 + 1 + 2 + 1 + 150);
     assert_eq!(list["models"].as_array().unwrap().len(), 100);
@@ -425,7 +416,7 @@ async fn models_results_are_capped_at_100() {
 #[tokio::test]
 async fn catalog_is_cached_and_refresh_rebuilds() {
     let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
+    let (_d, s) = start_temp(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
     s.get_json("/api/models?all=1").await;
     s.get_json("/api/models?q=x").await;
     assert_eq!(catalog.hits.load(Ordering::SeqCst), 1);
@@ -436,7 +427,7 @@ async fn catalog_is_cached_and_refresh_rebuilds() {
 #[tokio::test]
 async fn catalog_unreachable_uses_bundled_snapshot() {
     let closed = format!("http://127.0.0.1:{}/api.json", free_port());
-    let (_d, s) = start(&[("MODELS_CATALOG_URL", closed)]).await;
+    let (_d, s) = start_temp(&[("MODELS_CATALOG_URL", closed)]).await;
     let list = s.get_json("/api/models?all=1").await;
     let mut providers: Vec<String> = list["models"]
         .as_array()
@@ -487,7 +478,7 @@ fn publish_pack(forge: &FakeForge) {
 async fn skills_server(forge: &FakeForge, extra: &[(&str, String)]) -> (tempfile::TempDir, Server) {
     let mut env = vec![("FORGE_API_URL", forge.api_url())];
     env.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
-    start(&env).await
+    start_temp(&env).await
 }
 
 #[tokio::test]
@@ -685,7 +676,7 @@ async fn skill_reinstall_updates_in_place_and_reenables() {
 
 #[tokio::test]
 async fn enable_unknown_skill_is_404_not_found() {
-    let (_d, s) = start(&[]).await;
+    let (_d, s) = start_temp(&[]).await;
     let (status, body) = put(&s, "/api/skills/nope", json!({"enabled": true})).await;
     assert_eq!((status, body), (404, json!({"error": "not found"})));
 }

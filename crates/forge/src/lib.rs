@@ -4,6 +4,7 @@
 //! server holds, so tests can point [`GitHubForge`] at a fake forge on loopback.
 
 mod client;
+pub mod oauth;
 mod signature;
 pub mod webhook;
 

@@ -1,6 +1,7 @@
 //! HTTP routes, one module per feature, merged in [`router`] under one middleware stack
 //! (STYLE.md rule 6).
 
+pub mod auth;
 pub mod events;
 pub mod health;
 pub mod internal;
@@ -27,6 +28,7 @@ const BODY_LIMIT: usize = 25 * 1024 * 1024;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(health::router())
+        .merge(auth::router())
         .merge(openapi::router())
         .merge(events::router())
         .merge(webhook::router())
@@ -38,6 +40,10 @@ pub fn router(state: AppState) -> Router {
         .merge(models::router())
         .merge(skills::router())
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::gate,
+        ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {

@@ -15,6 +15,7 @@ use utoipa::OpenApi;
     ),
     paths(
         super::health::health,
+        super::auth::auth_status,
         super::webhook::receive,
         super::repos::list,
         super::repos::one,

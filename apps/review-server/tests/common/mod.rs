@@ -220,6 +220,16 @@ impl Drop for Server {
     }
 }
 
+/// A server with exactly `env` (plus LISTEN and DATA_DIR) in a fresh temp dir, which owns its
+/// data and must outlive the server.
+pub async fn start_temp(env: &[(&str, String)]) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let server = Server::start(&data, env).await;
+    (dir, server)
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -1,0 +1,318 @@
+//! The OAuth gate of the dashboard API (spec/review-service.md section 5).
+//!
+//! On only when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set (rule
+//! 1). Then every path under `/api/` needs a session cookie, except `/api/auth/*` (the sign-in
+//! endpoints below) and `/api/auth-status` (rule 2); without one the answer is 401 with the
+//! plain-text body `Unauthorized` (rule 3, section 7). The webhook, `/health`, the internal
+//! findings route and everything outside `/api` are never gated (rules 5 and 6).
+//!
+//! Sign-in is the forge App's OAuth authorization-code flow ([`forge::oauth::OAuthApp`]); a
+//! login must be listed in ALLOWED_FORGE_USERS. The session is a cookie signed with a key
+//! derived from AUTH_SECRET (HMAC-SHA256, `cookie` crate) holding the login and an expiry, so
+//! no session table is needed and a restart keeps users signed in.
+
+use crate::config::Config;
+use axum::extract::Request;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum_extra::extract::cookie::{Cookie, Key, SameSite, SignedCookieJar};
+use forge::oauth::OAuthApp;
+use secrecy::ExposeSecret;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha512};
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "review_session";
+/// Name of the short-lived cookie holding the OAuth `state` between sign-in and callback.
+pub const STATE_COOKIE: &str = "review_oauth_state";
+/// How long a session lasts: 7 days, in seconds.
+pub const SESSION_SECS: i64 = 7 * 24 * 3600;
+/// How long a sign-in may take between redirect and callback: 10 minutes, in seconds.
+const STATE_SECS: i64 = 600;
+
+/// A signed-in user, as stored in the session cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// Forge login.
+    pub login: String,
+    /// Epoch seconds after which the cookie is refused.
+    pub expires: i64,
+}
+
+/// A sign-in in progress, as stored in the state cookie.
+#[derive(Debug, Serialize, Deserialize)]
+struct PendingSignIn {
+    state: String,
+    /// Same-site path to return to after sign-in.
+    return_to: String,
+    expires: i64,
+}
+
+/// The gate's configuration; present on the app only when OAuth is enabled.
+pub struct Auth {
+    /// The App's OAuth client.
+    pub oauth: OAuthApp,
+    key: Key,
+    /// Lower-cased logins allowed to sign in.
+    allowed: Vec<String>,
+    /// AUTH_URL without a trailing slash, if set.
+    public_url: Option<String>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("client_id", &self.oauth.client_id)
+            .field("allowed", &self.allowed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Auth {
+    /// The gate when all three variables of rule 1 are set (and non-empty), else `None`: the
+    /// gate is off and the whole API is open (rule 4).
+    pub fn from_config(config: &Config) -> Option<Auth> {
+        let secret = config.auth_secret.as_ref()?.expose_secret();
+        let client_id = config.app_client_id.as_deref()?.trim();
+        let client_secret = config.app_client_secret.as_ref()?;
+        if secret.is_empty() || client_id.is_empty() || client_secret.expose_secret().is_empty() {
+            return None;
+        }
+        // Any AUTH_SECRET becomes a 64-byte signing key; SHA-512 output is exactly that long.
+        let key = Key::try_from(Sha512::digest(secret.as_bytes()).as_slice()).ok()?;
+        let allowed: Vec<String> = config
+            .allowed_forge_users
+            .iter()
+            .map(|u| u.trim().to_ascii_lowercase())
+            .filter(|u| !u.is_empty())
+            .collect();
+        if allowed.is_empty() {
+            tracing::warn!(
+                "OAuth is on but ALLOWED_FORGE_USERS is empty: nobody can sign in to the dashboard"
+            );
+        }
+        Some(Auth {
+            oauth: OAuthApp {
+                client_id: client_id.to_owned(),
+                client_secret: client_secret.clone(),
+                web_url: config.forge_url.clone(),
+                api_url: config.forge_api_url.clone(),
+            },
+            key,
+            allowed,
+            public_url: config
+                .auth_url
+                .as_deref()
+                .map(|u| u.trim_end_matches('/').to_owned()),
+        })
+    }
+
+    /// Whether `login` is in ALLOWED_FORGE_USERS (case-insensitive, as forge logins are).
+    pub fn allows(&self, login: &str) -> bool {
+        let login = login.to_ascii_lowercase();
+        self.allowed.contains(&login)
+    }
+
+    fn jar(&self, headers: &HeaderMap) -> SignedCookieJar {
+        SignedCookieJar::from_headers(headers, self.key.clone())
+    }
+
+    /// The unexpired session of a request, if its cookie carries a valid signature.
+    pub fn session(&self, headers: &HeaderMap, now: i64) -> Option<Session> {
+        let cookie = self.jar(headers).get(SESSION_COOKIE)?;
+        let session: Session = serde_json::from_str(cookie.value()).ok()?;
+        (session.expires > now && self.allows(&session.login)).then_some(session)
+    }
+
+    /// `<public base>/api/auth/callback/github`: AUTH_URL, else the request's own origin.
+    pub fn callback_url(&self, headers: &HeaderMap) -> String {
+        let base = match &self.public_url {
+            Some(u) => u.clone(),
+            None => {
+                let get = |name: &str| {
+                    headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.split(',').next())
+                        .map(|v| v.trim().to_owned())
+                };
+                let proto = get("x-forwarded-proto").unwrap_or_else(|| "http".into());
+                let host = get("x-forwarded-host")
+                    .or_else(|| get("host"))
+                    .unwrap_or_else(|| "localhost".into());
+                format!("{proto}://{host}")
+            }
+        };
+        format!("{base}/api/auth/callback/github")
+    }
+
+    /// Start a sign-in: the cookie jar with the state cookie set, and the forge's authorize URL.
+    pub fn begin(
+        &self,
+        headers: &HeaderMap,
+        return_to: Option<&str>,
+        now: i64,
+    ) -> Result<(SignedCookieJar, String), forge::ForgeError> {
+        let state = hex::encode(rand::random::<[u8; 32]>());
+        let callback = self.callback_url(headers);
+        let url = self.oauth.authorize_url(&callback, &state)?;
+        let pending = PendingSignIn {
+            state,
+            return_to: safe_return_path(return_to),
+            expires: now + STATE_SECS,
+        };
+        let cookie = self.cookie(
+            STATE_COOKIE,
+            serde_json::to_string(&pending).unwrap_or_default(),
+            STATE_SECS,
+            &callback,
+        );
+        Ok((self.jar(headers).add(cookie), url))
+    }
+
+    /// Check the callback's `state` against the state cookie; returns the jar with the state
+    /// cookie removed and the path to return to. `None`: missing, forged or expired state.
+    pub fn take_state(
+        &self,
+        headers: &HeaderMap,
+        state: &str,
+        now: i64,
+    ) -> Option<(SignedCookieJar, String)> {
+        let jar = self.jar(headers);
+        let pending: PendingSignIn = serde_json::from_str(jar.get(STATE_COOKIE)?.value()).ok()?;
+        let same = bool::from(subtle::ConstantTimeEq::ct_eq(
+            pending.state.as_bytes(),
+            state.as_bytes(),
+        ));
+        if !same || pending.expires <= now {
+            return None;
+        }
+        let jar = jar.remove(Cookie::build(STATE_COOKIE).path("/api/auth"));
+        Some((jar, pending.return_to))
+    }
+
+    /// `jar` with a session cookie for `login` valid for [`SESSION_SECS`].
+    pub fn sign_in(
+        &self,
+        jar: SignedCookieJar,
+        headers: &HeaderMap,
+        login: &str,
+        now: i64,
+    ) -> SignedCookieJar {
+        let session = Session {
+            login: login.to_owned(),
+            expires: now + SESSION_SECS,
+        };
+        let value = serde_json::to_string(&session).unwrap_or_default();
+        let callback = self.callback_url(headers);
+        let mut cookie = self.cookie(SESSION_COOKIE, value, SESSION_SECS, &callback);
+        cookie.set_path("/");
+        jar.add(cookie)
+    }
+
+    /// `jar` without the session cookie.
+    pub fn sign_out(&self, headers: &HeaderMap) -> SignedCookieJar {
+        self.jar(headers)
+            .remove(Cookie::build(SESSION_COOKIE).path("/"))
+    }
+
+    fn cookie(
+        &self,
+        name: &'static str,
+        value: String,
+        max_age_secs: i64,
+        origin: &str,
+    ) -> Cookie<'static> {
+        Cookie::build((name, value))
+            .path("/api/auth")
+            .http_only(true)
+            .secure(origin.starts_with("https://"))
+            .same_site(SameSite::Lax)
+            .max_age(time::Duration::seconds(max_age_secs))
+            .build()
+    }
+}
+
+/// A same-site path to return to after sign-in: absolute paths only (`/...` but not `//...`,
+/// which a browser reads as another host), else `/`.
+fn safe_return_path(path: Option<&str>) -> String {
+    match path {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        _ => "/".to_owned(),
+    }
+}
+
+/// Whether rule 2 puts `path` behind the gate: under `/api/` but not `/api/auth/*` or
+/// `/api/auth-status`.
+pub fn is_gated(path: &str) -> bool {
+    (path == "/api" || path.starts_with("/api/"))
+        && !path.starts_with("/api/auth/")
+        && path != "/api/auth-status"
+}
+
+/// The 401 of rule 3: plain text `Unauthorized`.
+pub fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "Unauthorized",
+    )
+        .into_response()
+}
+
+/// Middleware: lets a request through when the gate is off, the path is not gated, or the
+/// request carries a valid session; answers [`unauthorized`] otherwise.
+pub async fn gate(
+    axum::extract::State(app): axum::extract::State<crate::state::AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(auth) = &app.auth else {
+        return next.run(req).await;
+    };
+    if !is_gated(req.uri().path()) || auth.session(req.headers(), crate::records::now()).is_some() {
+        return next.run(req).await;
+    }
+    unauthorized()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gated_paths_are_exactly_api_minus_auth_endpoints() {
+        for p in [
+            "/api",
+            "/api/",
+            "/api/repos",
+            "/api/events",
+            "/api/nope",
+            "/api/authx",
+        ] {
+            assert!(is_gated(p), "{p}");
+        }
+        for p in [
+            "/api/auth-status",
+            "/api/auth/session",
+            "/api/auth/callback/github",
+            "/health",
+            "/webhook/github",
+            "/internal/reviews/1/findings",
+            "/",
+            "/apix",
+        ] {
+            assert!(!is_gated(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn return_paths_stay_on_this_site() {
+        assert_eq!(safe_return_path(Some("/reviews/3")), "/reviews/3");
+        assert_eq!(safe_return_path(Some("//evil.example")), "/");
+        assert_eq!(safe_return_path(Some("https://evil.example")), "/");
+        assert_eq!(safe_return_path(Some("/\\evil.example")), "/");
+        assert_eq!(safe_return_path(None), "/");
+    }
+}
