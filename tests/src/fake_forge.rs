@@ -57,6 +57,10 @@ struct Inner {
     oauth_codes: HashMap<String, String>,
     /// User tokens -> login (`GET /user`).
     user_tokens: HashMap<String, String>,
+    /// Inline review comments and replies by `owner/repo#number`, oldest first.
+    pull_comments: HashMap<String, Vec<Value>>,
+    /// Files written through PUT contents, by `owner/repo:branch:path`.
+    written_files: HashMap<String, Vec<u8>>,
 }
 
 #[derive(Clone)]
@@ -97,7 +101,14 @@ impl FakeForge {
             .route("/repos/{o}/{r}/check-runs", post(post_check_run))
             .route("/repos/{o}/{r}/check-runs/{id}", patch(patch_check_run))
             .route("/repos/{o}/{r}/commits/{*git_ref}", get(get_commit))
-            .route("/repos/{o}/{r}/contents/{*path}", get(get_contents))
+            .route(
+                "/repos/{o}/{r}/contents/{*path}",
+                get(get_contents).put(put_contents),
+            )
+            .route("/repos/{o}/{r}", get(get_repo))
+            .route("/repos/{o}/{r}/pulls/{n}/comments", get(list_pull_comments))
+            .route("/repos/{o}/{r}/git/refs", post(create_ref))
+            .route("/repos/{o}/{r}/pulls", post(create_pull))
             .route("/login/oauth/access_token", post(oauth_access_token))
             .route("/user", get(oauth_user))
             .fallback(|| async { (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))) })
@@ -113,6 +124,57 @@ impl FakeForge {
     /// The REST base, for FORGE_API_URL.
     pub fn api_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// A reply by `login` (`kind` `User` or `Bot`) to the inline comment `in_reply_to` of PR
+    /// `number`, as GitHub lists it under GET pulls/{n}/comments; returns its id.
+    pub fn add_reply(
+        &self,
+        full_name: &str,
+        number: i64,
+        in_reply_to: i64,
+        login: &str,
+        kind: &str,
+        body: &str,
+    ) -> i64 {
+        let id = self.shared.id();
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .pull_comments
+            .entry(format!("{full_name}#{number}"))
+            .or_default()
+            .push(json!({
+                "id": id,
+                "in_reply_to_id": in_reply_to,
+                "user": { "login": login, "type": kind },
+                "body": body,
+            }));
+        id
+    }
+
+    /// The inline comments posted on PR `number` through reviews, with replies, oldest first.
+    pub fn pull_comments(&self, full_name: &str, number: i64) -> Vec<Value> {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .pull_comments
+            .get(&format!("{full_name}#{number}"))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The bytes written to `path` on `branch` through PUT contents.
+    pub fn written_file(&self, full_name: &str, branch: &str, path: &str) -> Option<Vec<u8>> {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .written_files
+            .get(&format!("{full_name}:{branch}:{path}"))
+            .cloned()
     }
 
     /// Accept this OAuth client (the App's FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET) at
@@ -420,7 +482,18 @@ async fn post_review(
             c
         })
         .collect();
-    s.inner.lock().unwrap().review_comments.insert(id, comments);
+    let mut inner = s.inner.lock().unwrap();
+    inner
+        .pull_comments
+        .entry(format!("{o}/{r}#{n}"))
+        .or_default()
+        .extend(comments.iter().map(|c| {
+            let mut c = c.clone();
+            c["user"] = json!({ "login": "review-bot[bot]", "type": "Bot" });
+            c
+        }));
+    inner.review_comments.insert(id, comments);
+    drop(inner);
     Json(json!({ "id": id, "state": body["event"], "commit_id": body["commit_id"] }))
         .into_response()
 }
@@ -670,4 +743,122 @@ async fn oauth_user(State(s): State<Shared>, headers: HeaderMap) -> Response {
         Some(login) => Json(json!({ "login": login, "id": 1, "type": "User" })).into_response(),
         None => gh_error(401, "Bad credentials"),
     }
+}
+
+async fn get_repo(
+    State(s): State<Shared>,
+    Path((o, r)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(resp) = s.check(
+        "GET",
+        format!("/repos/{o}/{r}"),
+        &headers,
+        Value::Null,
+        true,
+    ) {
+        return resp;
+    }
+    Json(json!({ "full_name": format!("{o}/{r}"), "default_branch": "main" })).into_response()
+}
+
+async fn list_pull_comments(
+    State(s): State<Shared>,
+    Path((o, r, n)): Path<(String, String, i64)>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/repos/{o}/{r}/pulls/{n}/comments");
+    if let Err(resp) = s.check("GET", path, &headers, Value::Null, true) {
+        return resp;
+    }
+    let inner = s.inner.lock().unwrap();
+    let comments = inner
+        .pull_comments
+        .get(&format!("{o}/{r}#{n}"))
+        .cloned()
+        .unwrap_or_default();
+    Json(Value::Array(comments)).into_response()
+}
+
+async fn create_ref(
+    State(s): State<Shared>,
+    Path((o, r)): Path<(String, String)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let path = format!("/repos/{o}/{r}/git/refs");
+    if let Err(resp) = s.check("POST", path, &headers, body.clone(), true) {
+        return resp;
+    }
+    let valid = body["ref"]
+        .as_str()
+        .is_some_and(|r| r.starts_with("refs/heads/"))
+        && body["sha"].as_str().is_some_and(|s| s.len() == 40);
+    if !valid {
+        return gh_error(422, "Reference update failed");
+    }
+    (
+        StatusCode::CREATED,
+        Json(json!({ "ref": body["ref"], "object": { "type": "commit", "sha": body["sha"] } })),
+    )
+        .into_response()
+}
+
+async fn put_contents(
+    State(s): State<Shared>,
+    Path((o, r, path)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let recorded = format!("/repos/{o}/{r}/contents/{path}");
+    if let Err(resp) = s.check("PUT", recorded, &headers, body.clone(), true) {
+        return resp;
+    }
+    let (Some(branch), Some(content), Some(_)) = (
+        body["branch"].as_str(),
+        body["content"].as_str(),
+        body["message"].as_str(),
+    ) else {
+        return gh_error(
+            422,
+            "Invalid request: message, content and branch are required",
+        );
+    };
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(content) else {
+        return gh_error(422, "content is not valid Base64");
+    };
+    s.inner
+        .lock()
+        .unwrap()
+        .written_files
+        .insert(format!("{o}/{r}:{branch}:{path}"), bytes);
+    (
+        StatusCode::CREATED,
+        Json(json!({ "content": { "path": path }, "commit": { "sha": "0".repeat(40) } })),
+    )
+        .into_response()
+}
+
+async fn create_pull(
+    State(s): State<Shared>,
+    Path((o, r)): Path<(String, String)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let path = format!("/repos/{o}/{r}/pulls");
+    if let Err(resp) = s.check("POST", path, &headers, body.clone(), true) {
+        return resp;
+    }
+    if body["title"].as_str().is_none() || body["head"].as_str().is_none() {
+        return gh_error(422, "Validation Failed");
+    }
+    let number = s.id();
+    (
+        StatusCode::CREATED,
+        Json(json!({
+            "number": number,
+            "html_url": format!("https://github.com/{o}/{r}/pull/{number}"),
+        })),
+    )
+        .into_response()
 }

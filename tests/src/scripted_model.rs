@@ -224,6 +224,26 @@ fn touched_files(diff: &str) -> Vec<String> {
         .collect()
 }
 
+/// The REVIEW.md written by the scripted improver.
+pub const IMPROVED_REVIEW_MD: &str =
+    "# Review guide\n\n- Library code returns errors instead of calling unwrap().\n";
+
+/// A thread reply containing this makes the scripted improver answer NO_CHANGES.
+pub const NOTHING_TO_LEARN: &str = "nothing-to-learn-here";
+
+/// The REVIEW.md improver (its system prompt names the role): [`IMPROVED_REVIEW_MD`], or
+/// NO_CHANGES when a reply says [`NOTHING_TO_LEARN`]. None for every other request.
+fn improver_decision(body: &Value) -> Option<Decision> {
+    let text = body.to_string();
+    if !text.contains("REVIEW.md improver") {
+        return None;
+    }
+    if text.contains(NOTHING_TO_LEARN) {
+        return Some(Decision::Text("NO_CHANGES".into()));
+    }
+    Some(Decision::Text(IMPROVED_REVIEW_MD.into()))
+}
+
 fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool) -> Decision {
     if !has_tools {
         return Decision::Text(REPLY_WITHOUT_TOOLS.into());
@@ -443,7 +463,8 @@ async fn anthropic(
     }
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let decision = decide(&shared.behavior, &items, &extra, has_tools);
+    let decision = improver_decision(&body)
+        .unwrap_or_else(|| decide(&shared.behavior, &items, &extra, has_tools));
     let (input, output, read, write) = usage_for(&body, messages.len().div_ceil(2));
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();
     let n = messages.len();
@@ -621,7 +642,8 @@ async fn openai(
     }
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let decision = decide(&shared.behavior, &items, &extra, has_tools);
+    let decision = improver_decision(&body)
+        .unwrap_or_else(|| decide(&shared.behavior, &items, &extra, has_tools));
     let turns = messages.iter().filter(|m| m["role"] == "assistant").count() + 1;
     let (input, output, read, _write) = usage_for(&body, turns);
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod improver;
 pub mod models;
 pub mod pipeline;
 pub mod records;

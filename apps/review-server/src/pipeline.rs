@@ -92,7 +92,7 @@ pub async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
             repo_full_name: job.repo.full_name(),
             pr_number: job.number,
             title: Some(job.title.clone()),
-            trigger: job.trigger,
+            trigger: Some(job.trigger),
             attempt: job.attempt,
         })
         .await?;
@@ -211,7 +211,11 @@ async fn run(
             )
         }
         Ok(Finished::Skipped(patch_id)) => {
-            let row = app.records.store.skip_review(id, &patch_id, now()).await;
+            let row = app
+                .records
+                .store
+                .skip_review(id, Some(&patch_id), now())
+                .await;
             log_store_error(id, &row);
             app.records.review_updated(row.ok().flatten());
             (

@@ -801,15 +801,7 @@ async fn enabled_skills_reach_the_agent_prompt() {
     put(s, "/api/skills/off-skill", json!({"enabled": false})).await;
 
     s.enable(&w.full_name(), None).await;
-    let head = w.upstream.sha("feature");
-    let r = s
-        .deliver(
-            "pull_request",
-            &w.pull_request_payload("opened", &head),
-            Some(SECRET),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    w.deliver_pull_request("opened").await;
     let rows = s.wait_reviews(&w.full_name(), 1, 1).await;
     assert_eq!(rows[0]["status"], "completed", "{}", s.log());
 

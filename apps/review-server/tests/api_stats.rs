@@ -633,7 +633,7 @@ async fn rollups_agree_with_raw_rows() {
                 repo_full_name: "acme/widgets".into(),
                 pr_number: n,
                 title: None,
-                trigger,
+                trigger: Some(trigger),
                 attempt: 0,
             };
             let r = store.insert_review(&new, created).await.unwrap();
@@ -655,7 +655,10 @@ async fn rollups_agree_with_raw_rows() {
                         .unwrap();
                 }
                 3 => {
-                    store.skip_review(r.id, "p", created + 5).await.unwrap();
+                    store
+                        .skip_review(r.id, Some("p"), created + 5)
+                        .await
+                        .unwrap();
                 }
                 _ => {
                     let done = store

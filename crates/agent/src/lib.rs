@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod diff;
 mod error;
+pub mod improve;
 pub mod prompt;
 pub mod provider;
 mod review;

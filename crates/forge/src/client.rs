@@ -2,7 +2,8 @@
 //! expiry, and the calls of a review (FACTS.md, Wire formats: GitHub App).
 
 use crate::{
-    CheckConclusion, ContentEntry, Contents, Forge, ForgeError, PullRequest, RepoRead, RepoRef,
+    CheckConclusion, ContentEntry, Contents, FileChangePull, Forge, ForgeError, OpenedPull,
+    PullRequest, RepoRead, RepoRef, ReviewComment,
 };
 use async_trait::async_trait;
 use base64::Engine;
@@ -336,6 +337,91 @@ impl Forge for GitHubForge {
         });
         self.call(repo, "PATCH", &path, Some(&body)).await?;
         Ok(())
+    }
+
+    async fn pull_review_comments(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+    ) -> Result<Vec<ReviewComment>, ForgeError> {
+        let path = format!(
+            "/repos/{}/{}/pulls/{number}/comments?per_page=100",
+            repo.owner, repo.name
+        );
+        let v = self.call(repo, "GET", &path, None).await?;
+        serde_json::from_value(v).map_err(|e| ForgeError::Decode {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    async fn default_branch(&self, repo: &RepoRef) -> Result<String, ForgeError> {
+        let path = format!("/repos/{}/{}", repo.owner, repo.name);
+        let v = self.call(repo, "GET", &path, None).await?;
+        v["default_branch"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| ForgeError::Decode {
+                path,
+                message: "no default_branch in the repository".into(),
+            })
+    }
+
+    async fn open_file_pull(
+        &self,
+        repo: &RepoRef,
+        change: &FileChangePull,
+    ) -> Result<OpenedPull, ForgeError> {
+        let base = self.default_branch(repo).await?;
+        let read = RepoRead {
+            owner: repo.owner.clone(),
+            name: repo.name.clone(),
+            installation_id: Some(repo.installation_id),
+        };
+        let base_sha = self.resolve_commit(&read, &base).await?;
+        let refs = format!("/repos/{}/{}/git/refs", repo.owner, repo.name);
+        let body = json!({ "ref": format!("refs/heads/{}", change.branch), "sha": base_sha });
+        self.call(repo, "POST", &refs, Some(&body)).await?;
+        let file = format!(
+            "/repos/{}/{}/contents/{}",
+            repo.owner,
+            repo.name,
+            encode_path(change.path.trim_matches('/'))
+        );
+        let existing = match self
+            .call(
+                repo,
+                "GET",
+                &format!("{file}?ref={}", encode_path(&change.branch)),
+                None,
+            )
+            .await
+        {
+            Ok(v) => v["sha"].as_str().map(str::to_owned),
+            Err(ForgeError::Api { status: 404, .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let mut put = json!({
+            "message": change.commit_message,
+            "content": base64::engine::general_purpose::STANDARD.encode(&change.content),
+            "branch": change.branch,
+        });
+        if let Some(sha) = existing {
+            put["sha"] = json!(sha);
+        }
+        self.call(repo, "PUT", &file, Some(&put)).await?;
+        let pulls = format!("/repos/{}/{}/pulls", repo.owner, repo.name);
+        let body = json!({
+            "title": change.title,
+            "head": change.branch,
+            "base": base,
+            "body": change.body,
+        });
+        let v = self.call(repo, "POST", &pulls, Some(&body)).await?;
+        serde_json::from_value(v).map_err(|e| ForgeError::Decode {
+            path: pulls,
+            message: e.to_string(),
+        })
     }
 
     async fn resolve_commit(&self, repo: &RepoRead, git_ref: &str) -> Result<String, ForgeError> {

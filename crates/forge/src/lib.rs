@@ -104,6 +104,58 @@ pub enum Contents {
     Other(String),
 }
 
+/// One inline review comment of a pull request (GET /repos/{o}/{r}/pulls/{n}/comments), a
+/// reply when `in_reply_to_id` is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewComment {
+    pub id: i64,
+    #[serde(default)]
+    pub in_reply_to_id: Option<i64>,
+    #[serde(default)]
+    pub user: Option<CommentUser>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub body: String,
+}
+
+/// The author of a comment: `type` is `User` for people and `Bot` for Apps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommentUser {
+    pub login: String,
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+}
+
+impl ReviewComment {
+    /// Whether a person (not an App or bot account) wrote it.
+    pub fn by_human(&self) -> bool {
+        self.user
+            .as_ref()
+            .is_some_and(|u| u.kind.as_deref() != Some("Bot") && !u.login.ends_with("[bot]"))
+    }
+}
+
+/// A one-file change proposed as a pull request: `path` gets `content` on a new branch
+/// `branch` made from the default branch, and a PR is opened against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChangePull {
+    pub branch: String,
+    pub path: String,
+    pub content: Vec<u8>,
+    pub commit_message: String,
+    pub title: String,
+    pub body: String,
+}
+
+/// An opened pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenedPull {
+    pub number: i64,
+    #[serde(default)]
+    pub html_url: String,
+}
+
 /// Conclusion of a completed check run (GitHub's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckConclusion {
@@ -169,6 +221,23 @@ pub trait Forge: Send + Sync {
     ) -> Result<(), ForgeError>;
     /// The commit SHA a branch, tag or SHA names (GET /repos/{o}/{r}/commits/{ref}).
     async fn resolve_commit(&self, repo: &RepoRead, git_ref: &str) -> Result<String, ForgeError>;
+    /// The inline review comments of a PR with their replies, oldest first (GET
+    /// /repos/{o}/{r}/pulls/{n}/comments, first 100).
+    async fn pull_review_comments(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+    ) -> Result<Vec<ReviewComment>, ForgeError>;
+    /// The repository's default branch (GET /repos/{o}/{r}).
+    async fn default_branch(&self, repo: &RepoRef) -> Result<String, ForgeError>;
+    /// Open a PR changing one file: create `refs/heads/{branch}` at the default branch's head
+    /// (POST git/refs), write the file there (PUT contents, with the existing blob's sha when
+    /// the file exists) and open the PR against the default branch (POST pulls).
+    async fn open_file_pull(
+        &self,
+        repo: &RepoRef,
+        change: &FileChangePull,
+    ) -> Result<OpenedPull, ForgeError>;
     /// A file or folder at commit `sha` (GET /repos/{o}/{r}/contents/{path}?ref={sha}).
     /// Files over the API's 1 MB inline limit are a [`ForgeError::Decode`].
     async fn contents(

@@ -39,7 +39,8 @@ pub struct NewReview {
     pub repo_full_name: String,
     pub pr_number: i64,
     pub title: Option<String>,
-    pub trigger: Trigger,
+    /// What started it; None for improver runs (pr_number 0), whose trigger column is null.
+    pub trigger: Option<Trigger>,
     /// 0 for a first run, 1 for the automatic retry.
     pub attempt: i64,
 }
@@ -212,7 +213,7 @@ impl Store {
         .bind(&new.repo_full_name)
         .bind(new.pr_number)
         .bind(&new.title)
-        .bind(new.trigger.as_str())
+        .bind(new.trigger.map(Trigger::as_str))
         .bind(new.attempt)
         .bind(now)
         .fetch_one(&self.pool)
@@ -306,7 +307,7 @@ impl Store {
     pub async fn skip_review(
         &self,
         id: i64,
-        patch_id: &str,
+        patch_id: Option<&str>,
         now: i64,
     ) -> Result<Option<ReviewRow>> {
         let row = sqlx::query(&format!(
@@ -336,6 +337,51 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         optional_review(row)
+    }
+
+    /// Whether an improver run (pr_number 0) of `repo` is pending or running.
+    pub async fn improver_active(&self, repo: &str) -> Result<bool> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = 0
+             AND status IN ('pending', 'running')",
+        )
+        .bind(repo)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n > 0)
+    }
+
+    /// The newest improver run of `repo` that finished without failing (completed: a PR was
+    /// opened; skipped: nothing to learn), if any.
+    pub async fn last_finished_improver_run(&self, repo: &str) -> Result<Option<ReviewRow>> {
+        let row = sqlx::query(&format!(
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number = 0
+             AND status IN ('completed', 'skipped') ORDER BY id DESC LIMIT 1"
+        ))
+        .bind(repo)
+        .fetch_optional(&self.pool)
+        .await?;
+        optional_review(row)
+    }
+
+    /// Completed PR reviews of `repo` (pr_number > 0) that completed after `since` (epoch
+    /// seconds), oldest first, at most `limit`.
+    pub async fn completed_reviews_since(
+        &self,
+        repo: &str,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<ReviewRow>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number > 0
+             AND status = 'completed' AND completed_at > ? ORDER BY id LIMIT ?"
+        ))
+        .bind(repo)
+        .bind(since)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok(review_from_row(r)?)).collect()
     }
 
     /// At boot: every review left pending or running becomes failed with `error` (DESIGN.md,

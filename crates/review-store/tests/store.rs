@@ -17,7 +17,7 @@ fn new_review(pr: i64) -> NewReview {
         repo_full_name: "o/r".into(),
         pr_number: pr,
         title: Some("t".into()),
-        trigger: Trigger::Opened,
+        trigger: Some(Trigger::Opened),
         attempt: 0,
     }
 }

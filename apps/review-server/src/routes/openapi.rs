@@ -22,6 +22,7 @@ use utoipa::OpenApi;
         super::repos::upsert,
         super::repos::update,
         super::repos::remove,
+        super::repos::improve,
         super::repos::repo_reviews,
         super::repos::pr_reviews,
         super::reviews::one,

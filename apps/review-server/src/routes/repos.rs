@@ -1,14 +1,16 @@
 //! Repos under /api (spec/review-service.md section 4, Repos): list, get, upsert, PUT, DELETE,
-//! and the review lists of a repo and of a PR.
+//! improve, and the review lists of a repo and of a PR.
 
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use review_domain::{RepoRow, ReviewRow};
 use serde::Deserialize;
+use serde_json::json;
 
 /// Reviews per repo or PR list (spec section 8).
 const REVIEWS_PER_LIST: i64 = 200;
@@ -20,6 +22,7 @@ pub fn router() -> Router<AppState> {
             "/api/repos/{owner}/{name}",
             get(one).put(update).delete(remove),
         )
+        .route("/api/repos/{owner}/{name}/improve", post(improve))
         .route("/api/repos/{owner}/{name}/reviews", get(repo_reviews))
         .route("/api/repos/{owner}/{name}/pr/{number}", get(pr_reviews))
 }
@@ -37,6 +40,25 @@ pub async fn one(
 ) -> Result<Json<RepoRow>, ApiError> {
     let row = app.records.store.repo(&format!("{owner}/{name}")).await?;
     row.map(Json).ok_or(ApiError::NotFound)
+}
+
+/// POST improve (spec section 4, Improve): 202 `{ok: true}` and the improver run is queued; it
+/// may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
+/// the repo is not registered.
+#[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path), ("name" = String, Path)),
+    responses((status = 202, body = Object, example = json!({"ok": true})), (status = 404, description = "Not found", content_type = "text/plain")))]
+pub async fn improve(
+    State(app): State<AppState>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let repo = app
+        .records
+        .store
+        .repo(&format!("{owner}/{name}"))
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    crate::improver::spawn(&app, repo);
+    Ok((StatusCode::ACCEPTED, Json(json!({ "ok": true }))).into_response())
 }
 
 /// Body of POST /api/repos.

@@ -114,6 +114,11 @@ pub async fn retry(
     let Some(repo) = app.records.repo(&review.repo_full_name).await? else {
         return Ok((StatusCode::NOT_FOUND, "repo not found").into_response());
     };
+    if review.pr_number == 0 {
+        // An improver row (pr_number 0) is retried by queueing the improver again.
+        crate::improver::spawn(&app, repo);
+        return Ok((StatusCode::ACCEPTED, Json(json!({ "ok": true }))).into_response());
+    }
     let (owner, name) = repo
         .full_name
         .split_once('/')

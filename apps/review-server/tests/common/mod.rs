@@ -429,6 +429,20 @@ impl World {
         format!("{OWNER}/{REPO}")
     }
 
+    /// Deliver `pull_request` `action` for PR 1 at the feature branch's head, signed; asserts 200.
+    pub async fn deliver_pull_request(&self, action: &str) {
+        let head = self.upstream.sha("feature");
+        let r = self
+            .server
+            .deliver(
+                "pull_request",
+                &self.pull_request_payload(action, &head),
+                Some(SECRET),
+            )
+            .await;
+        assert_eq!(r.status(), 200);
+    }
+
     /// GitHub's example pull_request delivery, rewritten for our repo and PR 1.
     pub fn pull_request_payload(&self, action: &str, head: &str) -> Vec<u8> {
         let path = concat!(
