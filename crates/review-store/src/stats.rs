@@ -422,7 +422,7 @@ impl Store {
     }
 
     /// Every distinct non-null model of every review, sorted: a loose index scan over
-    /// `reviews_model_created`, one seek per model.
+    /// `reviews_model_cover` (migration 0009), one seek per model.
     pub async fn all_models(&self) -> Result<Vec<String>> {
         Ok(sqlx::query_scalar(
             "WITH RECURSIVE m(model) AS (
