@@ -1,6 +1,7 @@
 //! HTTP routes, one module per feature, merged in [`router`] under one middleware stack
 //! (STYLE.md rule 6).
 
+pub mod chat;
 pub mod events;
 pub mod health;
 pub mod internal;
@@ -37,6 +38,7 @@ pub fn router(state: AppState) -> Router {
         .merge(settings::router())
         .merge(models::router())
         .merge(skills::router())
+        .merge(chat::router())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(CatchPanicLayer::custom(panic_response))
