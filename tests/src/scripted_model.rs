@@ -10,6 +10,10 @@
 //! REQUEST_CHANGES when anything is blocking, else COMMENT, and a summary ending in the verdict
 //! line; after the post's tool result it answers with final text. Every request body is recorded.
 //!
+//! With [`Behavior::Chat`] it plays the chat of POST /api/chat instead (see [`ChatScript`]);
+//! while [`Behavior::Slow`] waits it records requests whose client went away
+//! ([`ScriptedModel::abandoned_requests`]).
+//!
 //! Like the vendors, it answers 401 without a key, 400 for a missing `max_tokens` (Anthropic),
 //! for `stream_options` without `stream` (OpenAI), and for tool calls that the next message
 //! does not answer.
@@ -43,7 +47,31 @@ pub enum Behavior {
     /// Answers the first N requests as overloaded (Anthropic 529 `overloaded_error`, OpenAI
     /// 503), then behaves like `Reviewer`.
     OverloadedFirst(u32),
+    /// The chat of POST /api/chat, scripted from the conversation (see [`ChatScript`]).
+    Chat(ChatScript),
 }
+
+/// What the chat double does when it gets the `query_database` tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatScript {
+    /// Queries [`CHAT_COUNT_SQL`], then answers `There are N reviews in the database.` with
+    /// the count the tool returned.
+    CountReviews,
+    /// Asks for [`CHAT_FORBIDDEN_SQL`] (a DELETE), then answers
+    /// `The database refused my query: <tool result>`.
+    ForbiddenSql,
+    /// Queries on every step and never answers (to meet the step cap).
+    KeepQuerying,
+}
+
+/// The chat tool the double expects.
+pub const CHAT_TOOL: &str = "query_database";
+
+/// The statement of [`ChatScript::CountReviews`].
+pub const CHAT_COUNT_SQL: &str = "SELECT count(*) AS reviews FROM reviews";
+
+/// The statement of [`ChatScript::ForbiddenSql`].
+pub const CHAT_FORBIDDEN_SQL: &str = "DELETE FROM reviews";
 
 /// What the model answers to a request that offers no tools (a plain completion).
 pub const REPLY_WITHOUT_TOOLS: &str = "pong: the scripted model is listening";
@@ -56,6 +84,7 @@ struct Shared {
     requests: Mutex<Vec<Value>>,
     overloaded_left: Mutex<u32>,
     extra_comments: Mutex<Vec<Value>>,
+    abandoned: Mutex<u32>,
 }
 
 /// A running scripted model server; shuts down on drop.
@@ -81,6 +110,7 @@ impl ScriptedModel {
                 _ => 0,
             }),
             extra_comments: Mutex::new(Vec::new()),
+            abandoned: Mutex::new(0),
         });
         let app = Router::new()
             .route("/v1/messages", post(anthropic))
@@ -115,6 +145,12 @@ impl ScriptedModel {
     /// Every request body received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Requests whose client closed the connection while [`Behavior::Slow`] was waiting, before
+    /// any answer was sent.
+    pub fn abandoned_requests(&self) -> u32 {
+        *self.shared.abandoned.lock().unwrap()
     }
 
     /// Adds an inline comment (`{path, line, severity, body, ...}`) to every post_review the
@@ -233,11 +269,18 @@ pub const NOTHING_TO_LEARN: &str = "nothing-to-learn-here";
 
 /// The REVIEW.md improver (its system prompt names the role): [`IMPROVED_REVIEW_MD`], or
 /// NO_CHANGES when a reply says [`NOTHING_TO_LEARN`]. None for every other request.
+/// Only the system prompt decides, so a reviewed diff that quotes the improver's prompt (this
+/// project's own history) still gets the reviewer.
 fn improver_decision(body: &Value) -> Option<Decision> {
-    let text = body.to_string();
-    if !text.contains("REVIEW.md improver") {
+    // Anthropic: top-level `system` (text or blocks); OpenAI: the first message, role system.
+    let system = match (&body["system"], &body["messages"][0]) {
+        (Value::Null, first) if first["role"] == "system" => first["content"].to_string(),
+        (system, _) => system.to_string(),
+    };
+    if !system.contains("REVIEW.md improver") {
         return None;
     }
+    let text = body.to_string();
     if text.contains(NOTHING_TO_LEARN) {
         return Some(Decision::Text("NO_CHANGES".into()));
     }
@@ -247,6 +290,9 @@ fn improver_decision(body: &Value) -> Option<Decision> {
 fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool) -> Decision {
     if !has_tools {
         return Decision::Text(REPLY_WITHOUT_TOOLS.into());
+    }
+    if let Behavior::Chat(script) = behavior {
+        return decide_chat(*script, items);
     }
     if *behavior == Behavior::Silent {
         return Decision::Text("The change looks fine to me.".into());
@@ -308,6 +354,30 @@ fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool)
     }
 }
 
+/// The chat double: queries per its script, then answers from the tool's last result.
+fn decide_chat(script: ChatScript, items: &[Item]) -> Decision {
+    let results = results_of(items, CHAT_TOOL);
+    let call = |sql: &str| Decision::Call {
+        name: CHAT_TOOL.into(),
+        input: json!({ "sql": sql }),
+    };
+    match (script, results.last()) {
+        (ChatScript::KeepQuerying, _) => call(&format!("SELECT {} AS step", results.len() + 1)),
+        (ChatScript::CountReviews, None) => call(CHAT_COUNT_SQL),
+        (ChatScript::CountReviews, Some((content, _))) => {
+            let count = serde_json::from_str::<Value>(content)
+                .ok()
+                .and_then(|v| v["rows"][0][0].as_i64())
+                .map_or_else(|| content.to_string(), |n| n.to_string());
+            Decision::Text(format!("There are {count} reviews in the database."))
+        }
+        (ChatScript::ForbiddenSql, None) => call(CHAT_FORBIDDEN_SQL),
+        (ChatScript::ForbiddenSql, Some((content, _))) => {
+            Decision::Text(format!("The database refused my query: {content}"))
+        }
+    }
+}
+
 /// Token counts derived from the request: a first turn writes the cache, later turns read it.
 fn usage_for(body: &Value, turns: usize) -> (i64, i64, i64, i64) {
     let size = body.to_string().len() as i64;
@@ -339,11 +409,31 @@ fn split3(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// Counts a request as abandoned when dropped before [`AbandonWatch::defuse`]: the server drops
+/// a handler's future when its client closes the connection.
+struct AbandonWatch<'a>(Option<&'a Mutex<u32>>);
+
+impl AbandonWatch<'_> {
+    fn defuse(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbandonWatch<'_> {
+    fn drop(&mut self) {
+        if let Some(n) = self.0 {
+            *n.lock().unwrap() += 1;
+        }
+    }
+}
+
 /// Records the request, applies `Slow`, and says whether to answer as overloaded.
 async fn prelude(shared: &Shared, body: &Value) -> bool {
     shared.requests.lock().unwrap().push(body.clone());
     if let Behavior::Slow(d) = shared.behavior {
+        let watch = AbandonWatch(Some(&shared.abandoned));
         tokio::time::sleep(d).await;
+        watch.defuse();
     }
     let mut left = shared.overloaded_left.lock().unwrap();
     if *left > 0 {

@@ -119,6 +119,19 @@ impl App {
         }
     }
 
+    /// The model of work that belongs to no repo and no purpose (GET /api/settings/test, POST
+    /// /api/chat): the cascade of spec section 4 rule 4 without its first two levels, so the
+    /// `agent_model` setting, else AGENT_MODEL. Not parsed: callers report a bad spec their way.
+    pub async fn global_model(&self) -> anyhow::Result<String> {
+        let agent_model = self.records.store.setting("agent_model").await?;
+        Ok(model_cascade(
+            None,
+            None,
+            agent_model.as_deref(),
+            &self.config.agent_model,
+        ))
+    }
+
     /// Provider endpoints and keys for a run: stored settings win, the environment is the
     /// fallback (spec section 4, Settings rule 2).
     pub async fn provider_settings(&self) -> anyhow::Result<ProviderSettings> {

@@ -2,9 +2,11 @@
 //! OpenAI chat completions (no vendor SDK; FACTS.md explains why), one registry table mapping
 //! providers to wire format and key slot, read-only tools confined to a worktree, the two
 //! posting tools behind [`ReviewPoster`], the tool loop [`run_review`], transcripts per session
-//! ([`TranscriptStore`]) and token cost from a models.dev-format [`Catalog`].
+//! ([`TranscriptStore`]) and token cost from a models.dev-format [`Catalog`]; plus the chat over
+//! recorded data ([`Chat`]), a one-tool loop that streams AI SDK UI message parts.
 
 pub mod catalog;
+pub mod chat;
 pub mod diff;
 mod error;
 pub mod improve;
@@ -15,6 +17,7 @@ pub mod tools;
 mod transcript;
 
 pub use catalog::{Catalog, CatalogModel, CatalogProvider, Cost, Limit};
+pub use chat::{Chat, ChatDatabase, ChatEnd, ChatOutcome, UiPart};
 pub use error::AgentError;
 pub use provider::{ProviderSettings, Usage, complete_text};
 pub use review::{PrContext, ReviewJob, ReviewOutcome, Skill, run_review};

@@ -3,12 +3,16 @@
 //! timestamps are integer epoch seconds, `enabled` is 0/1. Multi-row writes run in explicit
 //! transactions so a failure never leaves a half-written record.
 
+mod read_query;
 mod rows;
 mod skills;
 mod stats;
 
 pub use stats::*;
 
+pub use read_query::{
+    HIDDEN_TABLES, READ_QUERY_CELL_CHARS, READ_QUERY_MAX_ROWS, READ_QUERY_TIMEOUT, ReadQueryResult,
+};
 pub use skills::NewSkill;
 
 use review_domain::{FindingRow, NewFinding, RepoRow, ReviewRow, ReviewStatus, Trigger};
@@ -28,6 +32,13 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("invalid database URL {url:?}: {message}")]
     Url { url: String, message: String },
+    /// A read-only query that is not one SELECT statement, or that reads a hidden table
+    /// ([`Store::read_query`]); the message says what to change.
+    #[error("query refused: {0}")]
+    QueryRefused(String),
+    /// A read-only query ran longer than [`READ_QUERY_TIMEOUT`] and was interrupted.
+    #[error("query interrupted after {} s: make it cheaper (filter, aggregate or add a LIMIT)", .0.as_secs())]
+    QueryTimeout(Duration),
 }
 
 /// Result of the store.
@@ -59,6 +70,9 @@ pub struct Completion {
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// Options of the read-only connections of [`Store::read_query`]: the same database
+    /// opened with `mode=ro` and `PRAGMA query_only = ON`.
+    read_only: SqliteConnectOptions,
 }
 
 const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
@@ -68,11 +82,14 @@ impl Store {
     /// Open (creating if missing) the database at `url` (`sqlite://path` or `sqlite::memory:`),
     /// in WAL mode with a busy timeout, and run the migrations of `migrations/`.
     pub async fn open(url: &str) -> Result<Self> {
-        let opts = SqliteConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Url {
-                url: url.to_owned(),
-                message: e.to_string(),
-            })?
+        let base = SqliteConnectOptions::from_str(url).map_err(|e| StoreError::Url {
+            url: url.to_owned(),
+            message: e.to_string(),
+        })?;
+        // Cloned before the writer's settings, so an in-memory database (a shared-cache name)
+        // is the same database for both.
+        let read_only = read_query::read_only_options(base.clone());
+        let opts = base
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
@@ -84,7 +101,7 @@ impl Store {
             .connect_with(opts)
             .await?;
         sqlx::migrate!("../../migrations").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self { pool, read_only })
     }
 
     /// The pool, for read-only queries of other modules of this crate's users (tests).

@@ -191,3 +191,128 @@ async fn settings_put_and_delete() {
     store.put_setting("agent_model", None).await.unwrap();
     assert!(store.settings().await.unwrap().is_empty());
 }
+
+// ---- read-only queries of the chat tool (spec section 4, Chat rule 2) ----------------------
+
+use review_store::{READ_QUERY_MAX_ROWS, StoreError};
+use serde_json::json;
+
+#[tokio::test]
+async fn read_query_answers_columns_and_rows_as_json() {
+    let (_d, store) = store().await;
+    for pr in 1..=3 {
+        store
+            .insert_review(&new_review(pr), 100 + pr)
+            .await
+            .unwrap();
+    }
+    let r = store
+        .read_query("SELECT count(*) AS reviews, max(pr_number) AS top, 'x' AS s, NULL AS n, 1.5 AS f FROM reviews;")
+        .await
+        .unwrap();
+    assert_eq!(r.columns, vec!["reviews", "top", "s", "n", "f"]);
+    assert_eq!(
+        r.rows,
+        vec![vec![
+            json!(3),
+            json!(3),
+            json!("x"),
+            json!(null),
+            json!(1.5)
+        ]]
+    );
+    assert!(!r.truncated);
+    assert_eq!(
+        serde_json::to_value(&r).unwrap(),
+        json!({"columns": ["reviews", "top", "s", "n", "f"], "rows": [[3, 3, "x", null, 1.5]], "truncated": false})
+    );
+    let empty = store
+        .read_query("SELECT id FROM reviews WHERE id < 0")
+        .await
+        .unwrap();
+    assert_eq!(
+        (empty.columns, empty.rows.len()),
+        (vec!["id".to_owned()], 0)
+    );
+}
+
+#[tokio::test]
+async fn read_query_rows_above_the_cap_are_cut_and_say_so() {
+    let (_d, store) = store().await;
+    let sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT x FROM c";
+    let r = store.read_query(sql).await.unwrap();
+    assert_eq!(r.rows.len(), READ_QUERY_MAX_ROWS);
+    assert!(r.truncated);
+    assert!(r.note.unwrap().contains("first 200 rows"));
+}
+
+#[tokio::test]
+async fn read_query_refuses_writes_and_leaves_the_database_unchanged() {
+    let (_d, store) = store().await;
+    store.insert_review(&new_review(1), 100).await.unwrap();
+    for sql in [
+        "DELETE FROM reviews",
+        "SELECT 1; DELETE FROM reviews",
+        "WITH x AS (SELECT 1) DELETE FROM reviews",
+        "PRAGMA query_only = OFF",
+        "ATTACH DATABASE ':memory:' AS other",
+        "DROP TABLE reviews",
+    ] {
+        let err = store.read_query(sql).await.unwrap_err();
+        assert!(matches!(err, StoreError::QueryRefused(_)), "{sql}: {err}");
+    }
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM reviews")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn read_query_cannot_read_the_settings_table_that_holds_api_keys() {
+    let (_d, store) = store().await;
+    store
+        .put_setting("agent_api_key", Some("sk-secret"))
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT * FROM settings",
+        "SELECT value FROM settings WHERE key = 'agent_api_key'",
+        "SELECT (SELECT group_concat(value) FROM settings) AS v",
+        "WITH s AS (SELECT * FROM main.settings) SELECT * FROM s",
+        "SELECT count(*) FROM settings",
+    ] {
+        let err = store.read_query(sql).await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::QueryRefused(m) if m.contains("settings")),
+            "{sql}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn read_query_is_interrupted_by_the_time_cap() {
+    let (_d, store) = store().await;
+    let started = std::time::Instant::now();
+    let err = store
+        .read_query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::QueryTimeout(_)), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    // The store still works afterwards.
+    assert_eq!(
+        store.read_query("SELECT 1").await.unwrap().rows,
+        vec![vec![json!(1)]]
+    );
+}
+
+#[tokio::test]
+async fn read_query_reports_sqlite_errors_in_words() {
+    let (_d, store) = store().await;
+    let err = store
+        .read_query("SELECT nope FROM reviews")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no such column: nope"), "{err}");
+}

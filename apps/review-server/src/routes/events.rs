@@ -65,7 +65,14 @@ pub async fn stream(State(app): State<AppState>, Query(q): Query<EventsQuery>) -
             }
         }
     });
-    let body = Body::from_stream(futures::StreamExt::chain(opening, frames));
+    event_stream_response(Body::from_stream(futures::StreamExt::chain(
+        opening, frames,
+    )))
+}
+
+/// A 200 `text/event-stream` response around `body`, uncached and unbuffered by proxies
+/// (`x-accel-buffering: no`); shared by the event stream and the chat stream.
+pub(crate) fn event_stream_response(body: Body) -> Response {
     let mut resp = Response::new(body);
     let h = resp.headers_mut();
     h.insert(

@@ -2,6 +2,7 @@
 //! (STYLE.md rule 6).
 
 pub mod auth;
+pub mod chat;
 pub mod events;
 pub mod health;
 pub mod internal;
@@ -39,6 +40,7 @@ pub fn router(state: AppState) -> Router {
         .merge(settings::router())
         .merge(models::router())
         .merge(skills::router())
+        .merge(chat::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -42,6 +42,7 @@ use utoipa::OpenApi;
         super::skills::install_skill,
         super::skills::set_skill_enabled,
         super::skills::delete_skill,
+        super::chat::chat,
     )
 )]
 pub struct ApiDoc;

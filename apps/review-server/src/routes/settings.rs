@@ -8,7 +8,7 @@
 //! `<provider>/<model>` so a typo cannot break every later review.
 
 use crate::error::ApiError;
-use crate::state::{AppState, model_cascade};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::routing::get;
@@ -160,14 +160,13 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
 }
 
 /// GET /api/settings/test: one small real prompt through `agent::complete_text` with the key and
-/// the review model the cascade gives (spec section 4, rule 4: the agent_model setting, else
-/// the AGENT_MODEL default). Failures (no key, unknown provider, provider error) are reported
-/// in the body with status 200.
+/// the review model the cascade gives ([`crate::state::App::global_model`]: the agent_model
+/// setting, else the AGENT_MODEL default). Failures (no key, unknown provider, provider error)
+/// are reported in the body with status 200.
 #[utoipa::path(get, path = "/api/settings/test",
     responses((status = 200, description = "ok true with text, or ok false with error", body = SettingsTest)))]
 pub async fn test_settings(State(app): State<AppState>) -> Result<Json<SettingsTest>, ApiError> {
-    let agent_model = app.records.store.setting("agent_model").await?;
-    let model = model_cascade(None, None, agent_model.as_deref(), &app.config.agent_model);
+    let model = app.global_model().await?;
     let failed = |model: Option<String>, error: String| SettingsTest {
         ok: false,
         model,

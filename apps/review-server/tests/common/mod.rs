@@ -373,6 +373,23 @@ fn rand_u128() -> u128 {
     u128::from(h.finish())
 }
 
+/// The environment that points the server at the scripted model: keys for `anthropic` and
+/// `openai`, both base URLs, `model_spec` as AGENT_MODEL and the streaming switch.
+pub fn model_env(
+    model: &ScriptedModel,
+    model_spec: &str,
+    stream: bool,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("AGENT_API_KEY", "test-anthropic-key".to_owned()),
+        ("THIRD_API_KEY", "test-openai-key".to_owned()),
+        ("ANTHROPIC_BASE_URL", model.base_url()),
+        ("OPENAI_BASE_URL", model.openai_base_url()),
+        ("AGENT_MODEL", model_spec.to_owned()),
+        ("AGENT_STREAM", stream.to_string()),
+    ]
+}
+
 /// Everything an end-to-end test needs, started.
 pub struct World {
     pub upstream: Upstream,
@@ -407,13 +424,8 @@ impl World {
             ("FORGE_APP_PRIVATE_KEY", TEST_APP_KEY.to_owned()),
             ("FORGE_API_URL", forge.api_url()),
             ("FORGE_GIT_URL", upstream.git_url()),
-            ("AGENT_API_KEY", "test-anthropic-key".to_owned()),
-            ("THIRD_API_KEY", "test-openai-key".to_owned()),
-            ("ANTHROPIC_BASE_URL", model.base_url()),
-            ("OPENAI_BASE_URL", model.openai_base_url()),
-            ("AGENT_MODEL", model_spec.to_owned()),
-            ("AGENT_STREAM", stream.to_string()),
         ];
+        env.extend(model_env(&model, model_spec, stream));
         env.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
         let server = Server::start(&data_dir, &env).await;
         World {
