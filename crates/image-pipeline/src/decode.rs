@@ -4,12 +4,14 @@
 //! Content-Type). Dimensions come from the header first so that decompression bombs are refused
 //! before any pixel is decoded. JPEG goes through libjpeg-turbo with shrink-on-load (scaled IDCT
 //! at 1/2, 1/4 or 1/8 when the output is small), HEIC/HEIF through libheif, the rest through
-//! `image`. The result is always 8-bit RGB or RGBA, with EXIF orientation applied.
+//! `image`. The result is always 8-bit sRGB or sRGBA (an embedded ICC profile is converted, see
+//! `colour`), with EXIF orientation applied.
 
 use std::io::Cursor;
 
 use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage, RgbaImage, metadata::Orientation};
 
+use crate::colour;
 use crate::error::PipelineError;
 
 /// An input format we can read.
@@ -176,11 +178,11 @@ fn orientation_to_exif(o: Orientation) -> u8 {
     }
 }
 
-/// EXIF orientation of a JPEG (tag 0x0112 of IFD0 in the APP1 `Exif` segment), 1..=8.
-fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
+/// The marker segments of a JPEG before its scan data, as (marker, payload after the length).
+fn jpeg_segments(bytes: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
     let mut i = 2;
-    while i + 4 <= bytes.len() {
-        if bytes[i] != 0xFF {
+    std::iter::from_fn(move || {
+        if i + 4 > bytes.len() || bytes[i] != 0xFF {
             return None;
         }
         let marker = bytes[i + 1];
@@ -189,12 +191,31 @@ fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
         }
         let len = usize::from(u16::from_be_bytes([bytes[i + 2], bytes[i + 3]]));
         let seg = bytes.get(i + 4..i + 2 + len)?;
-        if marker == 0xE1 && seg.starts_with(b"Exif\0\0") {
-            return tiff_orientation(&seg[6..]);
-        }
         i += 2 + len;
-    }
-    None
+        Some((marker, seg))
+    })
+}
+
+/// EXIF orientation of a JPEG (tag 0x0112 of IFD0 in the APP1 `Exif` segment), 1..=8.
+fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
+    jpeg_segments(bytes)
+        .find(|(m, seg)| *m == 0xE1 && seg.starts_with(b"Exif\0\0"))
+        .and_then(|(_, seg)| tiff_orientation(&seg[6..]))
+}
+
+/// The ICC profile of a JPEG: the APP2 `ICC_PROFILE` chunks joined in their sequence order.
+fn jpeg_icc(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut chunks: Vec<(u8, &[u8])> = jpeg_segments(bytes)
+        .filter(|(m, seg)| *m == 0xE2 && seg.len() > 14 && seg.starts_with(b"ICC_PROFILE\0"))
+        .map(|(_, seg)| (seg[12], &seg[14..]))
+        .collect();
+    chunks.sort_by_key(|&(seq, _)| seq);
+    let icc: Vec<u8> = chunks
+        .into_iter()
+        .flat_map(|(_, data)| data)
+        .copied()
+        .collect();
+    (!icc.is_empty()).then_some(icc)
 }
 
 fn tiff_orientation(t: &[u8]) -> Option<u8> {
@@ -229,7 +250,7 @@ fn tiff_orientation(t: &[u8]) -> Option<u8> {
         .filter(|v| (1..=8).contains(v))
 }
 
-/// Decodes to 8-bit RGB(A) with orientation applied.
+/// Decodes to 8-bit sRGB(A) with orientation applied (an embedded ICC profile is converted).
 ///
 /// `min_scale` (0, 1] is the smallest share of the full size the caller needs (in both axes);
 /// JPEG sources are decoded at the smallest of 1/8, 1/4, 1/2, 1 that is still at least that
@@ -242,16 +263,23 @@ pub(crate) fn decode(
     info: &SourceInfo,
     min_scale: f64,
 ) -> Result<(DynamicImage, f64), PipelineError> {
-    let (image, scale) = match info.format {
-        SourceFormat::Jpeg => decode_jpeg(bytes, min_scale)?,
-        SourceFormat::Heif => (decode_heif(bytes)?, 1.0),
+    let (mut image, scale, icc) = match info.format {
+        SourceFormat::Jpeg => {
+            let (img, scale) = decode_jpeg(bytes, min_scale)?;
+            (img, scale, jpeg_icc(bytes))
+        }
+        SourceFormat::Heif => {
+            let (img, icc) = decode_heif(bytes)?;
+            (img, 1.0, icc)
+        }
         SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {
-            let decoder = generic_decoder(bytes)?;
+            let mut decoder = generic_decoder(bytes)?;
+            let icc = decoder.icc_profile().ok().flatten();
             let img = DynamicImage::from_decoder(decoder).map_err(undecodable)?;
-            (normalise(img), 1.0)
+            (normalise(img), 1.0, icc)
         }
     };
-    let mut image = image;
+    colour::to_srgb(&mut image, icc.as_deref());
     if let Some(o) = Orientation::from_exif(info.orientation) {
         image.apply_orientation(o);
     }
@@ -292,12 +320,15 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     Ok((DynamicImage::ImageRgb8(img), w as f64 / header.width as f64))
 }
 
-fn decode_heif(bytes: &[u8]) -> Result<DynamicImage, PipelineError> {
+/// Decodes the primary image of a HEIF file; returns it with its ICC profile (from an ICC
+/// `colr` box, or built from an nclx `colr` box whose primaries are not sRGB's).
+fn decode_heif(bytes: &[u8]) -> Result<(DynamicImage, Option<Vec<u8>>), PipelineError> {
     use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
     let lib = LibHeif::new();
     let ctx = HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
     let handle = ctx.primary_image_handle().map_err(undecodable)?;
     let alpha = handle.has_alpha_channel();
+    let icc = heif_icc(&handle);
     let chroma = if alpha {
         RgbChroma::Rgba
     } else {
@@ -323,7 +354,7 @@ fn decode_heif(bytes: &[u8]) -> Result<DynamicImage, PipelineError> {
         pixels.extend_from_slice(line);
     }
     let bad = || PipelineError::Undecodable("bad HEIF buffer size".into());
-    Ok(if alpha {
+    let img = if alpha {
         DynamicImage::ImageRgba8(
             RgbaImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
         )
@@ -331,7 +362,36 @@ fn decode_heif(bytes: &[u8]) -> Result<DynamicImage, PipelineError> {
         DynamicImage::ImageRgb8(
             RgbImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
         )
-    })
+    };
+    Ok((img, icc))
+}
+
+fn heif_icc(handle: &libheif_rs::ImageHandle) -> Option<Vec<u8>> {
+    if let Some(raw) = handle.color_profile_raw()
+        && raw.data.len() > 128
+    {
+        return Some(raw.data);
+    }
+    let nclx = handle.color_profile_nclx()?;
+    let primaries = nclx.color_primaries() as u8;
+    // 1 (BT.709), 2 (unspecified) and 0 (reserved) are sRGB's primaries or nothing said.
+    if primaries <= 2 {
+        return None;
+    }
+    // Only the primaries and the transfer matter (libheif already turned YCbCr into RGB). Still
+    // images that say "unspecified" or a BT.709-family video curve are treated as sRGB-encoded,
+    // as browsers do.
+    let transfer = match nclx.transfer_characteristics() as u8 {
+        0..=3 | 6 | 14 | 15 => moxcms::TransferCharacteristics::Srgb,
+        t => moxcms::TransferCharacteristics::try_from(t).ok()?,
+    };
+    let cicp = moxcms::CicpProfile {
+        color_primaries: moxcms::CicpColorPrimaries::try_from(primaries).ok()?,
+        transfer_characteristics: transfer,
+        matrix_coefficients: moxcms::MatrixCoefficients::Identity,
+        full_range: true,
+    };
+    moxcms::ColorProfile::new_from_cicp(cicp).encode().ok()
 }
 
 #[cfg(test)]

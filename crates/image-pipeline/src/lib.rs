@@ -4,10 +4,12 @@
 //! server decisions"). The server parses the query into a [`TransformSpec`] (whose `Display`
 //! is the cache key), fetches the source (and watermark) bytes, and calls [`transform`].
 //!
-//! Order of operations: decode (JPEG shrink-on-load when the output is small), EXIF orient,
+//! Order of operations: decode (JPEG shrink-on-load when the output is small), embedded ICC
+//! profile to sRGB, EXIF orient,
 //! crop, resize (fit and position), rotate, flip/flop, blur, sharpen, grayscale, watermark,
 //! encode.
 
+mod colour;
 mod decode;
 mod encode;
 mod error;
