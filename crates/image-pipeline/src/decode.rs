@@ -9,10 +9,15 @@
 
 use std::io::Cursor;
 
-use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage, RgbaImage, metadata::Orientation};
+use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage, metadata::Orientation};
 
 use crate::colour;
 use crate::error::PipelineError;
+use crate::shrink::{self, BoxShrink};
+
+/// A decoded image, the scale it was decoded at (decoded width / stored width) and its ICC
+/// profile.
+type Decoded = (DynamicImage, f64, Option<Vec<u8>>);
 
 /// An input format we can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -254,7 +259,10 @@ fn tiff_orientation(t: &[u8]) -> Option<u8> {
 ///
 /// `min_scale` (0, 1] is the smallest share of the full size the caller needs (in both axes);
 /// JPEG sources are decoded at the smallest of 1/8, 1/4, 1/2, 1 that is still at least that
-/// large. Returns the image and the scale it was decoded at (decoded size / stored size).
+/// large; PNG (not interlaced) and HEIC rows are box-averaged while decoding by the integer
+/// factor that keeps twice that size (see `shrink`). Returns the image and the scale it was
+/// decoded at, exactly 1/denominator or 1/box factor: a scaled size is rounded up, so the image
+/// can be up to one pixel larger than the stored size times the scale.
 ///
 /// # Errors
 /// [`PipelineError::Undecodable`] for truncated or corrupt data.
@@ -268,9 +276,9 @@ pub(crate) fn decode(
             let (img, scale) = decode_jpeg(bytes, min_scale)?;
             (img, scale, jpeg_icc(bytes))
         }
-        SourceFormat::Heif => {
-            let (img, icc) = decode_heif(bytes)?;
-            (img, 1.0, icc)
+        SourceFormat::Heif => decode_heif(bytes, min_scale)?,
+        SourceFormat::Png if shrink::factor(min_scale) > 1 && !png_interlaced(bytes) => {
+            decode_png_shrunk(bytes, min_scale)?
         }
         SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {
             let mut decoder = generic_decoder(bytes)?;
@@ -317,12 +325,13 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     d.decompress(bytes, out).map_err(undecodable)?;
     let img = RgbImage::from_raw(dim(w)?, dim(h)?, pixels)
         .ok_or_else(|| PipelineError::Undecodable("bad JPEG buffer size".into()))?;
-    Ok((DynamicImage::ImageRgb8(img), w as f64 / header.width as f64))
+    Ok((DynamicImage::ImageRgb8(img), 1.0 / denom as f64))
 }
 
-/// Decodes the primary image of a HEIF file; returns it with its ICC profile (from an ICC
-/// `colr` box, or built from an nclx `colr` box whose primaries are not sRGB's).
-fn decode_heif(bytes: &[u8]) -> Result<(DynamicImage, Option<Vec<u8>>), PipelineError> {
+/// Decodes the primary image of a HEIF file, box-shrunk for `min_scale` as it is copied out of
+/// libheif's buffer; returns it with its scale and ICC profile (from an ICC `colr` box, or built
+/// from an nclx `colr` box whose primaries are not sRGB's).
+fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
     use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
     let lib = LibHeif::new();
     let ctx = HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
@@ -342,28 +351,64 @@ fn decode_heif(bytes: &[u8]) -> Result<(DynamicImage, Option<Vec<u8>>), Pipeline
         PipelineError::Undecodable("libheif returned no interleaved plane".into())
     })?;
     let channels = if alpha { 4 } else { 3 };
-    let (w, h) = (plane.width as usize, plane.height as usize);
-    let row = w * channels;
-    let mut pixels = Vec::with_capacity(row * h);
-    for y in 0..h {
+    let row = plane.width as usize * channels;
+    let k = shrink::factor(min_scale);
+    let mut shrink = BoxShrink::new(plane.width, plane.height, channels, k);
+    for y in 0..plane.height as usize {
         let start = y * plane.stride;
         let line = plane
             .data
             .get(start..start + row)
             .ok_or_else(|| PipelineError::Undecodable("short HEIF plane".into()))?;
-        pixels.extend_from_slice(line);
+        shrink.push(line);
     }
-    let bad = || PipelineError::Undecodable("bad HEIF buffer size".into());
-    let img = if alpha {
-        DynamicImage::ImageRgba8(
-            RgbaImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
-        )
-    } else {
-        DynamicImage::ImageRgb8(
-            RgbImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
-        )
+    let img = shrink
+        .finish()
+        .ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
+    Ok((img, 1.0 / k as f64, icc))
+}
+
+/// True for an Adam7-interlaced PNG (byte 28 of the IHDR chunk), whose rows do not arrive in
+/// order: those are decoded whole.
+fn png_interlaced(bytes: &[u8]) -> bool {
+    bytes.get(28).is_some_and(|&b| b != 0)
+}
+
+/// Decodes a non-interlaced PNG row by row into a box shrinker (see `shrink`), so that only
+/// the shrunk image is ever held; returns it with its scale and ICC profile.
+fn decode_png_shrunk(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
+    let mut decoder = png::Decoder::new_with_limits(
+        Cursor::new(bytes),
+        png::Limits {
+            bytes: 256 * 1024 * 1024,
+        },
+    );
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(undecodable)?;
+    let (width, height) = (reader.info().width, reader.info().height);
+    let icc = reader.info().icc_profile.as_ref().map(|p| p.to_vec());
+    let channels = match reader.output_color_type().0 {
+        png::ColorType::Grayscale => 1,
+        png::ColorType::GrayscaleAlpha => 2,
+        png::ColorType::Rgb | png::ColorType::Indexed => 3,
+        png::ColorType::Rgba => 4,
     };
-    Ok((img, icc))
+    let k = shrink::factor(min_scale);
+    let mut shrink = BoxShrink::new(width, height, channels, k);
+    let mut rows = 0u32;
+    while let Some(row) = reader.next_row().map_err(undecodable)? {
+        shrink.push(row.data());
+        rows += 1;
+    }
+    if rows != height {
+        return Err(PipelineError::Undecodable(format!(
+            "PNG ended after {rows} of {height} rows"
+        )));
+    }
+    let img = shrink
+        .finish()
+        .ok_or_else(|| PipelineError::Undecodable("bad PNG buffer size".into()))?;
+    Ok((img, 1.0 / k as f64, icc))
 }
 
 fn heif_icc(handle: &libheif_rs::ImageHandle) -> Option<Vec<u8>> {

@@ -410,6 +410,39 @@ fn heic_display_p3_pixels_come_out_in_srgb() {
 }
 
 #[test]
+fn a_large_png_is_shrunk_while_decoding_without_losing_quality() {
+    // 4000x2250 PNG to 800 px: rows are box-averaged by 2 as they are decoded (libvips' recipe),
+    // then Lanczos3; the result matches a Lanczos3 resize of the whole image.
+    let full = decode_to_rgba(&fixture("lake.jpg"), u64::MAX).unwrap();
+    let png = samples::png(&full);
+    let out = pixels(&run(&png, "width=800&format=png"));
+    let reference = image_pipeline::image::imageops::resize(
+        &full,
+        800,
+        450,
+        image_pipeline::image::imageops::FilterType::Lanczos3,
+    );
+    assert_eq!(out.dimensions(), reference.dimensions());
+    let diff: u64 = out
+        .as_raw()
+        .iter()
+        .zip(reference.as_raw())
+        .map(|(a, b)| u64::from(a.abs_diff(*b)))
+        .sum();
+    let mean = diff as f64 / out.as_raw().len() as f64;
+    assert!(mean < 1.0, "mean difference {mean}");
+    // A PNG cut in the middle of its rows is an error, not a half image.
+    let err = transform(
+        &png[..png.len() / 2],
+        &spec("width=800"),
+        OutputFormat::Webp,
+        None,
+        &Limits::default(),
+    );
+    assert!(matches!(err, Err(PipelineError::Undecodable(_))), "{err:?}");
+}
+
+#[test]
 fn png_gif_and_webp_sources_decode() {
     let img = decode_to_rgba(&fixture("large_image.jpg"), u64::MAX).unwrap();
     let small = image_pipeline::image::imageops::thumbnail(&img, 600, 400);
