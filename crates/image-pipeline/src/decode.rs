@@ -328,44 +328,133 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     Ok((DynamicImage::ImageRgb8(img), 1.0 / denom as f64))
 }
 
+/// One HEIF decode at a time per process. libheif 1.15 decodes the whole image (all grid tiles
+/// into one full-size picture, then a transformed copy): about 58 MB for a 12 MP photo whatever
+/// the output size, so two at once alone pass an 85 MB budget. libheif spreads the tiles of one
+/// image over several threads itself, so on a small machine little throughput is lost.
+static HEIF_GATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Decodes the primary image of a HEIF file, box-shrunk for `min_scale` as it is copied out of
 /// libheif's buffer; returns it with its scale and ICC profile (from an ICC `colr` box, or built
-/// from an nclx `colr` box whose primaries are not sRGB's).
+/// from an nclx `colr` box whose primaries are not sRGB's). 8-bit images without alpha are
+/// taken as YCbCr 4:2:0 (half the memory of libheif's RGB) and converted row by row here.
 fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
-    use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
+    use libheif_rs::{Chroma, ColorSpace, HeifContext, LibHeif, RgbChroma};
+    let _one_at_a_time = HEIF_GATE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let lib = LibHeif::new();
     let ctx = HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
     let handle = ctx.primary_image_handle().map_err(undecodable)?;
     let alpha = handle.has_alpha_channel();
     let icc = heif_icc(&handle);
-    let chroma = if alpha {
-        RgbChroma::Rgba
+    let k = shrink::factor(min_scale);
+    let ycc = !alpha && handle.luma_bits_per_pixel() == 8 && handle.chroma_bits_per_pixel() == 8;
+    let colour_space = if ycc {
+        ColorSpace::YCbCr(Chroma::C420)
+    } else if alpha {
+        ColorSpace::Rgb(RgbChroma::Rgba)
     } else {
-        RgbChroma::Rgb
+        ColorSpace::Rgb(RgbChroma::Rgb)
     };
     let decoded = lib
-        .decode(&handle, ColorSpace::Rgb(chroma), None)
+        .decode(&handle, colour_space, None)
         .map_err(undecodable)?;
+    let short = || PipelineError::Undecodable("short HEIF plane".into());
     let planes = decoded.planes();
-    let plane = planes.interleaved.ok_or_else(|| {
-        PipelineError::Undecodable("libheif returned no interleaved plane".into())
-    })?;
-    let channels = if alpha { 4 } else { 3 };
-    let row = plane.width as usize * channels;
-    let k = shrink::factor(min_scale);
-    let mut shrink = BoxShrink::new(plane.width, plane.height, channels, k);
-    for y in 0..plane.height as usize {
-        let start = y * plane.stride;
-        let line = plane
-            .data
-            .get(start..start + row)
-            .ok_or_else(|| PipelineError::Undecodable("short HEIF plane".into()))?;
-        shrink.push(line);
-    }
-    let img = shrink
-        .finish()
-        .ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
+    let img = if let (true, Some(y), Some(cb), Some(cr)) = (ycc, planes.y, planes.cb, planes.cr) {
+        let matrix = YccMatrix::for_image(&decoded);
+        let mut shrink = BoxShrink::new(y.width, y.height, 3, k);
+        let mut rgb = vec![0u8; y.width as usize * 3];
+        for row in 0..y.height as usize {
+            matrix.row(
+                plane_row(&y, row).ok_or_else(short)?,
+                plane_row(&cb, row / 2).ok_or_else(short)?,
+                plane_row(&cr, row / 2).ok_or_else(short)?,
+                &mut rgb,
+            );
+            shrink.push(&rgb);
+        }
+        shrink.finish()
+    } else {
+        let plane = planes.interleaved.ok_or_else(|| {
+            PipelineError::Undecodable("libheif returned no interleaved plane".into())
+        })?;
+        let channels = if alpha { 4 } else { 3 };
+        let row = plane.width as usize * channels;
+        let mut shrink = BoxShrink::new(plane.width, plane.height, channels, k);
+        for y in 0..plane.height as usize {
+            let start = y * plane.stride;
+            shrink.push(plane.data.get(start..start + row).ok_or_else(short)?);
+        }
+        shrink.finish()
+    };
+    let img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
     Ok((img, 1.0 / k as f64, icc))
+}
+
+/// Row `r` of a libheif plane (and whatever follows it in the buffer).
+fn plane_row<'a>(p: &libheif_rs::Plane<&'a [u8]>, r: usize) -> Option<&'a [u8]> {
+    p.data.get(r * p.stride..)
+}
+
+/// YCbCr to RGB as libheif 1.15 does it: the matrix and range of the image's nclx profile
+/// (BT.601 full range when there is none), nearest-neighbour chroma, fixed point.
+struct YccMatrix {
+    /// Cr to R, Cb to G, Cr to G, Cb to B, scaled by 2^16.
+    r_cr: i32,
+    g_cb: i32,
+    g_cr: i32,
+    b_cb: i32,
+    full_range: bool,
+}
+
+impl YccMatrix {
+    fn for_image(img: &libheif_rs::Image) -> Self {
+        use libheif_rs::MatrixCoefficients as M;
+        let nclx = img.color_profile_nclx();
+        let (kr, kb) = match nclx.as_ref().map(|n| n.matrix_coefficients()) {
+            Some(M::ITU_R_BT_709_5) => (0.2126, 0.0722),
+            Some(M::ITU_R_BT_2020_2_NonConstantLuminance) => (0.2627, 0.0593),
+            Some(M::SMPTE_240M) => (0.212, 0.087),
+            Some(M::US_FCC_T47) => (0.30, 0.11),
+            _ => (0.299, 0.114),
+        };
+        let kg = 1.0 - kr - kb;
+        #[allow(clippy::cast_possible_truncation)]
+        let fixed = |v: f64| (v * 65536.0).round() as i32;
+        Self {
+            r_cr: fixed(2.0 * (1.0 - kr)),
+            g_cb: fixed(-2.0 * kb * (1.0 - kb) / kg),
+            g_cr: fixed(-2.0 * kr * (1.0 - kr) / kg),
+            b_cb: fixed(2.0 * (1.0 - kb)),
+            full_range: nclx.is_none_or(|n| n.full_range_flag() != 0),
+        }
+    }
+
+    /// Converts one row: `y` of the output width, `cb` and `cr` at half width, into RGB.
+    fn row(&self, y: &[u8], cb: &[u8], cr: &[u8], out: &mut [u8]) {
+        let clip = |v: i32| u8::try_from(((v + 32768) >> 16).clamp(0, 255)).unwrap_or(0);
+        for (x, (px, &luma)) in out.chunks_exact_mut(3).zip(y).enumerate() {
+            let (b, r) = (
+                i32::from(cb.get(x / 2).copied().unwrap_or(128)) - 128,
+                i32::from(cr.get(x / 2).copied().unwrap_or(128)) - 128,
+            );
+            let (l, b, r) = if self.full_range {
+                (i32::from(luma) << 16, b, r)
+            } else {
+                // Studio range: Y 16..235 and C 16..240 stretched to 0..255.
+                (
+                    (i32::from(luma) - 16) * 76_309,
+                    b * 255 / 224,
+                    r * 255 / 224,
+                )
+            };
+            px[0] = clip(l + self.r_cr * r);
+            px[1] = clip(l + self.g_cb * b + self.g_cr * r);
+            px[2] = clip(l + self.b_cb * b);
+        }
+    }
 }
 
 /// True for an Adam7-interlaced PNG (byte 28 of the IHDR chunk), whose rows do not arrive in
