@@ -26,6 +26,7 @@ echo "building image-server (release) and the SSIM tool..." >&2
 BIN="$CARGO_TARGET_DIR/release/image-server"
 SSIM="$CARGO_TARGET_DIR/release/examples/ssim"
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "installing sharp from npm..." >&2
 (cd "$HERE" && npm install --no-audit --no-fund --silent >/dev/null)
 
@@ -36,10 +37,12 @@ cp "$SHARED/crate_webp-0.3.1__lake.jpg" "$WORK/images/lake.jpg"
 cp "$SHARED/crate_libheif-sys-1.14.4__window.heic" "$WORK/images/window.heic"
 (cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').png().toFile('$WORK/images/lake.png')")
 
+# MALLOC_MMAP_THRESHOLD_ as the Dockerfile ships it (see apps/image-server/README.md).
+export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-1048576}"
 STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
   DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$OURS_PORT" RUST_LOG=warn "$BIN" &
 OURS=$!; PIDS+=("$OURS")
-(cd "$HERE" && exec node sharp-server.mjs "$SHARP_PORT" "$WORK/images") >"$WORK/sharp.log" 2>&1 &
+(cd "$HERE" && exec env -u MALLOC_MMAP_THRESHOLD_ node sharp-server.mjs "$SHARP_PORT" "$WORK/images") >"$WORK/sharp.log" 2>&1 &
 SHARP=$!; PIDS+=("$SHARP")
 for port in $OURS_PORT $SHARP_PORT; do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/images/resize/lake.jpg?width=10" -o /dev/null && break; sleep 0.1; done
@@ -111,7 +114,7 @@ Cache hits from memory (lake 800w WebP, wrk on the same 2 cores):
 | 16 | $h16_rps | $h16_p50 | $h16_p99 | $(hwm $CACHED) |"
 
 SHARP_VERSION=$(head -1 "$WORK/sharp.log")
-HEADER="Measured $(date -u +%Y-%m-%d) on $(nproc) cores ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')), wrk -t2 -c2 for ${DURATION}s per case after a 2 s warm-up, result caches off. Reference: $SHARP_VERSION."
+HEADER="Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average before the run $LOAD_BEFORE and after $(cut -d' ' -f1-3 /proc/loadavg) ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')), wrk -t2 -c2 for ${DURATION}s per case after a 2 s warm-up, result caches off. Reference: $SHARP_VERSION."
 echo "$HEADER"
 echo
 echo "$TABLE"

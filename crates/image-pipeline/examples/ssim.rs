@@ -1,6 +1,7 @@
 //! SSIM of two images (luma, 8x8 windows with stride 4), used by bench/image/run.sh to compare
 //! image-server's output with sharp's. Usage: `ssim A B` prints a number in [-1, 1]; images
-//! of different sizes are an error.
+//! of different sizes are an error. The mean absolute difference of R, G and B goes to stderr
+//! (colour shifts that luma SSIM does not see).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 fn luma(img: &image_pipeline::image::RgbaImage) -> Vec<f64> {
@@ -42,4 +43,17 @@ fn main() {
         }
     }
     println!("{:.4}", total / n.max(1) as f64);
+    let mut diff = [0.0f64; 3];
+    for (p, q) in a.pixels().zip(b.pixels()) {
+        for (d, (x, y)) in diff.iter_mut().zip(p.0.iter().zip(&q.0)) {
+            *d += f64::from(x.abs_diff(*y));
+        }
+    }
+    let px = (w * h).max(1) as f64;
+    eprintln!(
+        "mean |dR| {:.2} |dG| {:.2} |dB| {:.2}",
+        diff[0] / px,
+        diff[1] / px,
+        diff[2] / px
+    );
 }

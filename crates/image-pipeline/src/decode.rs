@@ -4,13 +4,20 @@
 //! Content-Type). Dimensions come from the header first so that decompression bombs are refused
 //! before any pixel is decoded. JPEG goes through libjpeg-turbo with shrink-on-load (scaled IDCT
 //! at 1/2, 1/4 or 1/8 when the output is small), HEIC/HEIF through libheif, the rest through
-//! `image`. The result is always 8-bit RGB or RGBA, with EXIF orientation applied.
+//! `image`. The result is always 8-bit sRGB or sRGBA (an embedded ICC profile is converted, see
+//! `colour`), with EXIF orientation applied.
 
 use std::io::Cursor;
 
-use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage, RgbaImage, metadata::Orientation};
+use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage, metadata::Orientation};
 
+use crate::colour;
 use crate::error::PipelineError;
+use crate::shrink::{self, BoxShrink};
+
+/// A decoded image, the scale it was decoded at (decoded width / stored width) and its ICC
+/// profile.
+type Decoded = (DynamicImage, f64, Option<Vec<u8>>);
 
 /// An input format we can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -176,11 +183,11 @@ fn orientation_to_exif(o: Orientation) -> u8 {
     }
 }
 
-/// EXIF orientation of a JPEG (tag 0x0112 of IFD0 in the APP1 `Exif` segment), 1..=8.
-fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
+/// The marker segments of a JPEG before its scan data, as (marker, payload after the length).
+fn jpeg_segments(bytes: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
     let mut i = 2;
-    while i + 4 <= bytes.len() {
-        if bytes[i] != 0xFF {
+    std::iter::from_fn(move || {
+        if i + 4 > bytes.len() || bytes[i] != 0xFF {
             return None;
         }
         let marker = bytes[i + 1];
@@ -189,12 +196,31 @@ fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
         }
         let len = usize::from(u16::from_be_bytes([bytes[i + 2], bytes[i + 3]]));
         let seg = bytes.get(i + 4..i + 2 + len)?;
-        if marker == 0xE1 && seg.starts_with(b"Exif\0\0") {
-            return tiff_orientation(&seg[6..]);
-        }
         i += 2 + len;
-    }
-    None
+        Some((marker, seg))
+    })
+}
+
+/// EXIF orientation of a JPEG (tag 0x0112 of IFD0 in the APP1 `Exif` segment), 1..=8.
+fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
+    jpeg_segments(bytes)
+        .find(|(m, seg)| *m == 0xE1 && seg.starts_with(b"Exif\0\0"))
+        .and_then(|(_, seg)| tiff_orientation(&seg[6..]))
+}
+
+/// The ICC profile of a JPEG: the APP2 `ICC_PROFILE` chunks joined in their sequence order.
+fn jpeg_icc(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut chunks: Vec<(u8, &[u8])> = jpeg_segments(bytes)
+        .filter(|(m, seg)| *m == 0xE2 && seg.len() > 14 && seg.starts_with(b"ICC_PROFILE\0"))
+        .map(|(_, seg)| (seg[12], &seg[14..]))
+        .collect();
+    chunks.sort_by_key(|&(seq, _)| seq);
+    let icc: Vec<u8> = chunks
+        .into_iter()
+        .flat_map(|(_, data)| data)
+        .copied()
+        .collect();
+    (!icc.is_empty()).then_some(icc)
 }
 
 fn tiff_orientation(t: &[u8]) -> Option<u8> {
@@ -229,11 +255,14 @@ fn tiff_orientation(t: &[u8]) -> Option<u8> {
         .filter(|v| (1..=8).contains(v))
 }
 
-/// Decodes to 8-bit RGB(A) with orientation applied.
+/// Decodes to 8-bit sRGB(A) with orientation applied (an embedded ICC profile is converted).
 ///
 /// `min_scale` (0, 1] is the smallest share of the full size the caller needs (in both axes);
 /// JPEG sources are decoded at the smallest of 1/8, 1/4, 1/2, 1 that is still at least that
-/// large. Returns the image and the scale it was decoded at (decoded size / stored size).
+/// large; PNG (not interlaced) and HEIC rows are box-averaged while decoding by the integer
+/// factor that keeps twice that size (see `shrink`). Returns the image and the scale it was
+/// decoded at, exactly 1/denominator or 1/box factor: a scaled size is rounded up, so the image
+/// can be up to one pixel larger than the stored size times the scale.
 ///
 /// # Errors
 /// [`PipelineError::Undecodable`] for truncated or corrupt data.
@@ -242,16 +271,23 @@ pub(crate) fn decode(
     info: &SourceInfo,
     min_scale: f64,
 ) -> Result<(DynamicImage, f64), PipelineError> {
-    let (image, scale) = match info.format {
-        SourceFormat::Jpeg => decode_jpeg(bytes, min_scale)?,
-        SourceFormat::Heif => (decode_heif(bytes)?, 1.0),
+    let (mut image, scale, icc) = match info.format {
+        SourceFormat::Jpeg => {
+            let (img, scale) = decode_jpeg(bytes, min_scale)?;
+            (img, scale, jpeg_icc(bytes))
+        }
+        SourceFormat::Heif => decode_heif(bytes, min_scale)?,
+        SourceFormat::Png if shrink::factor(min_scale) > 1 && !png_interlaced(bytes) => {
+            decode_png_shrunk(bytes, min_scale)?
+        }
         SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {
-            let decoder = generic_decoder(bytes)?;
+            let mut decoder = generic_decoder(bytes)?;
+            let icc = decoder.icc_profile().ok().flatten();
             let img = DynamicImage::from_decoder(decoder).map_err(undecodable)?;
-            (normalise(img), 1.0)
+            (normalise(img), 1.0, icc)
         }
     };
-    let mut image = image;
+    colour::to_srgb(&mut image, icc.as_deref());
     if let Some(o) = Orientation::from_exif(info.orientation) {
         image.apply_orientation(o);
     }
@@ -289,49 +325,207 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     d.decompress(bytes, out).map_err(undecodable)?;
     let img = RgbImage::from_raw(dim(w)?, dim(h)?, pixels)
         .ok_or_else(|| PipelineError::Undecodable("bad JPEG buffer size".into()))?;
-    Ok((DynamicImage::ImageRgb8(img), w as f64 / header.width as f64))
+    Ok((DynamicImage::ImageRgb8(img), 1.0 / denom as f64))
 }
 
-fn decode_heif(bytes: &[u8]) -> Result<DynamicImage, PipelineError> {
-    use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
+/// One HEIF decode at a time per process. libheif 1.15 decodes the whole image (all grid tiles
+/// into one full-size picture, then a transformed copy): about 58 MB for a 12 MP photo whatever
+/// the output size, so two at once alone pass an 85 MB budget. libheif spreads the tiles of one
+/// image over several threads itself, so on a small machine little throughput is lost.
+static HEIF_GATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Decodes the primary image of a HEIF file, box-shrunk for `min_scale` as it is copied out of
+/// libheif's buffer; returns it with its scale and ICC profile (from an ICC `colr` box, or built
+/// from an nclx `colr` box whose primaries are not sRGB's). 8-bit images without alpha are
+/// taken as YCbCr 4:2:0 (half the memory of libheif's RGB) and converted row by row here.
+fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
+    use libheif_rs::{Chroma, ColorSpace, HeifContext, LibHeif, RgbChroma};
+    let _one_at_a_time = HEIF_GATE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let lib = LibHeif::new();
     let ctx = HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
     let handle = ctx.primary_image_handle().map_err(undecodable)?;
     let alpha = handle.has_alpha_channel();
-    let chroma = if alpha {
-        RgbChroma::Rgba
+    let icc = heif_icc(&handle);
+    let k = shrink::factor(min_scale);
+    let ycc = !alpha && handle.luma_bits_per_pixel() == 8 && handle.chroma_bits_per_pixel() == 8;
+    let colour_space = if ycc {
+        ColorSpace::YCbCr(Chroma::C420)
+    } else if alpha {
+        ColorSpace::Rgb(RgbChroma::Rgba)
     } else {
-        RgbChroma::Rgb
+        ColorSpace::Rgb(RgbChroma::Rgb)
     };
     let decoded = lib
-        .decode(&handle, ColorSpace::Rgb(chroma), None)
+        .decode(&handle, colour_space, None)
         .map_err(undecodable)?;
+    let short = || PipelineError::Undecodable("short HEIF plane".into());
     let planes = decoded.planes();
-    let plane = planes.interleaved.ok_or_else(|| {
-        PipelineError::Undecodable("libheif returned no interleaved plane".into())
-    })?;
-    let channels = if alpha { 4 } else { 3 };
-    let (w, h) = (plane.width as usize, plane.height as usize);
-    let row = w * channels;
-    let mut pixels = Vec::with_capacity(row * h);
-    for y in 0..h {
-        let start = y * plane.stride;
-        let line = plane
-            .data
-            .get(start..start + row)
-            .ok_or_else(|| PipelineError::Undecodable("short HEIF plane".into()))?;
-        pixels.extend_from_slice(line);
-    }
-    let bad = || PipelineError::Undecodable("bad HEIF buffer size".into());
-    Ok(if alpha {
-        DynamicImage::ImageRgba8(
-            RgbaImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
-        )
+    let img = if let (true, Some(y), Some(cb), Some(cr)) = (ycc, planes.y, planes.cb, planes.cr) {
+        let matrix = YccMatrix::for_image(&decoded);
+        let mut shrink = BoxShrink::new(y.width, y.height, 3, k);
+        let mut rgb = vec![0u8; y.width as usize * 3];
+        for row in 0..y.height as usize {
+            matrix.row(
+                plane_row(&y, row).ok_or_else(short)?,
+                plane_row(&cb, row / 2).ok_or_else(short)?,
+                plane_row(&cr, row / 2).ok_or_else(short)?,
+                &mut rgb,
+            );
+            shrink.push(&rgb);
+        }
+        shrink.finish()
     } else {
-        DynamicImage::ImageRgb8(
-            RgbImage::from_raw(plane.width, plane.height, pixels).ok_or_else(bad)?,
-        )
-    })
+        let plane = planes.interleaved.ok_or_else(|| {
+            PipelineError::Undecodable("libheif returned no interleaved plane".into())
+        })?;
+        let channels = if alpha { 4 } else { 3 };
+        let row = plane.width as usize * channels;
+        let mut shrink = BoxShrink::new(plane.width, plane.height, channels, k);
+        for y in 0..plane.height as usize {
+            let start = y * plane.stride;
+            shrink.push(plane.data.get(start..start + row).ok_or_else(short)?);
+        }
+        shrink.finish()
+    };
+    let img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
+    Ok((img, 1.0 / k as f64, icc))
+}
+
+/// Row `r` of a libheif plane (and whatever follows it in the buffer).
+fn plane_row<'a>(p: &libheif_rs::Plane<&'a [u8]>, r: usize) -> Option<&'a [u8]> {
+    p.data.get(r * p.stride..)
+}
+
+/// YCbCr to RGB as libheif 1.15 does it: the matrix and range of the image's nclx profile
+/// (BT.601 full range when there is none), nearest-neighbour chroma, fixed point.
+struct YccMatrix {
+    /// Cr to R, Cb to G, Cr to G, Cb to B, scaled by 2^16.
+    r_cr: i32,
+    g_cb: i32,
+    g_cr: i32,
+    b_cb: i32,
+    full_range: bool,
+}
+
+impl YccMatrix {
+    fn for_image(img: &libheif_rs::Image) -> Self {
+        use libheif_rs::MatrixCoefficients as M;
+        let nclx = img.color_profile_nclx();
+        let (kr, kb) = match nclx.as_ref().map(|n| n.matrix_coefficients()) {
+            Some(M::ITU_R_BT_709_5) => (0.2126, 0.0722),
+            Some(M::ITU_R_BT_2020_2_NonConstantLuminance) => (0.2627, 0.0593),
+            Some(M::SMPTE_240M) => (0.212, 0.087),
+            Some(M::US_FCC_T47) => (0.30, 0.11),
+            _ => (0.299, 0.114),
+        };
+        let kg = 1.0 - kr - kb;
+        #[allow(clippy::cast_possible_truncation)]
+        let fixed = |v: f64| (v * 65536.0).round() as i32;
+        Self {
+            r_cr: fixed(2.0 * (1.0 - kr)),
+            g_cb: fixed(-2.0 * kb * (1.0 - kb) / kg),
+            g_cr: fixed(-2.0 * kr * (1.0 - kr) / kg),
+            b_cb: fixed(2.0 * (1.0 - kb)),
+            full_range: nclx.is_none_or(|n| n.full_range_flag() != 0),
+        }
+    }
+
+    /// Converts one row: `y` of the output width, `cb` and `cr` at half width, into RGB.
+    fn row(&self, y: &[u8], cb: &[u8], cr: &[u8], out: &mut [u8]) {
+        let clip = |v: i32| u8::try_from(((v + 32768) >> 16).clamp(0, 255)).unwrap_or(0);
+        for (x, (px, &luma)) in out.chunks_exact_mut(3).zip(y).enumerate() {
+            let (b, r) = (
+                i32::from(cb.get(x / 2).copied().unwrap_or(128)) - 128,
+                i32::from(cr.get(x / 2).copied().unwrap_or(128)) - 128,
+            );
+            let (l, b, r) = if self.full_range {
+                (i32::from(luma) << 16, b, r)
+            } else {
+                // Studio range: Y 16..235 and C 16..240 stretched to 0..255.
+                (
+                    (i32::from(luma) - 16) * 76_309,
+                    b * 255 / 224,
+                    r * 255 / 224,
+                )
+            };
+            px[0] = clip(l + self.r_cr * r);
+            px[1] = clip(l + self.g_cb * b + self.g_cr * r);
+            px[2] = clip(l + self.b_cb * b);
+        }
+    }
+}
+
+/// True for an Adam7-interlaced PNG (byte 28 of the IHDR chunk), whose rows do not arrive in
+/// order: those are decoded whole.
+fn png_interlaced(bytes: &[u8]) -> bool {
+    bytes.get(28).is_some_and(|&b| b != 0)
+}
+
+/// Decodes a non-interlaced PNG row by row into a box shrinker (see `shrink`), so that only
+/// the shrunk image is ever held; returns it with its scale and ICC profile.
+fn decode_png_shrunk(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
+    let mut decoder = png::Decoder::new_with_limits(
+        Cursor::new(bytes),
+        png::Limits {
+            bytes: 256 * 1024 * 1024,
+        },
+    );
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(undecodable)?;
+    let (width, height) = (reader.info().width, reader.info().height);
+    let icc = reader.info().icc_profile.as_ref().map(|p| p.to_vec());
+    let channels = match reader.output_color_type().0 {
+        png::ColorType::Grayscale => 1,
+        png::ColorType::GrayscaleAlpha => 2,
+        png::ColorType::Rgb | png::ColorType::Indexed => 3,
+        png::ColorType::Rgba => 4,
+    };
+    let k = shrink::factor(min_scale);
+    let mut shrink = BoxShrink::new(width, height, channels, k);
+    let mut rows = 0u32;
+    while let Some(row) = reader.next_row().map_err(undecodable)? {
+        shrink.push(row.data());
+        rows += 1;
+    }
+    if rows != height {
+        return Err(PipelineError::Undecodable(format!(
+            "PNG ended after {rows} of {height} rows"
+        )));
+    }
+    let img = shrink
+        .finish()
+        .ok_or_else(|| PipelineError::Undecodable("bad PNG buffer size".into()))?;
+    Ok((img, 1.0 / k as f64, icc))
+}
+
+fn heif_icc(handle: &libheif_rs::ImageHandle) -> Option<Vec<u8>> {
+    if let Some(raw) = handle.color_profile_raw()
+        && raw.data.len() > 128
+    {
+        return Some(raw.data);
+    }
+    let nclx = handle.color_profile_nclx()?;
+    let primaries = nclx.color_primaries() as u8;
+    // 1 (BT.709), 2 (unspecified) and 0 (reserved) are sRGB's primaries or nothing said.
+    if primaries <= 2 {
+        return None;
+    }
+    // Only the primaries and the transfer matter (libheif already turned YCbCr into RGB). Still
+    // images that say "unspecified" or a BT.709-family video curve are treated as sRGB-encoded,
+    // as browsers do.
+    let transfer = match nclx.transfer_characteristics() as u8 {
+        0..=3 | 6 | 14 | 15 => moxcms::TransferCharacteristics::Srgb,
+        t => moxcms::TransferCharacteristics::try_from(t).ok()?,
+    };
+    let cicp = moxcms::CicpProfile {
+        color_primaries: moxcms::CicpColorPrimaries::try_from(primaries).ok()?,
+        transfer_characteristics: transfer,
+        matrix_coefficients: moxcms::MatrixCoefficients::Identity,
+        full_range: true,
+    };
+    moxcms::ColorProfile::new_from_cicp(cicp).encode().ok()
 }
 
 #[cfg(test)]

@@ -4,14 +4,17 @@
 //! server decisions"). The server parses the query into a [`TransformSpec`] (whose `Display`
 //! is the cache key), fetches the source (and watermark) bytes, and calls [`transform`].
 //!
-//! Order of operations: decode (JPEG shrink-on-load when the output is small), EXIF orient,
+//! Order of operations: decode (JPEG shrink-on-load when the output is small), embedded ICC
+//! profile to sRGB, EXIF orient,
 //! crop, resize (fit and position), rotate, flip/flop, blur, sharpen, grayscale, watermark,
 //! encode.
 
+mod colour;
 mod decode;
 mod encode;
 mod error;
 mod ops;
+mod shrink;
 mod spec;
 
 use image::DynamicImage;
@@ -94,11 +97,12 @@ pub fn transform(
     let need_y = f64::from(plan.resize.1) / (f64::from(crop.3) * plan.keep.1);
     let (img, scale) = decode::decode(source, &info, need_x.max(need_y).min(1.0))?;
 
+    let (left, top) = (f64::from(crop.0) * scale, f64::from(crop.1) * scale);
     let region = ops::Region {
-        left: f64::from(crop.0) * scale,
-        top: f64::from(crop.1) * scale,
-        width: (f64::from(crop.2) * scale).min(f64::from(img.width())),
-        height: (f64::from(crop.3) * scale).min(f64::from(img.height())),
+        left,
+        top,
+        width: (f64::from(crop.2) * scale).min(f64::from(img.width()) - left),
+        height: (f64::from(crop.3) * scale).min(f64::from(img.height()) - top),
     };
     let region = ops::place(&img, region, plan.keep, spec.position);
     let mut img = ops::resize(&img, region, plan.resize)?;

@@ -115,3 +115,57 @@ pub fn webp(img: &RgbaImage) -> Vec<u8> {
         .write_with_encoder(image::codecs::webp::WebPEncoder::new_lossless(&mut out));
     out
 }
+
+/// Encodes RGB pixels as a baseline 4:2:0 JPEG at `quality` (libjpeg-turbo).
+pub fn jpeg(img: &image::RgbImage, quality: i32) -> Vec<u8> {
+    let image = turbojpeg::Image {
+        pixels: img.as_raw().as_slice(),
+        width: img.width() as usize,
+        pitch: img.width() as usize * 3,
+        height: img.height() as usize,
+        format: turbojpeg::PixelFormat::RGB,
+    };
+    turbojpeg::compress(image, quality, turbojpeg::Subsamp::Sub2x2)
+        .map(|b| b.to_vec())
+        .unwrap_or_default()
+}
+
+/// Inserts `icc` as APP2 `ICC_PROFILE` segments (split in 65,519-byte chunks) after the SOI
+/// marker of a JPEG.
+pub fn with_icc_profile(jpeg: &[u8], icc: &[u8]) -> Vec<u8> {
+    let chunks: Vec<&[u8]> = icc.chunks(65_519).collect();
+    let count = u8::try_from(chunks.len()).unwrap_or(u8::MAX);
+    let mut out = jpeg[..2].to_vec();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let len = u16::try_from(chunk.len() + 16).unwrap_or(u16::MAX);
+        out.extend_from_slice(&[0xFF, 0xE2]);
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(b"ICC_PROFILE\0");
+        out.extend_from_slice(&[u8::try_from(i + 1).unwrap_or(u8::MAX), count]);
+        out.extend_from_slice(chunk);
+    }
+    out.extend_from_slice(&jpeg[2..]);
+    out
+}
+
+/// Encodes RGBA pixels as PNG with `icc` in an iCCP chunk.
+pub fn png_with_icc(img: &RgbaImage, icc: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = image::codecs::png::PngEncoder::new(&mut out);
+    let _ = encoder.set_icc_profile(icc.to_vec());
+    let _ = encoder.write_image(
+        img.as_raw(),
+        img.width(),
+        img.height(),
+        image::ExtendedColorType::Rgba8,
+    );
+    out
+}
+
+/// The embedded ICC profile of a HEIF file (for example the Display P3 profile of an iPhone
+/// photo), if it has one.
+pub fn heif_icc_profile(heif: &[u8]) -> Option<Vec<u8>> {
+    let ctx = libheif_rs::HeifContext::read_from_bytes(heif).ok()?;
+    let handle = ctx.primary_image_handle().ok()?;
+    handle.color_profile_raw().map(|raw| raw.data)
+}

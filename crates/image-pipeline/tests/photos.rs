@@ -298,6 +298,150 @@ fn heic_photos_decode_with_their_rotation() {
     );
 }
 
+/// Display P3 to sRGB by the published matrix (both D65, both with the sRGB curve): the
+/// reference the pipeline's colour management is checked against.
+fn p3_to_srgb(p: [u8; 3]) -> [f64; 3] {
+    let lin = |v: u8| {
+        let c = f64::from(v) / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let enc = |l: f64| {
+        let l = l.clamp(0.0, 1.0);
+        255.0
+            * if l <= 0.003_130_8 {
+                l * 12.92
+            } else {
+                1.055 * l.powf(1.0 / 2.4) - 0.055
+            }
+    };
+    let [r, g, b] = p.map(lin);
+    [
+        enc(1.224_940 * r - 0.224_940 * g),
+        enc(-0.042_057 * r + 1.042_057 * g),
+        enc(-0.019_638 * r - 0.078_636 * g + 1.098_274 * b),
+    ]
+}
+
+#[test]
+fn an_embedded_display_p3_profile_is_converted_to_srgb() {
+    // A real photo with a 300x300 patch of P3 (180, 80, 60), tagged with the Display P3 profile
+    // of a real iPhone HEIC. In sRGB that colour is (194, 72, 52): redder, as sharp shows it.
+    let p3 = samples::heif_icc_profile(&fixture("window.heic")).unwrap();
+    let mut img = decode_to_rgba(&fixture("large_image.jpg"), u64::MAX).unwrap();
+    for y in 600..900 {
+        for x in 1000..1300 {
+            img.put_pixel(x, y, Rgba([180, 80, 60, 255]));
+        }
+    }
+    let rgb = image_pipeline::image::DynamicImage::ImageRgba8(img.clone()).to_rgb8();
+    let plain = samples::jpeg(&rgb, 95);
+    let expected = p3_to_srgb([180, 80, 60]);
+    assert!((expected[0] - 194.0).abs() < 1.0, "{expected:?}");
+    for (name, src, want) in [
+        ("jpeg, no profile", plain.clone(), [180.0, 80.0, 60.0]),
+        (
+            "jpeg + P3",
+            samples::with_icc_profile(&plain, &p3),
+            expected,
+        ),
+        ("png + P3", samples::png_with_icc(&img, &p3), expected),
+    ] {
+        // 800 px wide: the patch is (353..459, 212..318); its centre is 406, 265.
+        let out = pixels(&run(&src, "width=800&format=png"));
+        let got = out.get_pixel(406, 265).0;
+        for c in 0..3 {
+            assert!(
+                (f64::from(got[c]) - want[c]).abs() <= 3.0,
+                "{name}: got {got:?}, want {want:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn heic_display_p3_pixels_come_out_in_srgb() {
+    let heic = fixture("window.heic");
+    let ours = decode_to_rgba(&heic, u64::MAX).unwrap();
+    let lib = libheif_rs::LibHeif::new();
+    let ctx = libheif_rs::HeifContext::read_from_bytes(&heic).unwrap();
+    let handle = ctx.primary_image_handle().unwrap();
+    let raw = lib
+        .decode(
+            &handle,
+            libheif_rs::ColorSpace::Rgb(libheif_rs::RgbChroma::Rgb),
+            None,
+        )
+        .unwrap();
+    let plane = raw.planes().interleaved.unwrap();
+    let (mut to_ref, mut to_raw, mut n) = (0.0, 0.0, 0.0);
+    for y in (0..plane.height).step_by(37) {
+        for x in (0..plane.width).step_by(41) {
+            let i = y as usize * plane.stride + x as usize * 3;
+            let p = [plane.data[i], plane.data[i + 1], plane.data[i + 2]];
+            let want = p3_to_srgb(p);
+            // Only the pixels the conversion visibly moves (the saturated ones) tell.
+            if (0..3).all(|c| (want[c] - f64::from(p[c])).abs() < 3.0) {
+                continue;
+            }
+            let got = ours.get_pixel(x, y).0;
+            for c in 0..3 {
+                to_ref += (f64::from(got[c]) - want[c]).abs();
+                to_raw += f64::from(got[c].abs_diff(p[c]));
+                n += 1.0;
+            }
+        }
+    }
+    // Within rounding of the reference conversion, and visibly away from the raw P3 values.
+    assert!(n > 300.0, "only {n} samples");
+    assert!(
+        to_ref / n < 1.0,
+        "mean distance to the sRGB reference {}",
+        to_ref / n
+    );
+    assert!(
+        to_raw / n > 2.0,
+        "mean distance to the raw P3 values {}",
+        to_raw / n
+    );
+}
+
+#[test]
+fn a_large_png_is_shrunk_while_decoding_without_losing_quality() {
+    // 4000x2250 PNG to 800 px: rows are box-averaged by 2 as they are decoded (libvips' recipe),
+    // then Lanczos3; the result matches a Lanczos3 resize of the whole image.
+    let full = decode_to_rgba(&fixture("lake.jpg"), u64::MAX).unwrap();
+    let png = samples::png(&full);
+    let out = pixels(&run(&png, "width=800&format=png"));
+    let reference = image_pipeline::image::imageops::resize(
+        &full,
+        800,
+        450,
+        image_pipeline::image::imageops::FilterType::Lanczos3,
+    );
+    assert_eq!(out.dimensions(), reference.dimensions());
+    let diff: u64 = out
+        .as_raw()
+        .iter()
+        .zip(reference.as_raw())
+        .map(|(a, b)| u64::from(a.abs_diff(*b)))
+        .sum();
+    let mean = diff as f64 / out.as_raw().len() as f64;
+    assert!(mean < 1.0, "mean difference {mean}");
+    // A PNG cut in the middle of its rows is an error, not a half image.
+    let err = transform(
+        &png[..png.len() / 2],
+        &spec("width=800"),
+        OutputFormat::Webp,
+        None,
+        &Limits::default(),
+    );
+    assert!(matches!(err, Err(PipelineError::Undecodable(_))), "{err:?}");
+}
+
 #[test]
 fn png_gif_and_webp_sources_decode() {
     let img = decode_to_rgba(&fixture("large_image.jpg"), u64::MAX).unwrap();
