@@ -180,7 +180,8 @@ async fn improve(
     if threads.is_empty() {
         return Ok(Outcome::NothingToLearn);
     }
-    let current = current_review_md(app, &repo_ref).await?;
+    let base = default_branch_head(app, &repo_ref).await?;
+    let current = current_review_md(app, &base).await?;
     let settings = app.records.store.settings().await?;
     let model: ModelSpec = model_cascade(
         repo.model.as_deref(),
@@ -190,16 +191,17 @@ async fn improve(
     )
     .parse()?;
     let providers = app.provider_settings().await?;
+    let job = ImproveJob {
+        session_id: session_id.to_owned(),
+        model,
+        current,
+        threads,
+    };
     let outcome = run_improver(
         &providers,
         &app.catalog,
         &app.transcripts,
-        &ImproveJob {
-            session_id: session_id.to_owned(),
-            model,
-            current,
-            threads: threads.clone(),
-        },
+        &job,
         &app.shutdown,
     )
     .await?;
@@ -215,6 +217,7 @@ async fn improve(
             pull: None,
         });
     };
+    let threads = &job.threads;
     let prs: Vec<String> = threads
         .iter()
         .map(|t| format!("#{}", t.pr))
@@ -222,6 +225,8 @@ async fn improve(
         .into_iter()
         .collect();
     let change = FileChangePull {
+        base: base.branch,
+        base_sha: base.sha,
         branch: format!("review-server/improve-review-md-{}", row.id),
         path: REVIEW_MD.to_owned(),
         content: text.into_bytes(),
@@ -285,8 +290,15 @@ async fn threads(
     Ok(threads)
 }
 
-/// REVIEW.md on the default branch, None when it does not exist.
-async fn current_review_md(app: &AppState, repo: &RepoRef) -> anyhow::Result<Option<String>> {
+/// The default branch and the commit it points at: REVIEW.md is read there and the PR's branch
+/// starts there.
+struct BaseHead {
+    read: RepoRead,
+    branch: String,
+    sha: String,
+}
+
+async fn default_branch_head(app: &AppState, repo: &RepoRef) -> anyhow::Result<BaseHead> {
     let branch = app.forge.default_branch(repo).await?;
     let read = RepoRead {
         owner: repo.owner.clone(),
@@ -294,7 +306,12 @@ async fn current_review_md(app: &AppState, repo: &RepoRef) -> anyhow::Result<Opt
         installation_id: Some(repo.installation_id),
     };
     let sha = app.forge.resolve_commit(&read, &branch).await?;
-    match app.forge.contents(&read, REVIEW_MD, &sha).await {
+    Ok(BaseHead { read, branch, sha })
+}
+
+/// REVIEW.md at `base`, None when it does not exist.
+async fn current_review_md(app: &AppState, base: &BaseHead) -> anyhow::Result<Option<String>> {
+    match app.forge.contents(&base.read, REVIEW_MD, &base.sha).await {
         Ok(Contents::File { content, .. }) => {
             Ok(Some(String::from_utf8_lossy(&content).into_owned()))
         }

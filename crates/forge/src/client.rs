@@ -372,15 +372,9 @@ impl Forge for GitHubForge {
         repo: &RepoRef,
         change: &FileChangePull,
     ) -> Result<OpenedPull, ForgeError> {
-        let base = self.default_branch(repo).await?;
-        let read = RepoRead {
-            owner: repo.owner.clone(),
-            name: repo.name.clone(),
-            installation_id: Some(repo.installation_id),
-        };
-        let base_sha = self.resolve_commit(&read, &base).await?;
         let refs = format!("/repos/{}/{}/git/refs", repo.owner, repo.name);
-        let body = json!({ "ref": format!("refs/heads/{}", change.branch), "sha": base_sha });
+        let body =
+            json!({ "ref": format!("refs/heads/{}", change.branch), "sha": change.base_sha });
         self.call(repo, "POST", &refs, Some(&body)).await?;
         let file = format!(
             "/repos/{}/{}/contents/{}",
@@ -414,7 +408,7 @@ impl Forge for GitHubForge {
         let body = json!({
             "title": change.title,
             "head": change.branch,
-            "base": base,
+            "base": change.base,
             "body": change.body,
         });
         let v = self.call(repo, "POST", &pulls, Some(&body)).await?;

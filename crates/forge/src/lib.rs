@@ -137,9 +137,12 @@ impl ReviewComment {
 }
 
 /// A one-file change proposed as a pull request: `path` gets `content` on a new branch
-/// `branch` made from the default branch, and a PR is opened against it.
+/// `branch` made at `base_sha`, and a PR is opened against `base` (the branch `base_sha` was
+/// read from, so the change applies to what the caller saw).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileChangePull {
+    pub base: String,
+    pub base_sha: String,
     pub branch: String,
     pub path: String,
     pub content: Vec<u8>,
@@ -230,9 +233,9 @@ pub trait Forge: Send + Sync {
     ) -> Result<Vec<ReviewComment>, ForgeError>;
     /// The repository's default branch (GET /repos/{o}/{r}).
     async fn default_branch(&self, repo: &RepoRef) -> Result<String, ForgeError>;
-    /// Open a PR changing one file: create `refs/heads/{branch}` at the default branch's head
-    /// (POST git/refs), write the file there (PUT contents, with the existing blob's sha when
-    /// the file exists) and open the PR against the default branch (POST pulls).
+    /// Open a PR changing one file: create `refs/heads/{branch}` at `base_sha` (POST git/refs),
+    /// write the file there (PUT contents, with the existing blob's sha when the file exists)
+    /// and open the PR against `base` (POST pulls).
     async fn open_file_pull(
         &self,
         repo: &RepoRef,
