@@ -46,6 +46,29 @@ async fn post_improve(w: &World, full_name: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// A reply by `login` (`kind` User or Bot) to the reviewer's first inline comment on PR 1.
+fn reply(w: &World, login: &str, kind: &str, body: &str) {
+    let first = bot_comments(w)[0];
+    w.forge
+        .add_reply(&w.full_name(), 1, first, login, kind, body);
+}
+
+/// POST improve (202 `{ok:true}`), then wait until `count` improver rows are finished.
+async fn improve_and_wait(w: &World, count: usize) -> Vec<Value> {
+    let r = post_improve(w, &w.full_name()).await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(r.json::<Value>().await.unwrap(), json!({"ok": true}));
+    w.server.wait_reviews(&w.full_name(), 0, count).await
+}
+
+/// Whether the server opened a pull request on the fake forge.
+fn opened_pull(w: &World) -> bool {
+    w.forge
+        .requests()
+        .iter()
+        .any(|r| r.method == "POST" && r.path == format!("/repos/{}/pulls", w.full_name()))
+}
+
 /// Improver requests the scripted model received.
 fn improver_requests(w: &World) -> Vec<Value> {
     w.model
@@ -71,29 +94,20 @@ async fn wait_declined(w: &World) -> String {
 #[tokio::test]
 async fn improve_is_202_then_opens_a_pull_request_rewriting_review_md() {
     let w = reviewed().await;
-    let ids = bot_comments(&w);
-    w.forge.add_reply(
-        &w.full_name(),
-        1,
-        ids[0],
+    reply(
+        &w,
         "ada",
         "User",
         "In this repo library code never unwraps; return an error instead.",
     );
-    w.forge.add_reply(
-        &w.full_name(),
-        1,
-        ids[0],
+    reply(
+        &w,
         "ci-helper[bot]",
         "Bot",
         "bot chatter that must not reach the improver",
     );
 
-    let r = post_improve(&w, &w.full_name()).await;
-    assert_eq!(r.status(), 202);
-    assert_eq!(r.json::<Value>().await.unwrap(), json!({"ok": true}));
-
-    let rows = w.server.wait_reviews(&w.full_name(), 0, 1).await;
+    let rows = improve_and_wait(&w, 1).await;
     let row = &rows[0];
     assert_eq!(row["status"], "completed", "{row}\n{}", w.server.log());
     assert_eq!(row["pr_number"], 0);
@@ -186,68 +200,44 @@ async fn improver_declines_without_new_completed_reviews() {
 #[tokio::test]
 async fn no_human_replies_is_recorded_skipped_without_a_model_call() {
     let w = reviewed().await;
-    let ids = bot_comments(&w);
-    w.forge
-        .add_reply(&w.full_name(), 1, ids[0], "dependabot[bot]", "Bot", "bump");
-    let r = post_improve(&w, &w.full_name()).await;
-    assert_eq!(r.status(), 202);
-    let rows = w.server.wait_reviews(&w.full_name(), 0, 1).await;
+    reply(&w, "dependabot[bot]", "Bot", "bump");
+    let rows = improve_and_wait(&w, 1).await;
     assert_eq!(rows[0]["status"], "skipped");
     assert!(improver_requests(&w).is_empty());
-    assert!(
-        !w.forge
-            .requests()
-            .iter()
-            .any(|r| r.path == format!("/repos/{}/pulls", w.full_name()))
-    );
+    assert!(!opened_pull(&w));
 }
 
 #[tokio::test]
 async fn nothing_durable_to_learn_completes_without_a_pull_request() {
     let w = reviewed().await;
-    let ids = bot_comments(&w);
-    w.forge.add_reply(
-        &w.full_name(),
-        1,
-        ids[0],
+    reply(
+        &w,
         "ada",
         "User",
         &format!("fixed, thanks ({NOTHING_TO_LEARN})"),
     );
-    let r = post_improve(&w, &w.full_name()).await;
-    assert_eq!(r.status(), 202);
-    let rows = w.server.wait_reviews(&w.full_name(), 0, 1).await;
+    let rows = improve_and_wait(&w, 1).await;
     assert_eq!(rows[0]["status"], "completed");
     assert_eq!(improver_requests(&w).len(), 1);
-    let requests = w.forge.requests();
-    assert!(!requests.iter().any(|r| r.path.ends_with("/git/refs")));
     assert!(
-        !requests
+        !w.forge
+            .requests()
             .iter()
-            .any(|r| r.path == format!("/repos/{}/pulls", w.full_name()))
+            .any(|r| r.path.ends_with("/git/refs"))
     );
+    assert!(!opened_pull(&w));
 }
 
 #[tokio::test]
 async fn a_failing_forge_fails_the_improver_row_with_githubs_message() {
     let w = reviewed().await;
-    let ids = bot_comments(&w);
-    w.forge.add_reply(
-        &w.full_name(),
-        1,
-        ids[0],
-        "ada",
-        "User",
-        "we prefer expect()",
-    );
+    reply(&w, "ada", "User", "we prefer expect()");
     w.forge.fail(
         &format!("/repos/{}/git/refs", w.full_name()),
         403,
         "Resource not accessible by integration",
     );
-    let r = post_improve(&w, &w.full_name()).await;
-    assert_eq!(r.status(), 202);
-    let rows = w.server.wait_reviews(&w.full_name(), 0, 1).await;
+    let rows = improve_and_wait(&w, 1).await;
     assert_eq!(rows[0]["status"], "failed");
     let error = rows[0]["error"].as_str().unwrap();
     assert!(
@@ -255,8 +245,6 @@ async fn a_failing_forge_fails_the_improver_row_with_githubs_message() {
         "{error}"
     );
     // A failed run does not count as the day's run: a new request may run again.
-    let r = post_improve(&w, &w.full_name()).await;
-    assert_eq!(r.status(), 202);
-    let rows = w.server.wait_reviews(&w.full_name(), 0, 2).await;
+    let rows = improve_and_wait(&w, 2).await;
     assert_eq!(rows.len(), 2);
 }
