@@ -66,7 +66,7 @@ fn proc_kib(pid: u32, field: &str) -> u64 {
 fn payload() -> Vec<u8> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/webhooks/pull_request.synchronize.json"
+        "/../../tests/fixtures/webhooks/pull_request.synchronize.json"
     );
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

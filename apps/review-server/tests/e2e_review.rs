@@ -249,7 +249,7 @@ async fn review_command_from_a_collaborator_reviews_the_pull_request() {
         .set_pull(&w.full_name(), 1, pull["pull_request"].clone());
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/webhooks/issue_comment.created.json"
+        "/../../tests/fixtures/webhooks/issue_comment.created.json"
     );
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     v["repository"] = pull["repository"].clone();

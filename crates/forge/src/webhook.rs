@@ -144,7 +144,7 @@ mod tests {
 
     fn sample(name: &str) -> String {
         let path = format!(
-            "{}/../../../shared/webhooks/{name}",
+            "{}/../../tests/fixtures/webhooks/{name}",
             env!("CARGO_MANIFEST_DIR")
         );
         std::fs::read_to_string(path).unwrap()

@@ -459,7 +459,7 @@ impl World {
     pub fn pull_request_payload(&self, action: &str, head: &str) -> Vec<u8> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/webhooks/pull_request.opened.json"
+            "/../../tests/fixtures/webhooks/pull_request.opened.json"
         );
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         v["action"] = json!(action);
