@@ -14,7 +14,7 @@ DURATION="${DURATION:-15}"
 CONC=2
 OURS_PORT=3201
 SHARP_PORT=3202
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/root/.cache/target-image}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
 WORK="$(mktemp -d)"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }

@@ -15,9 +15,9 @@ use crate::colour;
 use crate::error::PipelineError;
 use crate::shrink::{self, BoxShrink};
 
-/// A decoded image, the scale it was decoded at (decoded width / stored width) and its ICC
-/// profile.
-type Decoded = (DynamicImage, f64, Option<Vec<u8>>);
+/// A decoded image, the scale it was decoded at per axis (decoded width / stored width, decoded
+/// height / stored height) and its ICC profile.
+type Decoded = (DynamicImage, (f64, f64), Option<Vec<u8>>);
 
 /// An input format we can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -260,9 +260,11 @@ fn tiff_orientation(t: &[u8]) -> Option<u8> {
 /// `min_scale` (0, 1] is the smallest share of the full size the caller needs (in both axes);
 /// JPEG sources are decoded at the smallest of 1/8, 1/4, 1/2, 1 that is still at least that
 /// large; PNG (not interlaced) and HEIC rows are box-averaged while decoding by the integer
-/// factor that keeps twice that size (see `shrink`). Returns the image and the scale it was
-/// decoded at, exactly 1/denominator or 1/box factor: a scaled size is rounded up, so the image
-/// can be up to one pixel larger than the stored size times the scale.
+/// factor that keeps twice that size (see `shrink`; PNG down only, libvips' order). Returns the
+/// image and the scale it was decoded at per axis (x, y), each exactly 1/denominator or 1/box
+/// factor: a box-shrunk size is rounded up, so the image can be up to one pixel larger than
+/// the stored size times the scale; a scaled JPEG keeps whole pixels only, so it can be up to
+/// one pixel smaller.
 ///
 /// # Errors
 /// [`PipelineError::Undecodable`] for truncated or corrupt data.
@@ -270,11 +272,11 @@ pub(crate) fn decode(
     bytes: &[u8],
     info: &SourceInfo,
     min_scale: f64,
-) -> Result<(DynamicImage, f64), PipelineError> {
+) -> Result<(DynamicImage, (f64, f64)), PipelineError> {
     let (mut image, scale, icc) = match info.format {
         SourceFormat::Jpeg => {
             let (img, scale) = decode_jpeg(bytes, min_scale)?;
-            (img, scale, jpeg_icc(bytes))
+            (img, (scale, scale), jpeg_icc(bytes))
         }
         SourceFormat::Heif => decode_heif(bytes, min_scale)?,
         SourceFormat::Png if shrink::factor(min_scale) > 1 && !png_interlaced(bytes) => {
@@ -284,13 +286,19 @@ pub(crate) fn decode(
             let mut decoder = generic_decoder(bytes)?;
             let icc = decoder.icc_profile().ok().flatten();
             let img = DynamicImage::from_decoder(decoder).map_err(undecodable)?;
-            (normalise(img), 1.0, icc)
+            (normalise(img), (1.0, 1.0), icc)
         }
     };
     colour::to_srgb(&mut image, icc.as_deref());
     if let Some(o) = Orientation::from_exif(info.orientation) {
         image.apply_orientation(o);
     }
+    // Orientations 5 to 8 swap the axes.
+    let scale = if info.orientation >= 5 {
+        (scale.1, scale.0)
+    } else {
+        scale
+    };
     Ok((image, scale))
 }
 
@@ -306,10 +314,7 @@ pub(crate) fn normalise(img: DynamicImage) -> DynamicImage {
 fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), PipelineError> {
     let mut d = turbojpeg::Decompressor::new().map_err(undecodable)?;
     let header = d.read_header(bytes).map_err(undecodable)?;
-    let denom = [8usize, 4, 2, 1]
-        .into_iter()
-        .find(|&den| 1.0 / den as f64 >= min_scale)
-        .unwrap_or(1);
+    let denom = jpeg_denominator(min_scale);
     let factor = turbojpeg::ScalingFactor::new(1, denom);
     d.set_scaling_factor(factor).map_err(undecodable)?;
     let scaled = header.scaled(factor);
@@ -323,9 +328,42 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
         format: turbojpeg::PixelFormat::RGB,
     };
     d.decompress(bytes, out).map_err(undecodable)?;
-    let img = RgbImage::from_raw(dim(w)?, dim(h)?, pixels)
+    // libjpeg rounds a scaled size up; the last row or column then stands for less than a
+    // whole 1/denom of the source. libvips (and so sharp) drops it, and the resize centres the
+    // region over what is left: the same here, so that both resample the same pixels.
+    let (kw, kh) = (
+        (header.width / denom).max(1),
+        (header.height / denom).max(1),
+    );
+    if kw < w {
+        for row in 1..kh {
+            pixels.copy_within(row * w * 3..(row * w + kw) * 3, row * kw * 3);
+        }
+    }
+    pixels.truncate(kw * kh * 3);
+    let img = RgbImage::from_raw(dim(kw)?, dim(kh)?, pixels)
         .ok_or_else(|| PipelineError::Undecodable("bad JPEG buffer size".into()))?;
     Ok((DynamicImage::ImageRgb8(img), 1.0 / denom as f64))
+}
+
+/// The scaled-IDCT denominator (1, 2, 4 or 8) for a decode that must keep `min_scale` of the
+/// full size: sharp's choice (`pipeline.cc`, shrink-on-load), the largest that fits, halved
+/// when the shrink's integer part equals it (libjpeg's reduced IDCT at exactly the output
+/// size aliases; one more Lanczos3 step does not).
+fn jpeg_denominator(min_scale: f64) -> usize {
+    if min_scale.is_nan() || min_scale <= 0.0 {
+        return 8;
+    }
+    let shrink = 1.0 / min_scale;
+    let denom = [8usize, 4, 2]
+        .into_iter()
+        .find(|&den| shrink >= den as f64)
+        .unwrap_or(1);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    if denom > 1 && shrink.floor() as usize == denom {
+        return denom / 2;
+    }
+    denom
 }
 
 /// One HEIF decode at a time per process. libheif 1.15 decodes the whole image (all grid tiles
@@ -390,7 +428,8 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
         shrink.finish()
     };
     let img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
-    Ok((img, 1.0 / k as f64, icc))
+    let scale = 1.0 / k as f64;
+    Ok((img, (scale, scale), icc))
 }
 
 /// Row `r` of a libheif plane (and whatever follows it in the buffer).
@@ -463,8 +502,9 @@ fn png_interlaced(bytes: &[u8]) -> bool {
     bytes.get(28).is_some_and(|&b| b != 0)
 }
 
-/// Decodes a non-interlaced PNG row by row into a box shrinker (see `shrink`), so that only
-/// the shrunk image is ever held; returns it with its scale and ICC profile.
+/// Decodes a non-interlaced PNG row by row into a box shrinker that averages rows (see
+/// `shrink`), so that only the shrunk image is ever held; returns it with its scale per axis
+/// (1 across) and ICC profile.
 fn decode_png_shrunk(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
     let mut decoder = png::Decoder::new_with_limits(
         Cursor::new(bytes),
@@ -483,7 +523,7 @@ fn decode_png_shrunk(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineEr
         png::ColorType::Rgba => 4,
     };
     let k = shrink::factor(min_scale);
-    let mut shrink = BoxShrink::new(width, height, channels, k);
+    let mut shrink = BoxShrink::rows_only(width, height, channels, k);
     let mut rows = 0u32;
     while let Some(row) = reader.next_row().map_err(undecodable)? {
         shrink.push(row.data());
@@ -497,7 +537,7 @@ fn decode_png_shrunk(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineEr
     let img = shrink
         .finish()
         .ok_or_else(|| PipelineError::Undecodable("bad PNG buffer size".into()))?;
-    Ok((img, 1.0 / k as f64, icc))
+    Ok((img, (1.0, 1.0 / k as f64), icc))
 }
 
 fn heif_icc(handle: &libheif_rs::ImageHandle) -> Option<Vec<u8>> {
@@ -540,6 +580,24 @@ mod tests {
         let mut mp4 = vec![0, 0, 0, 20];
         mp4.extend_from_slice(b"ftypisom\0\0\0\0mp41");
         assert_eq!(sniff(&mp4), None);
+    }
+
+    #[test]
+    fn jpeg_shrink_on_load_keeps_a_lanczos_step_as_sharp_does() {
+        // 4032 -> 800 (5.04): 1/4; 4000 -> 1000 (exactly 4): 1/2, then a reduce by 2; a shrink
+        // of 2.2 decodes whole, one of 3.3 at 1/2.
+        let cases = [
+            (800.0 / 4032.0, 4),
+            (0.25, 2),
+            (0.1, 8),
+            (0.5, 1),
+            (0.6, 1),
+            (0.45, 1),
+            (0.3, 2),
+        ];
+        for (scale, want) in cases {
+            assert_eq!(jpeg_denominator(scale), want, "scale {scale}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod decode;
 mod encode;
 mod error;
 mod ops;
+mod reduce;
 mod shrink;
 mod spec;
 
@@ -97,15 +98,21 @@ pub fn transform(
     let need_y = f64::from(plan.resize.1) / (f64::from(crop.3) * plan.keep.1);
     let (img, scale) = decode::decode(source, &info, need_x.max(need_y).min(1.0))?;
 
-    let (left, top) = (f64::from(crop.0) * scale, f64::from(crop.1) * scale);
+    // The crop at the decoded scale; it may overhang a scaled decode by under a pixel, which
+    // the resize centres (`ops::resize`).
     let region = ops::Region {
-        left,
-        top,
-        width: (f64::from(crop.2) * scale).min(f64::from(img.width()) - left),
-        height: (f64::from(crop.3) * scale).min(f64::from(img.height()) - top),
+        left: f64::from(crop.0) * scale.0,
+        top: f64::from(crop.1) * scale.1,
+        width: f64::from(crop.2) * scale.0,
+        height: f64::from(crop.3) * scale.1,
     };
     let region = ops::place(&img, region, plan.keep, spec.position);
-    let mut img = ops::resize(&img, region, plan.resize)?;
+    let mut img = ops::resize(
+        &img,
+        region,
+        plan.resize,
+        plan.scale.map(|s| (scale.0 / s, scale.1 / s)),
+    )?;
 
     let default_bg = if format == OutputFormat::Jpeg {
         [255, 255, 255, 255]
@@ -177,7 +184,8 @@ fn apply_watermark(
         width: f64::from(mark.width()),
         height: f64::from(mark.height()),
     };
-    let mark = ops::resize(&decode::normalise(mark), region, (target_w, target_h))?.to_rgba8();
+    let mark =
+        ops::resize(&decode::normalise(mark), region, (target_w, target_h), None)?.to_rgba8();
     Ok(ops::composite(img, &mark, wm.position, wm.opacity))
 }
 

@@ -5,6 +5,7 @@ use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, GenericImageView, Rgba as Px, RgbaImage};
 
 use crate::error::PipelineError;
+use crate::reduce;
 use crate::spec::{Fit, Position};
 
 /// The resize step: which region of the source goes to which output size, and the final box.
@@ -16,6 +17,10 @@ pub(crate) struct Plan {
     pub pad_to: Option<(u32, u32)>,
     /// For cover: the share of the source kept, (width, height) in 0..=1.
     pub keep: (f64, f64),
+    /// Output pixels per source pixel when both axes share one scale (every fit but fill):
+    /// the rounded output size on the other axis then samples a sliver more or less than the
+    /// source, centred, as libvips does. `None` for fill.
+    pub scale: Option<f64>,
 }
 
 fn round_px(v: f64) -> u32 {
@@ -34,50 +39,38 @@ pub(crate) fn plan(
 ) -> Plan {
     let (fw, fh) = (f64::from(sw), f64::from(sh));
     let cap = |s: f64| if enlarge { s } else { s.min(1.0) };
-    let scaled = |s: f64| (round_px(fw * s), round_px(fh * s));
     let none = Plan {
         resize: (sw, sh),
         pad_to: None,
         keep: (1.0, 1.0),
+        scale: Some(1.0),
+    };
+    let scaled = |s: f64| Plan {
+        resize: (round_px(fw * s), round_px(fh * s)),
+        scale: Some(s),
+        ..none
     };
     match (width, height) {
         (None, None) => none,
-        (Some(w), None) => Plan {
-            resize: scaled(cap(f64::from(w) / fw)),
-            ..none
-        },
-        (None, Some(h)) => Plan {
-            resize: scaled(cap(f64::from(h) / fh)),
-            ..none
-        },
+        (Some(w), None) => scaled(cap(f64::from(w) / fw)),
+        (None, Some(h)) => scaled(cap(f64::from(h) / fh)),
         (Some(w), Some(h)) => {
             let (sx, sy) = (f64::from(w) / fw, f64::from(h) / fh);
             match fit {
-                Fit::Fill => {
-                    if enlarge {
-                        Plan {
-                            resize: (w, h),
-                            ..none
-                        }
+                Fit::Fill => Plan {
+                    resize: if enlarge {
+                        (w, h)
                     } else {
-                        Plan {
-                            resize: (w.min(sw), h.min(sh)),
-                            ..none
-                        }
-                    }
-                }
-                Fit::Inside => Plan {
-                    resize: scaled(cap(sx.min(sy))),
+                        (w.min(sw), h.min(sh))
+                    },
+                    scale: None,
                     ..none
                 },
-                Fit::Outside => Plan {
-                    resize: scaled(cap(sx.max(sy))),
-                    ..none
-                },
+                Fit::Inside => scaled(cap(sx.min(sy))),
+                Fit::Outside => scaled(cap(sx.max(sy))),
                 Fit::Contain => Plan {
-                    resize: scaled(cap(sx.min(sy))),
                     pad_to: Some((w, h)),
-                    keep: (1.0, 1.0),
+                    ..scaled(cap(sx.min(sy)))
                 },
                 Fit::Cover => {
                     let s = cap(sx.max(sy));
@@ -89,6 +82,7 @@ pub(crate) fn plan(
                             (f64::from(bw) / (fw * s)).min(1.0),
                             (f64::from(bh) / (fh * s)).min(1.0),
                         ),
+                        scale: Some(s),
                     }
                 }
             }
@@ -201,23 +195,68 @@ fn best_window(
     }
 }
 
-/// Resizes `region` of `src` to `dst` (Lanczos3, alpha-aware).
+/// Resizes `region` of `src` to `dst` with Lanczos3.
+///
+/// The region may overhang the decoded pixels by less than a pixel on the right and bottom (a
+/// scaled JPEG decode keeps whole pixels only, see `decode`): the sampling grid is then centred
+/// over the pixels there are, as libvips does.
+///
+/// An RGB reduction (no axis enlarged) goes through [`crate::reduce`], libvips' own arithmetic,
+/// so that our pixels before encoding are sharp's; anything with alpha or enlarged goes through
+/// `fast_image_resize` (alpha-aware).
 pub(crate) fn resize(
     src: &DynamicImage,
     region: Region,
     dst: (u32, u32),
+    shrink: Option<(f64, f64)>,
 ) -> Result<DynamicImage, PipelineError> {
+    let (sw, sh) = (f64::from(src.width()), f64::from(src.height()));
+    let overhang_x = (region.left + region.width - sw).max(0.0);
+    let overhang_y = (region.top + region.height - sh).max(0.0);
     let whole = region.left == 0.0
         && region.top == 0.0
-        && region.width == f64::from(src.width())
-        && region.height == f64::from(src.height());
+        && region.width - overhang_x == sw
+        && region.height - overhang_y == sh;
     if whole && dst == (src.width(), src.height()) {
         return Ok(src.clone());
+    }
+    let (sx, sy) = shrink.map_or(
+        (
+            region.width / f64::from(dst.0),
+            region.height / f64::from(dst.1),
+        ),
+        |s| s,
+    );
+    if let DynamicImage::ImageRgb8(rgb) = src
+        && sx >= 1.0
+        && sy >= 1.0
+    {
+        // What is sampled (`out * shrink` source pixels) is centred on what there is.
+        let centre = |start: f64, len: f64, overhang: f64, out: u32, s: f64| {
+            start + (len - overhang - f64::from(out) * s) / 2.0
+        };
+        let reduction = reduce::Reduction {
+            out: (dst.0 as usize, dst.1 as usize),
+            shrink: (sx, sy),
+            start: (
+                centre(region.left, region.width, overhang_x, dst.0, sx),
+                centre(region.top, region.height, overhang_y, dst.1, sy),
+            ),
+        };
+        let pixels = reduce::reduce_rgb(rgb.as_raw(), rgb.width() as usize, reduction);
+        let out = image::RgbImage::from_raw(dst.0, dst.1, pixels)
+            .ok_or_else(|| PipelineError::Encode("resize: bad buffer size".into()))?;
+        return Ok(DynamicImage::ImageRgb8(out));
     }
     let mut out = DynamicImage::new(dst.0, dst.1, src.color());
     let options = ResizeOptions::new()
         .resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3))
-        .crop(region.left, region.top, region.width, region.height);
+        .crop(
+            region.left,
+            region.top,
+            region.width - overhang_x,
+            region.height - overhang_y,
+        );
     Resizer::new()
         .resize(src, &mut out, &options)
         .map_err(|e| PipelineError::Encode(format!("resize: {e}")))?;

@@ -1,5 +1,7 @@
 //! Shrink-on-load for decoders without a scaled mode (PNG, HEIC): rows are box-averaged by an
 //! integer factor as they are decoded, so a large source never exists at full size in memory.
+//! PNG rows are averaged down only (libvips' `shrinkv`); the across box follows the vertical
+//! Lanczos3 pass in `reduce`, in libvips' order, so that the result is libvips' to the bit.
 //!
 //! This is libvips' `vips_resize` recipe (the reference sharp uses): an integer box `shrink` that
 //! leaves at least twice the output size (its "reducing gap" of 2), then the usual Lanczos3
@@ -24,9 +26,10 @@ pub(crate) fn factor(min_scale: f64) -> usize {
     k
 }
 
-/// Box-averages rows of 8-bit pixels by `k` in both directions as they arrive.
+/// Box-averages rows of 8-bit pixels by `kx` across and `ky` down as they arrive.
 pub(crate) struct BoxShrink {
-    k: usize,
+    kx: usize,
+    ky: usize,
     width: u32,
     height: u32,
     /// Samples per input pixel: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA.
@@ -40,13 +43,25 @@ pub(crate) struct BoxShrink {
 }
 
 impl BoxShrink {
-    /// A shrinker for a `width` x `height` source with `channels` samples per pixel (1 to 4).
+    /// A shrinker for a `width` x `height` source with `channels` samples per pixel (1 to 4),
+    /// by `k` in both directions.
     pub(crate) fn new(width: u32, height: u32, channels: usize, k: usize) -> Self {
-        let k = k.max(1);
-        let (ow, oh) = (width.div_ceil(k as u32), height.div_ceil(k as u32));
+        Self::with_factors(width, height, channels, k, k)
+    }
+
+    /// A shrinker by `ky` down only: libvips' `shrinkv`, which runs before the vertical
+    /// Lanczos3 pass (the horizontal box runs later, in `reduce`).
+    pub(crate) fn rows_only(width: u32, height: u32, channels: usize, ky: usize) -> Self {
+        Self::with_factors(width, height, channels, 1, ky)
+    }
+
+    fn with_factors(width: u32, height: u32, channels: usize, kx: usize, ky: usize) -> Self {
+        let (kx, ky) = (kx.max(1), ky.max(1));
+        let (ow, oh) = (width.div_ceil(kx as u32), height.div_ceil(ky as u32));
         let out_ch = if channels.is_multiple_of(2) { 4 } else { 3 };
         Self {
-            k,
+            kx,
+            ky,
             width,
             height,
             channels,
@@ -60,26 +75,26 @@ impl BoxShrink {
     pub(crate) fn push(&mut self, row: &[u8]) {
         let row = &row[..row.len().min(self.width as usize * self.channels)];
         match self.channels {
-            1 => add_row::<1, false>(&mut self.acc, row, self.k),
-            2 => add_row::<2, true>(&mut self.acc, row, self.k),
-            3 => add_row::<3, false>(&mut self.acc, row, self.k),
-            _ => add_row::<4, true>(&mut self.acc, row, self.k),
+            1 => add_row::<1, false>(&mut self.acc, row, self.kx),
+            2 => add_row::<2, true>(&mut self.acc, row, self.kx),
+            3 => add_row::<3, false>(&mut self.acc, row, self.kx),
+            _ => add_row::<4, true>(&mut self.acc, row, self.kx),
         }
         self.rows_in_acc += 1;
-        if self.rows_in_acc == self.k {
+        if self.rows_in_acc == self.ky {
             self.emit();
         }
     }
 
     /// Writes the averaged output row and clears the sums.
     fn emit(&mut self) {
-        let (k, rows, width) = (self.k, self.rows_in_acc, self.width as usize);
+        let (kx, rows, width) = (self.kx, self.rows_in_acc, self.width as usize);
         let out = &mut self.out;
         match self.channels {
-            1 => emit_row::<1, false>(&mut self.acc, out, k, rows, width),
-            2 => emit_row::<2, true>(&mut self.acc, out, k, rows, width),
-            3 => emit_row::<3, false>(&mut self.acc, out, k, rows, width),
-            _ => emit_row::<4, true>(&mut self.acc, out, k, rows, width),
+            1 => emit_row::<1, false>(&mut self.acc, out, kx, rows, width),
+            2 => emit_row::<2, true>(&mut self.acc, out, kx, rows, width),
+            3 => emit_row::<3, false>(&mut self.acc, out, kx, rows, width),
+            _ => emit_row::<4, true>(&mut self.acc, out, kx, rows, width),
         }
         self.rows_in_acc = 0;
     }
@@ -90,8 +105,8 @@ impl BoxShrink {
         if self.rows_in_acc > 0 {
             self.emit();
         }
-        let ow = self.width.div_ceil(self.k as u32);
-        let oh = self.height.div_ceil(self.k as u32);
+        let ow = self.width.div_ceil(self.kx as u32);
+        let oh = self.height.div_ceil(self.ky as u32);
         if self.channels.is_multiple_of(2) {
             RgbaImage::from_raw(ow, oh, self.out).map(DynamicImage::ImageRgba8)
         } else {
@@ -124,42 +139,75 @@ fn add_row<const CH: usize, const ALPHA: bool>(acc: &mut [u32], row: &[u8], k: u
     }
 }
 
-/// Appends the averages of one row of boxes (`rows` source rows high) to `out` as RGB or RGBA,
-/// and clears the sums.
+/// The mean of `n` samples summing to `sum`, as libvips' `shrinkv` and `shrinkh` compute 8-bit
+/// averages: `(sum + n / 2)` times `floor(2^32 / n)`, shifted down by 32 (which rounds a hair
+/// lower than exact division when n is not a power of two; matched against libvips 8.17 for
+/// n = 2 to 10).
+fn average(sum: u32, n: u32) -> u8 {
+    let n = u64::from(n.max(1));
+    let multiplier = (1u64 << 32) / n;
+    u8::try_from(((u64::from(sum) + n / 2) * multiplier) >> 32).unwrap_or(u8::MAX)
+}
+
+/// Appends the averages of one row of boxes (`kx` wide, `rows` source rows high) to `out` as
+/// RGB or RGBA, and clears the sums.
 fn emit_row<const CH: usize, const ALPHA: bool>(
     acc: &mut [u32],
     out: &mut Vec<u8>,
-    k: usize,
+    kx: usize,
     rows: usize,
     width: usize,
 ) {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let avg = |s: u32, inv: f32| (s as f32 * inv + 0.5).min(255.0) as u8;
-    let full = 1.0 / (k * rows) as f32;
     for (ox, sums) in acc.chunks_exact_mut(CH).enumerate() {
-        let bw = k.min(width - ox * k);
-        let inv_n = if bw == k {
-            full
-        } else {
-            1.0 / (bw * rows) as f32
-        };
-        let inv = if ALPHA {
-            let a = sums[CH - 1];
-            if a == 0 { 0.0 } else { 1.0 / a as f32 }
-        } else {
-            inv_n
+        let bw = kx.min(width - ox * kx);
+        let n = u32::try_from(bw * rows).unwrap_or(u32::MAX);
+        // With alpha the colours are weighted by it: divide by the alpha sum instead.
+        let alpha_sum = sums[CH - 1];
+        let colour = |s: u32| {
+            if !ALPHA {
+                average(s, n)
+            } else if alpha_sum == 0 {
+                0
+            } else {
+                u8::try_from((u64::from(s) + u64::from(alpha_sum / 2)) / u64::from(alpha_sum))
+                    .unwrap_or(u8::MAX)
+            }
         };
         if CH <= 2 {
-            let v = avg(sums[0], inv);
+            let v = colour(sums[0]);
             out.extend_from_slice(&[v, v, v]);
         } else {
-            out.extend_from_slice(&[avg(sums[0], inv), avg(sums[1], inv), avg(sums[2], inv)]);
+            out.extend_from_slice(&[colour(sums[0]), colour(sums[1]), colour(sums[2])]);
         }
         if ALPHA {
-            out.push(avg(sums[CH - 1], inv_n));
+            out.push(average(sums[CH - 1], n));
         }
         sums.fill(0);
     }
+}
+
+/// Averages every `k` consecutive lines of `len` samples (the last group may be shorter: it
+/// repeats its last line, as libvips extends the edge), rounding as libvips does. Used by
+/// `reduce` for the horizontal box on its transposed columns.
+pub(crate) fn average_lines(lines: &[u8], len: usize, k: usize) -> Vec<u8> {
+    let count = lines.len() / len.max(1);
+    let groups = count.div_ceil(k);
+    let mut out = vec![0u8; groups * len];
+    let mut sums = vec![0u32; len];
+    for (g, dst) in out.chunks_exact_mut(len).enumerate() {
+        sums.fill(0);
+        for i in 0..k {
+            let line = (g * k + i).min(count - 1);
+            for (s, &v) in sums.iter_mut().zip(&lines[line * len..(line + 1) * len]) {
+                *s += u32::from(v);
+            }
+        }
+        let n = u32::try_from(k).unwrap_or(u32::MAX);
+        for (d, &s) in dst.iter_mut().zip(&sums) {
+            *d = average(s, n);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

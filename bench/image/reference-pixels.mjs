@@ -1,0 +1,29 @@
+// Writes the libvips reference pixels that crates/image-pipeline/tests/libvips_parity.rs compares
+// our resize with: sharp's own output, before any lossy encoding (PNG), for the same request.
+// Usage (from bench/image, after `npm install`): node reference-pixels.mjs
+import sharp from "sharp";
+import path from "node:path";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fixtures = path.join(here, "../../crates/image-pipeline/tests/fixtures");
+const cases = [
+  // lake.jpg is 4000x2250: 1/4 scaled decode (1000x562, libvips drops libjpeg's partial row),
+  // then Lanczos3 by 1.25 centred over the rows there are.
+  ["lake.jpg", 800, "lake_800w_libvips.png"],
+  // 1/8 decode (500x281), Lanczos3 by 5/3 (out 300x169).
+  ["lake.jpg", 300, "lake_300w_libvips.png"],
+];
+// A PNG source: lake.jpg decoded whole (our decoder gives the same pixels) and stored lossless;
+// 4000 -> 300 averages boxes of 6 rows, reduces by 20/9, then the same across.
+const png = path.join(os.tmpdir(), "lake-reference.png");
+await sharp(path.join(fixtures, "lake.jpg")).png().toFile(png);
+cases.push([png, 300, "lake_png_300w_libvips.png"]);
+for (const [source, width, out] of cases) {
+  await sharp(path.resolve(fixtures, source))
+    .resize({ width, fit: "inside", withoutEnlargement: true })
+    .png({ compressionLevel: 9 })
+    .toFile(path.join(fixtures, out));
+}
+console.log(`sharp ${sharp.versions.sharp}, libvips ${sharp.versions.vips}`);

@@ -1,0 +1,72 @@
+//! Our resize against libvips' own pixels (sharp 0.34.5, libvips 8.17.3; fixtures written by
+//! `bench/image/reference-pixels.mjs`): a JPEG source reduced as sharp reduces it gives the same
+//! 8-bit samples, so a lossy encoder at sharp's settings makes the same choices.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use image_pipeline::{Limits, TransformSpec, decode_to_rgba, transform};
+use pretty_assertions::assert_eq;
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// Resizes lake.jpg to `width` as PNG (lossless) and counts the samples that differ from the
+/// libvips reference: `(differing samples, largest difference, size)`.
+fn compare(width: u32, reference: &str) -> (usize, u8, (u32, u32)) {
+    compare_source(&fixture("lake.jpg"), width, reference)
+}
+
+fn compare_source(source: &[u8], width: u32, reference: &str) -> (usize, u8, (u32, u32)) {
+    let limits = Limits::default();
+    let query = [("width", width.to_string()), ("format", "png".to_string())];
+    let spec =
+        TransformSpec::from_query(query.iter().map(|(k, v)| (*k, v.as_str())), &limits).unwrap();
+    let out = transform(source, &spec, spec.output_format(""), None, &limits).unwrap();
+    let ours = decode_to_rgba(&out.bytes, u64::MAX).unwrap();
+    let theirs = decode_to_rgba(&fixture(reference), u64::MAX).unwrap();
+    assert_eq!(ours.dimensions(), theirs.dimensions(), "output size");
+    let diffs: Vec<u8> = ours
+        .as_raw()
+        .iter()
+        .zip(theirs.as_raw())
+        .map(|(a, b)| a.abs_diff(*b))
+        .filter(|&d| d > 0)
+        .collect();
+    (
+        diffs.len(),
+        diffs.iter().copied().max().unwrap_or(0),
+        ours.dimensions(),
+    )
+}
+
+#[test]
+fn a_quarter_scale_decode_reduced_by_one_and_a_quarter_is_libvips_to_the_bit() {
+    // 4000x2250 -> 1000x562 (libjpeg's partial 563rd row dropped) -> Lanczos3 1.25, centred.
+    assert_eq!(compare(800, "lake_800w_libvips.png"), (0, 0, (800, 450)));
+}
+
+#[test]
+fn an_eighth_scale_decode_reduced_by_five_thirds_is_libvips_to_the_bit() {
+    // 1/8 -> 500x281, then 300x169: the height samples 281.67 rows of 281, centred.
+    assert_eq!(compare(300, "lake_300w_libvips.png"), (0, 0, (300, 169)));
+}
+
+#[test]
+fn a_png_boxed_by_six_and_reduced_by_twenty_ninths_is_libvips_to_the_bit() {
+    // The PNG holds lake.jpg decoded whole (the same pixels as libvips' decode). libvips'
+    // order: rows averaged by 6, Lanczos3 down by 20/9, columns averaged by 6 (the last box
+    // partial), Lanczos3 across.
+    let whole = decode_to_rgba(&fixture("lake.jpg"), u64::MAX).unwrap();
+    let rgb = image_pipeline::image::DynamicImage::ImageRgba8(whole).to_rgb8();
+    let mut png = std::io::Cursor::new(Vec::new());
+    rgb.write_to(&mut png, image_pipeline::image::ImageFormat::Png)
+        .unwrap();
+    assert_eq!(
+        compare_source(png.get_ref(), 300, "lake_png_300w_libvips.png"),
+        (0, 0, (300, 169))
+    );
+}
