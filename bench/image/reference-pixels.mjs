@@ -20,6 +20,15 @@ const cases = [
 const png = path.join(os.tmpdir(), "lake-reference.png");
 await sharp(path.join(fixtures, "lake.jpg")).png().toFile(png);
 cases.push([png, 300, "lake_png_300w_libvips.png"]);
+// A Display P3 photo (what phones write): lake.jpg at 1600 px, converted to P3 and tagged with
+// it. Kept as a fixture itself; the reference converts it back to sRGB, then to 400 px.
+const p3 = path.join(fixtures, "lake_p3.jpg");
+await sharp(path.join(fixtures, "lake.jpg"))
+  .resize({ width: 1600 })
+  .withIccProfile("p3")
+  .jpeg({ quality: 90 })
+  .toFile(p3);
+cases.push(["lake_p3.jpg", 400, "lake_p3_400w_libvips.png"]);
 for (const [source, width, out] of cases) {
   await sharp(path.resolve(fixtures, source))
     .resize({ width, fit: "inside", withoutEnlargement: true })

@@ -2,26 +2,36 @@
 //!
 //! Phones write Display P3 (and cameras Adobe RGB) profiles into JPEG (APP2), PNG (iCCP),
 //! WebP (ICCP) and HEIC (colr) files. Browsers assume sRGB for our outputs, which carry no
-//! profile, so without this step such photos come out dull and shifted: sharp (libvips) converts
-//! them too. The conversion uses moxcms (pure Rust, perceptual intent as sharp asks of lcms2).
-//! A profile that maps every probe colour onto itself (sRGB under any name) costs one lookup in a
-//! small cache and leaves the pixels alone; a profile that does not parse or is not RGB is
-//! ignored, as libvips does, rather than failing the request.
+//! profile, so without this step such photos come out dull and shifted. The conversion is the
+//! one sharp makes (`icc_transform` to libvips' built-in sRGB profile, perceptual intent, 8 bits,
+//! no transform cache): Little CMS with the same output profile, so converted pixels are
+//! libvips' to the bit and the resize after them matches sharp's too. As in sharp, any embedded
+//! RGB profile is applied, sRGB included; a profile that does not parse or is not RGB is ignored,
+//! as libvips does, rather than failing the request.
 
 use std::sync::{Arc, Mutex};
 
 use image::DynamicImage;
-use moxcms::{ColorProfile, DataColorSpace, Layout, Transform8BitExecutor, TransformOptions};
+use lcms2::{
+    ColorSpaceSignature, DisallowCache, Flags, GlobalContext, Intent, PixelFormat, Profile,
+    Transform,
+};
+
+/// libvips' built-in sRGB profile (`libvips/colour/profiles/sRGB.icm`, the 480-byte compact
+/// sRGB v4 profile of Clinton Ingram's Compact-ICC-Profiles, CC0), as sharp 0.34 embeds it.
+const SRGB_V4: &[u8] = include_bytes!("srgb-v4.icc");
+
+type Lcms = Transform<u8, u8, GlobalContext, DisallowCache>;
 
 /// Transforms of the profiles seen recently: photos from one kind of phone share one profile, so
 /// the cost of building a transform is paid once. `None` means "leave the pixels alone".
-type Cached = Option<Arc<Transform8BitExecutor>>;
+type Cached = Option<Arc<Lcms>>;
 static CACHE: Mutex<Vec<(Vec<u8>, bool, Cached)>> = Mutex::new(Vec::new());
 const CACHE_ENTRIES: usize = 16;
 
 /// Converts `img` (8-bit RGB or RGBA, the decoders' output) from the colour space of the ICC
-/// profile `icc` to sRGB, in place. No profile, an sRGB profile, a profile that does not parse or
-/// describes another colour model (CMYK, grey) leave the image unchanged.
+/// profile `icc` to sRGB, in place. No profile, a profile that does not parse or describes
+/// another colour model (CMYK, grey) leave the image unchanged.
 pub(crate) fn to_srgb(img: &mut DynamicImage, icc: Option<&[u8]>) {
     let Some(icc) = icc.filter(|p| !p.is_empty()) else {
         return;
@@ -31,27 +41,10 @@ pub(crate) fn to_srgb(img: &mut DynamicImage, icc: Option<&[u8]>) {
         DynamicImage::ImageRgba8(b) => (b.as_mut(), true),
         _ => return,
     };
-    let Some(transform) = transform_for(icc, alpha) else {
-        return;
-    };
-    // moxcms transforms from one buffer into another; a chunk at a time keeps the copy small.
-    let chunk = chunk_len(buf.len(), alpha);
-    if chunk == 0 {
-        return;
+    if let Some(transform) = transform_for(icc, alpha) {
+        // In place: with RGBA the alpha samples stay as they are.
+        transform.transform_in_place(buf);
     }
-    let mut src = vec![0u8; chunk];
-    for line in buf.chunks_mut(chunk) {
-        let src = &mut src[..line.len()];
-        src.copy_from_slice(line);
-        // The lengths always agree; a failure leaves the row as decoded.
-        let _ = transform.transform(src, line);
-    }
-}
-
-/// Bytes converted per call: whole pixels, at most about 64 KiB.
-fn chunk_len(len: usize, alpha: bool) -> usize {
-    let px = if alpha { 4 } else { 3 };
-    (64 * 1024 / px).min(len / px) * px
 }
 
 fn transform_for(icc: &[u8], alpha: bool) -> Cached {
@@ -71,60 +64,33 @@ fn transform_for(icc: &[u8], alpha: bool) -> Cached {
 }
 
 fn build(icc: &[u8], alpha: bool) -> Cached {
-    let profile = ColorProfile::new_from_slice(icc).ok()?;
-    if profile.color_space != DataColorSpace::Rgb {
+    let input = Profile::new_icc(icc).ok()?;
+    if input.color_space() != ColorSpaceSignature::RgbData {
         return None;
     }
-    let layout = if alpha { Layout::Rgba } else { Layout::Rgb };
-    let transform = profile
-        .create_transform_8bit(
-            layout,
-            &ColorProfile::new_srgb(),
-            layout,
-            TransformOptions::default(),
-        )
-        .ok()?;
-    if is_identity(transform.as_ref(), alpha) {
-        None
+    let output = Profile::new_icc(SRGB_V4).ok()?;
+    let format = if alpha {
+        PixelFormat::RGBA_8
     } else {
-        Some(transform)
-    }
-}
-
-/// True when the transform maps a spread of colours (greys, primaries, secondaries, skin and
-/// sky tones) onto themselves within one level: the profile is sRGB whatever its name.
-fn is_identity(t: &Transform8BitExecutor, alpha: bool) -> bool {
-    const PROBES: [[u8; 3]; 12] = [
-        [0, 0, 0],
-        [255, 255, 255],
-        [128, 128, 128],
-        [40, 40, 40],
-        [255, 0, 0],
-        [0, 255, 0],
-        [0, 0, 255],
-        [255, 255, 0],
-        [0, 255, 255],
-        [255, 0, 255],
-        [224, 172, 140],
-        [90, 150, 220],
-    ];
-    let src: Vec<u8> = PROBES
-        .iter()
-        .flat_map(|p| {
-            let mut px = p.to_vec();
-            if alpha {
-                px.push(255);
-            }
-            px
-        })
-        .collect();
-    let mut dst = vec![0u8; src.len()];
-    t.transform(&src, &mut dst).is_ok() && src.iter().zip(&dst).all(|(a, b)| a.abs_diff(*b) <= 1)
+        PixelFormat::RGB_8
+    };
+    Lcms::new_flags_context(
+        GlobalContext::new(),
+        &input,
+        format,
+        &output,
+        format,
+        Intent::Perceptual,
+        Flags::NO_CACHE,
+    )
+    .ok()
+    .map(Arc::new)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use moxcms::ColorProfile;
 
     fn p3_icc() -> Vec<u8> {
         ColorProfile::new_display_p3().encode().unwrap_or_default()
@@ -146,9 +112,8 @@ mod tests {
     }
 
     #[test]
-    fn srgb_and_broken_profiles_leave_pixels_alone() {
-        let srgb = ColorProfile::new_srgb().encode().unwrap_or_default();
-        for icc in [&srgb[..], b"not a profile", &[]] {
+    fn srgb_keeps_colours_and_broken_profiles_leave_pixels_alone() {
+        for icc in [SRGB_V4, b"not a profile", &[]] {
             let mut img = DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
                 2,
                 2,

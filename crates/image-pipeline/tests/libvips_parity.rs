@@ -70,3 +70,13 @@ fn a_png_boxed_by_six_and_reduced_by_twenty_ninths_is_libvips_to_the_bit() {
         (0, 0, (300, 169))
     );
 }
+
+#[test]
+fn a_display_p3_photo_is_converted_and_reduced_to_libvips_bits() {
+    // Display P3 to sRGB through Little CMS (perceptual, libvips' sRGB profile) after a 1/2
+    // decode (a shrink of exactly 4 keeps a Lanczos3 step of 2, as sharp does).
+    assert_eq!(
+        compare_source(&fixture("lake_p3.jpg"), 400, "lake_p3_400w_libvips.png"),
+        (0, 0, (400, 225))
+    );
+}
