@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # image-server against a sharp reference server, side by side, cache off, same photos and
 # parameters, same load tool (wrk) at concurrency 2. Prints a markdown table (and writes it to
-# bench/image/RESULTS.md with --write).
+# bench/image/RESULTS.md with --write). Each side is measured ROUNDS times, alternating (ours,
+# sharp, ours, sharp...), and the request rates averaged, so that a noisy neighbour on a shared
+# machine hits both. WebP cases get a second row for image-server at WEBP_EFFORT=2.
 #
 # Needs: cargo, node + npm (sharp is installed here from npm), wrk, the photos in
 # ../shared/images (relative to the repository root). Usage: bench/image/run.sh [--write]
@@ -10,10 +12,12 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 SHARED="${SHARED_IMAGES:-$ROOT/../shared/images}"
-DURATION="${DURATION:-15}"
+DURATION="${DURATION:-10}"
+ROUNDS="${ROUNDS:-2}"
 CONC=2
 OURS_PORT=3201
 SHARP_PORT=3202
+FAST_PORT=3203
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
 WORK="$(mktemp -d)"
 PIDS=()
@@ -42,9 +46,12 @@ export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-1048576}"
 STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
   DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$OURS_PORT" RUST_LOG=warn "$BIN" &
 OURS=$!; PIDS+=("$OURS")
+STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
+  DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$FAST_PORT" RUST_LOG=warn WEBP_EFFORT=2 "$BIN" &
+FAST=$!; PIDS+=("$FAST")
 (cd "$HERE" && exec env -u MALLOC_MMAP_THRESHOLD_ node sharp-server.mjs "$SHARP_PORT" "$WORK/images") >"$WORK/sharp.log" 2>&1 &
 SHARP=$!; PIDS+=("$SHARP")
-for port in $OURS_PORT $SHARP_PORT; do
+for port in $OURS_PORT $SHARP_PORT $FAST_PORT; do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/images/resize/lake.jpg?width=10" -o /dev/null && break; sleep 0.1; done
 done
 # The node process is the child of the subshell's exec: it is $SHARP itself.
@@ -74,18 +81,35 @@ CASES=(
   "12 MP HEIC -> 800w JPEG q80|window.heic?width=800&format=jpeg&quality=80"
 )
 
+# The mean request rate of ROUNDS runs, alternating with the other side: "rps p50 p99" (the
+# latencies of the last round).
+mean_of() { awk '{ n++; s += $1; p50 = $2; p99 = $3 } END { if (n) printf "%.2f %s %s", s / n, p50, p99 }'; }
+
 TABLE="| case | image-server req/s | sharp req/s | ratio | p50 ours / sharp | p99 ours / sharp | peak RSS ours / sharp (MB) | SSIM ours vs sharp |
 |---|---:|---:|---:|---|---|---|---:|"
 for c in "${CASES[@]}"; do
   name="${c%%|*}"; q="${c#*|}"
   echo "case: $name" >&2
-  reset_hwm $OURS; reset_hwm $SHARP
-  read -r o_rps o_p50 o_p99 <<<"$(measure "http://127.0.0.1:$OURS_PORT/images/resize/$q")"
-  read -r s_rps s_p50 s_p99 <<<"$(measure "http://127.0.0.1:$SHARP_PORT/images/resize/$q")"
+  reset_hwm $OURS; reset_hwm $SHARP; reset_hwm $FAST
+  sharp_ok=1
+  curl -sf "http://127.0.0.1:$SHARP_PORT/images/resize/$q" -o "$WORK/sharp.out" || sharp_ok=0
+  webp=0; case "$name" in *WebP*) webp=1 ;; esac
+  : > "$WORK/ours.runs"; : > "$WORK/sharp.runs"; : > "$WORK/fast.runs"
+  for _ in $(seq "$ROUNDS"); do
+    measure "http://127.0.0.1:$OURS_PORT/images/resize/$q" >> "$WORK/ours.runs"
+    if [ "$sharp_ok" = 1 ]; then
+      measure "http://127.0.0.1:$SHARP_PORT/images/resize/$q" >> "$WORK/sharp.runs"
+    fi
+    if [ "$webp" = 1 ]; then
+      measure "http://127.0.0.1:$FAST_PORT/images/resize/$q" >> "$WORK/fast.runs"
+    fi
+  done
+  read -r o_rps o_p50 o_p99 <<<"$(mean_of < "$WORK/ours.runs")"
   o_rss=$(hwm $OURS); s_rss=$(hwm $SHARP)
   curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$q" -o "$WORK/ours.out" || true
   ssim="n/a"; ratio="n/a"
-  if curl -sf "http://127.0.0.1:$SHARP_PORT/images/resize/$q" -o "$WORK/sharp.out"; then
+  if [ "$sharp_ok" = 1 ]; then
+    read -r s_rps s_p50 s_p99 <<<"$(mean_of < "$WORK/sharp.runs")"
     ssim=$("$SSIM" "$WORK/ours.out" "$WORK/sharp.out" 2>/dev/null || echo "n/a")
     ratio=$(awk -v a="$o_rps" -v b="$s_rps" 'BEGIN { if (b+0 > 0) printf "%.2fx", a/b; else print "n/a" }')
   else
@@ -93,6 +117,14 @@ for c in "${CASES[@]}"; do
   fi
   TABLE+="
 | $name | $o_rps | $s_rps | $ratio | $o_p50 / $s_p50 | $o_p99 / $s_p99 | $o_rss / $s_rss | $ssim |"
+  if [ "$webp" = 1 ]; then
+    read -r f_rps f_p50 f_p99 <<<"$(mean_of < "$WORK/fast.runs")"
+    curl -sf "http://127.0.0.1:$FAST_PORT/images/resize/$q" -o "$WORK/fast.out" || true
+    f_ssim=$("$SSIM" "$WORK/fast.out" "$WORK/sharp.out" 2>/dev/null || echo "n/a")
+    f_ratio=$(awk -v a="$f_rps" -v b="$s_rps" 'BEGIN { if (b+0 > 0) printf "%.2fx", a/b; else print "n/a" }')
+    TABLE+="
+| $name, ours at WEBP_EFFORT=2 | $f_rps | $s_rps | $f_ratio | $f_p50 / $s_p50 | $f_p99 / $s_p99 | $(hwm $FAST) / $s_rss | $f_ssim |"
+  fi
 done
 
 # Cache hits from memory: a second image-server with the memory tier on.
@@ -114,7 +146,7 @@ Cache hits from memory (lake 800w WebP, wrk on the same 2 cores):
 | 16 | $h16_rps | $h16_p50 | $h16_p99 | $(hwm $CACHED) |"
 
 SHARP_VERSION=$(head -1 "$WORK/sharp.log")
-HEADER="Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average before the run $LOAD_BEFORE and after $(cut -d' ' -f1-3 /proc/loadavg) ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')), wrk -t2 -c2 for ${DURATION}s per case after a 2 s warm-up, result caches off. Reference: $SHARP_VERSION."
+HEADER="Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average before the run $LOAD_BEFORE and after $(cut -d' ' -f1-3 /proc/loadavg) ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')), wrk -t2 -c2, $ROUNDS alternating rounds of ${DURATION}s per side and case (each after a 2 s warm-up, request rates averaged), result caches off. Reference: $SHARP_VERSION."
 echo "$HEADER"
 echo
 echo "$TABLE"

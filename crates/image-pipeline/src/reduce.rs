@@ -177,9 +177,15 @@ pub(crate) fn reduce<const CH: usize>(
     let v = Axis::new(oh, r.shrink.1, r.start.1);
     let stride = width * CH;
     let column = oh * CH;
+    // The box across runs on each row of the vertical pass as it comes out (libvips' `shrinkh`
+    // after `reducev`), so only the narrower result is kept.
+    #[allow(clippy::cast_precision_loss)]
+    let k = hbox.max(1) as f64;
+    let boxed_w = width.div_ceil(hbox.max(1));
+    let h = Axis::new(ow, r.shrink.0 / k, r.start.0 / k);
 
     // Vertical pass, stored column by column: column x is `columns[x * column..][..column]`.
-    let mut columns = vec![0u8; width * column];
+    let mut columns = vec![0u8; boxed_w * column];
     let mut line = vec![0u8; stride];
     let mut taps: Vec<&[u8]> = Vec::with_capacity(v.taps);
     for (y, &(first, m)) in v.samples.iter().enumerate() {
@@ -189,24 +195,22 @@ pub(crate) fn reduce<const CH: usize>(
             &src[row * stride..(row + 1) * stride]
         }));
         vertical(&taps, v.mask(m), &mut line);
-        for (x, px) in line.chunks_exact(CH).enumerate() {
+        let boxed;
+        let row = if hbox > 1 {
+            boxed = shrink::average_pixels::<CH>(&line, hbox);
+            &boxed[..]
+        } else {
+            &line[..]
+        };
+        for (x, px) in row.chunks_exact(CH).enumerate() {
             let at = x * column + y * CH;
             columns[at..at + CH].copy_from_slice(px);
         }
     }
 
-    // The box across, on whole columns, then the horizontal pass; then back to rows.
-    let (columns, width, h) = if hbox > 1 {
-        #[allow(clippy::cast_precision_loss)]
-        let k = hbox as f64;
-        (
-            shrink::average_lines(&columns, column, hbox),
-            width.div_ceil(hbox),
-            Axis::new(ow, r.shrink.0 / k, r.start.0 / k),
-        )
-    } else {
-        (columns, width, Axis::new(ow, r.shrink.0, r.start.0))
-    };
+    // The horizontal pass over the columns; then back to rows.
+    let width = boxed_w;
+    let mut taps: Vec<&[u8]> = Vec::with_capacity(h.taps);
     let mut transposed = vec![0u8; ow * column];
     for (&(first, m), out) in h.samples.iter().zip(transposed.chunks_exact_mut(column)) {
         taps.clear();

@@ -186,26 +186,22 @@ fn emit_row<const CH: usize, const ALPHA: bool>(
     }
 }
 
-/// Averages every `k` consecutive lines of `len` samples (the last group may be shorter: it
-/// repeats its last line, as libvips extends the edge), rounding as libvips does. Used by
-/// `reduce` for the horizontal box on its transposed columns.
-pub(crate) fn average_lines(lines: &[u8], len: usize, k: usize) -> Vec<u8> {
-    let count = lines.len() / len.max(1);
-    let groups = count.div_ceil(k);
-    let mut out = vec![0u8; groups * len];
-    let mut sums = vec![0u32; len];
-    for (g, dst) in out.chunks_exact_mut(len).enumerate() {
-        sums.fill(0);
+/// Averages every `k` neighbouring pixels of a row of `CH`-sample pixels (the last group may be
+/// shorter: it repeats the row's last pixel, as libvips extends the edge), rounding as libvips'
+/// `shrinkh` does. Used by `reduce` between its vertical and horizontal passes.
+pub(crate) fn average_pixels<const CH: usize>(row: &[u8], k: usize) -> Vec<u8> {
+    let width = row.len() / CH;
+    let n = u32::try_from(k).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(width.div_ceil(k) * CH);
+    for start in (0..width).step_by(k.max(1)) {
+        let mut sums = [0u32; CH];
         for i in 0..k {
-            let line = (g * k + i).min(count - 1);
-            for (s, &v) in sums.iter_mut().zip(&lines[line * len..(line + 1) * len]) {
+            let x = (start + i).min(width - 1);
+            for (s, &v) in sums.iter_mut().zip(&row[x * CH..(x + 1) * CH]) {
                 *s += u32::from(v);
             }
         }
-        let n = u32::try_from(k).unwrap_or(u32::MAX);
-        for (d, &s) in dst.iter_mut().zip(&sums) {
-            *d = average(s, n);
-        }
+        out.extend(sums.map(|s| average(s, n)));
     }
     out
 }
