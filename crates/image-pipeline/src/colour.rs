@@ -47,6 +47,21 @@ pub(crate) fn to_srgb(img: &mut DynamicImage, icc: Option<&[u8]>) {
     }
 }
 
+/// Converts rows of 8-bit RGB (`alpha` false) or RGBA pixels from the colour space of `icc` to
+/// sRGB, in place: the same conversion as [`to_srgb`], for a decoder that streams rows. `None`
+/// when there is nothing to convert.
+pub(crate) struct RowConverter(Arc<Lcms>);
+
+impl RowConverter {
+    pub(crate) fn new(icc: Option<&[u8]>, alpha: bool) -> Option<Self> {
+        transform_for(icc.filter(|p| !p.is_empty())?, alpha).map(Self)
+    }
+
+    pub(crate) fn convert(&self, row: &mut [u8]) {
+        self.0.transform_in_place(row);
+    }
+}
+
 fn transform_for(icc: &[u8], alpha: bool) -> Cached {
     if let Ok(cache) = CACHE.lock()
         && let Some((_, _, t)) = cache.iter().find(|(p, a, _)| *a == alpha && p == icc)

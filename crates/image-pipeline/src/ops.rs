@@ -115,6 +115,22 @@ pub(crate) fn place(
         }
         other => other.fractions(),
     };
+    window(region, keep, (fx, fy))
+}
+
+/// Places a `keep`-sized window inside `region` at a position that needs no pixels to find
+/// (`None` for entropy and attention, which look at them).
+pub(crate) fn place_at(region: Region, keep: (f64, f64), position: Position) -> Option<Region> {
+    match position {
+        Position::Entropy | Position::Attention => None,
+        other => Some(window(region, keep, other.fractions())),
+    }
+}
+
+/// The `keep`-sized window of `region` whose free space is split `(fx, fy)` before it.
+fn window(region: Region, keep: (f64, f64), (fx, fy): (f64, f64)) -> Region {
+    let (w, h) = (region.width * keep.0, region.height * keep.1);
+    let (free_x, free_y) = (region.width - w, region.height - h);
     Region {
         left: region.left + free_x * fx,
         top: region.top + free_y * fy,
@@ -231,18 +247,7 @@ pub(crate) fn resize(
         && sx >= 1.0
         && sy >= 1.0
     {
-        // What is sampled (`out * shrink` source pixels) is centred on what there is.
-        let centre = |start: f64, len: f64, overhang: f64, out: u32, s: f64| {
-            start + (len - overhang - f64::from(out) * s) / 2.0
-        };
-        let reduction = reduce::Reduction {
-            out: (dst.0 as usize, dst.1 as usize),
-            shrink: (sx, sy),
-            start: (
-                centre(region.left, region.width, overhang_x, dst.0, sx),
-                centre(region.top, region.height, overhang_y, dst.1, sy),
-            ),
-        };
+        let reduction = reduction(region, (sw, sh), dst, (sx, sy));
         let pixels = reduce::reduce_rgb(rgb.as_raw(), rgb.width() as usize, reduction);
         let out = image::RgbImage::from_raw(dst.0, dst.1, pixels)
             .ok_or_else(|| PipelineError::Encode("resize: bad buffer size".into()))?;
@@ -261,6 +266,30 @@ pub(crate) fn resize(
         .resize(src, &mut out, &options)
         .map_err(|e| PipelineError::Encode(format!("resize: {e}")))?;
     Ok(out)
+}
+
+/// The libvips-style reduction of `region` of a `size` image to `dst` by `shrink` source pixels
+/// per output pixel: what is sampled (`dst * shrink` source pixels) is centred on what there
+/// is of the region.
+pub(crate) fn reduction(
+    region: Region,
+    size: (f64, f64),
+    dst: (u32, u32),
+    shrink: (f64, f64),
+) -> reduce::Reduction {
+    let overhang_x = (region.left + region.width - size.0).max(0.0);
+    let overhang_y = (region.top + region.height - size.1).max(0.0);
+    let centre = |start: f64, len: f64, overhang: f64, out: u32, s: f64| {
+        start + (len - overhang - f64::from(out) * s) / 2.0
+    };
+    reduce::Reduction {
+        out: (dst.0 as usize, dst.1 as usize),
+        shrink,
+        start: (
+            centre(region.left, region.width, overhang_x, dst.0, shrink.0),
+            centre(region.top, region.height, overhang_y, dst.1, shrink.1),
+        ),
+    }
 }
 
 /// Pads `img` onto a `w` x `h` canvas of `bg` at `position`.

@@ -153,7 +153,7 @@ pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Vec<u8> {
 }
 
 /// The box factor libvips puts before a Lanczos3 reduction by `shrink` (its gap of 2).
-fn box_factor(shrink: f64) -> usize {
+pub(crate) fn box_factor(shrink: f64) -> usize {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let k = (shrink / 2.0).floor().max(1.0) as usize;
     k
@@ -162,10 +162,6 @@ fn box_factor(shrink: f64) -> usize {
 /// Reduces `src` (`width` x `height` pixels of `CH` interleaved 8-bit samples) as `r` says,
 /// averaging boxes of `hbox` pixels across between the two passes (`hbox` 1: none; `r.shrink.0`
 /// and `r.start.0` are in source pixels); returns the `r.out` pixels.
-///
-/// Both passes run the same vectorised row kernel ([`vertical`]): the vertical pass writes its
-/// result transposed, so the horizontal pass reads source columns as rows, and its result is
-/// transposed back at the end.
 pub(crate) fn reduce<const CH: usize>(
     src: &[u8],
     width: usize,
@@ -173,61 +169,163 @@ pub(crate) fn reduce<const CH: usize>(
     r: &Reduction,
     hbox: usize,
 ) -> Vec<u8> {
-    let (ow, oh) = r.out;
-    let v = Axis::new(oh, r.shrink.1, r.start.1);
-    let stride = width * CH;
-    let column = oh * CH;
-    // The box across runs on each row of the vertical pass as it comes out (libvips' `shrinkh`
-    // after `reducev`), so only the narrower result is kept.
-    #[allow(clippy::cast_precision_loss)]
-    let k = hbox.max(1) as f64;
-    let boxed_w = width.div_ceil(hbox.max(1));
-    let h = Axis::new(ow, r.shrink.0 / k, r.start.0 / k);
+    let mut reducer = Reducer::<CH>::new(width, height, r, hbox);
+    for row in src.chunks_exact(width * CH).take(height) {
+        reducer.push(row);
+    }
+    reducer.finish()
+}
 
-    // Vertical pass, stored column by column: column x is `columns[x * column..][..column]`.
-    let mut columns = vec![0u8; boxed_w * column];
-    let mut line = vec![0u8; stride];
-    let mut taps: Vec<&[u8]> = Vec::with_capacity(v.taps);
-    for (y, &(first, m)) in v.samples.iter().enumerate() {
-        taps.clear();
-        taps.extend((0..v.taps).map(|k| {
-            let row = clamp_index(first + k as isize, height);
-            &src[row * stride..(row + 1) * stride]
-        }));
-        vertical(&taps, v.mask(m), &mut line);
+/// A reduction fed one source row at a time, top to bottom, holding only the rows the next
+/// output row still needs: a decoder can stream into it, so a large source never exists whole.
+///
+/// Both passes run the same vectorised row kernel ([`vertical`]): the vertical pass writes its
+/// result transposed, so the horizontal pass reads source columns as rows, and its result is
+/// transposed back at the end. The box across (libvips' `shrinkh`, after `reducev`) runs on
+/// each vertical-pass row as it comes out.
+pub(crate) struct Reducer<const CH: usize> {
+    v: Axis,
+    h: Axis,
+    out: (usize, usize),
+    /// Source row length in samples and source height in rows.
+    stride: usize,
+    height: usize,
+    hbox: usize,
+    /// Vertical pass, boxed across, stored column by column: column x is
+    /// `columns[x * oh * CH..][..oh * CH]`.
+    columns: Vec<u8>,
+    /// Source rows `first..first + window.len()`, and spare row buffers.
+    window: std::collections::VecDeque<Vec<u8>>,
+    first: usize,
+    spare: Vec<Vec<u8>>,
+    received: usize,
+    /// The next output row of the vertical pass.
+    next: usize,
+    line: Vec<u8>,
+}
+
+impl<const CH: usize> Reducer<CH> {
+    /// A reduction of a `width` x `height` source as `r` says, with a box of `hbox` across.
+    pub(crate) fn new(width: usize, height: usize, r: &Reduction, hbox: usize) -> Self {
+        let (ow, oh) = r.out;
+        let hbox = hbox.max(1);
+        #[allow(clippy::cast_precision_loss)]
+        let k = hbox as f64;
+        Self {
+            v: Axis::new(oh, r.shrink.1, r.start.1),
+            h: Axis::new(ow, r.shrink.0 / k, r.start.0 / k),
+            out: r.out,
+            stride: width * CH,
+            height: height.max(1),
+            hbox,
+            columns: vec![0u8; width.div_ceil(hbox) * oh * CH],
+            window: std::collections::VecDeque::new(),
+            first: 0,
+            spare: Vec::new(),
+            received: 0,
+            next: 0,
+            line: vec![0u8; width * CH],
+        }
+    }
+
+    /// The first and last source rows output row `y` reads (edges repeat).
+    fn needs(&self, y: usize) -> (usize, usize) {
+        let (first, _) = self.v.samples[y];
+        (
+            clamp_index(first, self.height),
+            clamp_index(first + self.v.taps as isize - 1, self.height),
+        )
+    }
+
+    /// Takes the next source row (`width * CH` samples; extra samples are ignored).
+    pub(crate) fn push(&mut self, row: &[u8]) {
+        if self.received >= self.height {
+            return;
+        }
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(&row[..self.stride.min(row.len())]);
+        buf.resize(self.stride, 0);
+        self.window.push_back(buf);
+        self.received += 1;
+        while self.next < self.out.1 && self.needs(self.next).1 < self.received {
+            self.emit(self.next);
+            self.next += 1;
+        }
+        let keep_from = if self.next < self.out.1 {
+            self.needs(self.next).0
+        } else {
+            self.received
+        };
+        while self.first < keep_from
+            && let Some(old) = self.window.pop_front()
+        {
+            self.spare.push(old);
+            self.first += 1;
+        }
+    }
+
+    /// Computes vertical-pass row `y` from the window and stores it, boxed, in the columns.
+    fn emit(&mut self, y: usize) {
+        let (first, m) = self.v.samples[y];
+        let last = self.first + self.window.len() - 1;
+        let taps: Vec<&[u8]> = (0..self.v.taps)
+            .map(|k| {
+                let row = clamp_index(first + k as isize, self.height).clamp(self.first, last);
+                self.window[row - self.first].as_slice()
+            })
+            .collect();
+        vertical(&taps, self.v.mask(m), &mut self.line);
         let boxed;
-        let row = if hbox > 1 {
-            boxed = shrink::average_pixels::<CH>(&line, hbox);
+        let row = if self.hbox > 1 {
+            boxed = shrink::average_pixels::<CH>(&self.line, self.hbox);
             &boxed[..]
         } else {
-            &line[..]
+            &self.line[..]
         };
+        let column = self.out.1 * CH;
         for (x, px) in row.chunks_exact(CH).enumerate() {
             let at = x * column + y * CH;
-            columns[at..at + CH].copy_from_slice(px);
+            self.columns[at..at + CH].copy_from_slice(px);
         }
     }
 
-    // The horizontal pass over the columns; then back to rows.
-    let width = boxed_w;
-    let mut taps: Vec<&[u8]> = Vec::with_capacity(h.taps);
-    let mut transposed = vec![0u8; ow * column];
-    for (&(first, m), out) in h.samples.iter().zip(transposed.chunks_exact_mut(column)) {
-        taps.clear();
-        taps.extend((0..h.taps).map(|k| {
-            let x = clamp_index(first + k as isize, width);
-            &columns[x * column..(x + 1) * column]
-        }));
-        vertical(&taps, h.mask(m), out);
-    }
-    let mut out = vec![0u8; ow * oh * CH];
-    for (x, col) in transposed.chunks_exact(column).enumerate() {
-        for (y, px) in col.chunks_exact(CH).enumerate() {
-            let at = (y * ow + x) * CH;
-            out[at..at + CH].copy_from_slice(px);
+    /// Runs the horizontal pass and returns the `r.out` pixels. A source that ended early
+    /// repeats its last row.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        if self.received > 0 {
+            while self.next < self.out.1 {
+                self.emit(self.next);
+                self.next += 1;
+            }
         }
+        let (ow, oh) = self.out;
+        let column = oh * CH;
+        let width = self.columns.len() / column.max(1);
+        let mut transposed = vec![0u8; ow * column];
+        for (&(first, m), out) in self
+            .h
+            .samples
+            .iter()
+            .zip(transposed.chunks_exact_mut(column))
+        {
+            let taps: Vec<&[u8]> = (0..self.h.taps)
+                .map(|k| {
+                    let x = clamp_index(first + k as isize, width);
+                    &self.columns[x * column..(x + 1) * column]
+                })
+                .collect();
+            vertical(&taps, self.h.mask(m), out);
+        }
+        let mut out = vec![0u8; ow * oh * CH];
+        for (x, col) in transposed.chunks_exact(column).enumerate() {
+            for (y, px) in col.chunks_exact(CH).enumerate() {
+                let at = (y * ow + x) * CH;
+                out[at..at + CH].copy_from_slice(px);
+            }
+        }
+        out
     }
-    out
 }
 
 /// One output row of the vertical pass: `out[i] = round(sum_k mask[k] * rows[k][i])`, sixteen

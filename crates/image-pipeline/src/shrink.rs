@@ -99,6 +99,28 @@ impl BoxShrink {
         self.rows_in_acc = 0;
     }
 
+    /// Hands each finished output row (RGB, or RGBA with alpha) to `sink` and forgets it, for
+    /// a caller that streams rows on instead of keeping the image.
+    pub(crate) fn drain_rows(&mut self, sink: &mut dyn FnMut(&[u8])) {
+        let row = self.width.div_ceil(self.kx as u32) as usize
+            * if self.channels.is_multiple_of(2) {
+                4
+            } else {
+                3
+            };
+        for r in self.out.chunks_exact(row.max(1)) {
+            sink(r);
+        }
+        self.out.clear();
+    }
+
+    /// Emits a last partial box of rows, if any, for `drain_rows`.
+    pub(crate) fn flush(&mut self) {
+        if self.rows_in_acc > 0 {
+            self.emit();
+        }
+    }
+
     /// The shrunk image (RGB, or RGBA when the source has alpha). A source that ended early
     /// gives a shorter image; callers check the decoder's own error first.
     pub(crate) fn finish(mut self) -> Option<DynamicImage> {
