@@ -257,7 +257,9 @@ impl<const CH: usize> Reducer<CH> {
         } else {
             self.received
         };
+        // The newest row always stays: a source that ends early repeats it (see `finish`).
         while self.first < keep_from
+            && self.window.len() > 1
             && let Some(old) = self.window.pop_front()
         {
             self.spare.push(old);
@@ -265,7 +267,8 @@ impl<const CH: usize> Reducer<CH> {
         }
     }
 
-    /// Computes vertical-pass row `y` from the window and stores it, boxed, in the columns.
+    /// Computes vertical-pass row `y` from the window (never empty here) and stores it, boxed,
+    /// in the columns.
     fn emit(&mut self, y: usize) {
         let (first, m) = self.v.samples[y];
         let last = self.first + self.window.len() - 1;
@@ -293,7 +296,7 @@ impl<const CH: usize> Reducer<CH> {
     /// Runs the horizontal pass and returns the `r.out` pixels. A source that ended early
     /// repeats its last row.
     pub(crate) fn finish(mut self) -> Vec<u8> {
-        if self.received > 0 {
+        if !self.window.is_empty() {
             while self.next < self.out.1 {
                 self.emit(self.next);
                 self.next += 1;
@@ -420,6 +423,28 @@ mod tests {
             vertical_baseline(&taps, axis.mask(m), &mut b);
             assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn a_source_that_ends_early_repeats_its_last_row() {
+        let r = Reduction {
+            out: (4, 4),
+            shrink: (2.0, 2.0),
+            start: (0.0, 0.0),
+        };
+        let mut reducer = Reducer::<3>::new(8, 8, &r, 1);
+        for _ in 0..3 {
+            reducer.push(&[90u8; 24]);
+        }
+        let out = reducer.finish();
+        assert_eq!(out.len(), 4 * 4 * 3);
+        assert!(out.iter().all(|&v| (88..=90).contains(&v)), "{out:?}");
+        assert!(
+            Reducer::<3>::new(8, 8, &r, 1)
+                .finish()
+                .iter()
+                .all(|&v| v == 0)
+        );
     }
 
     #[test]
