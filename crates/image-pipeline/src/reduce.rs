@@ -190,7 +190,6 @@ pub(crate) struct Reducer<const CH: usize> {
     /// Source row length in samples and source height in rows.
     stride: usize,
     height: usize,
-    hbox: usize,
     /// Vertical pass, boxed across, stored column by column: column x is
     /// `columns[x * oh * CH..][..oh * CH]`.
     columns: Vec<u8>,
@@ -202,6 +201,9 @@ pub(crate) struct Reducer<const CH: usize> {
     /// The next output row of the vertical pass.
     next: usize,
     line: Vec<u8>,
+    /// With a box across: its averages and the boxed row.
+    averages: Option<shrink::Averages>,
+    boxed: Vec<u8>,
 }
 
 impl<const CH: usize> Reducer<CH> {
@@ -217,7 +219,6 @@ impl<const CH: usize> Reducer<CH> {
             out: r.out,
             stride: width * CH,
             height: height.max(1),
-            hbox,
             columns: vec![0u8; width.div_ceil(hbox) * oh * CH],
             window: std::collections::VecDeque::new(),
             first: 0,
@@ -225,6 +226,8 @@ impl<const CH: usize> Reducer<CH> {
             received: 0,
             next: 0,
             line: vec![0u8; width * CH],
+            averages: (hbox > 1).then(|| shrink::Averages::new(hbox)),
+            boxed: vec![0u8; width.div_ceil(hbox) * CH],
         }
     }
 
@@ -279,10 +282,9 @@ impl<const CH: usize> Reducer<CH> {
             })
             .collect();
         vertical(&taps, self.v.mask(m), &mut self.line);
-        let boxed;
-        let row = if self.hbox > 1 {
-            boxed = shrink::average_pixels::<CH>(&self.line, self.hbox);
-            &boxed[..]
+        let row = if let Some(averages) = &self.averages {
+            shrink::average_pixels::<CH>(&self.line, averages, &mut self.boxed);
+            &self.boxed[..]
         } else {
             &self.line[..]
         };

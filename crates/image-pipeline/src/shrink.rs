@@ -40,6 +40,29 @@ pub(crate) struct BoxShrink {
     rows_in_acc: usize,
     /// Finished output rows, RGB or RGBA.
     out: Vec<u8>,
+    /// The averages of sums of `ky` samples, for the rows-only RGB path.
+    averages: Option<Averages>,
+}
+
+/// A table of [`average`] for every sum of `n` 8-bit samples.
+pub(crate) struct Averages {
+    n: usize,
+    table: Vec<u8>,
+}
+
+impl Averages {
+    pub(crate) fn new(n: usize) -> Self {
+        let count = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        Self {
+            n,
+            table: (0..=255 * count).map(|s| average(s, count)).collect(),
+        }
+    }
+
+    /// The average of `n` samples that sum to `sum`.
+    pub(crate) fn of(&self, sum: u32) -> u8 {
+        self.table[(sum as usize).min(self.table.len() - 1)]
+    }
 }
 
 impl BoxShrink {
@@ -68,12 +91,24 @@ impl BoxShrink {
             acc: vec![0; ow as usize * channels],
             rows_in_acc: 0,
             out: Vec::with_capacity(ow as usize * oh as usize * out_ch),
+            averages: None,
         }
     }
 
     /// Adds one source row (`width * channels` samples; extra samples are ignored).
     pub(crate) fn push(&mut self, row: &[u8]) {
         let row = &row[..row.len().min(self.width as usize * self.channels)];
+        if self.kx == 1 && self.channels == 3 {
+            // Rows only, RGB (the PNG path): one sum per sample, which vectorises.
+            for (s, &v) in self.acc.iter_mut().zip(row) {
+                *s += u32::from(v);
+            }
+            self.rows_in_acc += 1;
+            if self.rows_in_acc == self.ky {
+                self.emit();
+            }
+            return;
+        }
         match self.channels {
             1 => add_row::<1, false>(&mut self.acc, row, self.kx),
             2 => add_row::<2, true>(&mut self.acc, row, self.kx),
@@ -88,6 +123,23 @@ impl BoxShrink {
 
     /// Writes the averaged output row and clears the sums.
     fn emit(&mut self) {
+        if self.kx == 1 && self.channels == 3 {
+            // Every sum averages the same number of rows: look the averages up.
+            let n = self.rows_in_acc;
+            if self.averages.as_ref().is_none_or(|a| a.n != n) {
+                self.averages = Some(Averages::new(n));
+            }
+            if let Some(averages) = &self.averages {
+                let start = self.out.len();
+                self.out.resize(start + self.acc.len(), 0);
+                for (o, &s) in self.out[start..].iter_mut().zip(&self.acc) {
+                    *o = averages.of(s);
+                }
+            }
+            self.acc.fill(0);
+            self.rows_in_acc = 0;
+            return;
+        }
         let (kx, rows, width) = (self.kx, self.rows_in_acc, self.width as usize);
         let out = &mut self.out;
         match self.channels {
@@ -211,11 +263,10 @@ fn emit_row<const CH: usize, const ALPHA: bool>(
 /// Averages every `k` neighbouring pixels of a row of `CH`-sample pixels (the last group may be
 /// shorter: it repeats the row's last pixel, as libvips extends the edge), rounding as libvips'
 /// `shrinkh` does. Used by `reduce` between its vertical and horizontal passes.
-pub(crate) fn average_pixels<const CH: usize>(row: &[u8], k: usize) -> Vec<u8> {
+pub(crate) fn average_pixels<const CH: usize>(row: &[u8], averages: &Averages, out: &mut [u8]) {
+    let k = averages.n.max(1);
     let width = row.len() / CH;
-    let n = u32::try_from(k).unwrap_or(u32::MAX);
-    let mut out = Vec::with_capacity(width.div_ceil(k) * CH);
-    for start in (0..width).step_by(k.max(1)) {
+    for (start, dst) in (0..width).step_by(k).zip(out.chunks_exact_mut(CH)) {
         let mut sums = [0u32; CH];
         for i in 0..k {
             let x = (start + i).min(width - 1);
@@ -223,9 +274,10 @@ pub(crate) fn average_pixels<const CH: usize>(row: &[u8], k: usize) -> Vec<u8> {
                 *s += u32::from(v);
             }
         }
-        out.extend(sums.map(|s| average(s, n)));
+        for (d, s) in dst.iter_mut().zip(sums) {
+            *d = averages.of(s);
+        }
     }
-    out
 }
 
 #[cfg(test)]
