@@ -69,6 +69,16 @@ fn a_png_boxed_by_six_and_reduced_by_twenty_ninths_is_libvips_to_the_bit() {
         compare_source(png.get_ref(), 300, "lake_png_300w_libvips.png"),
         (0, 0, (300, 169))
     );
+    // Streamed row by row, a PNG cut in the middle of its rows is still an error, not a half
+    // image.
+    let limits = Limits::default();
+    let spec = TransformSpec::from_query([("width", "300")], &limits).unwrap();
+    let cut = &png.get_ref()[..png.get_ref().len() / 2];
+    let err = transform(cut, &spec, spec.output_format(""), None, &limits);
+    assert!(
+        matches!(err, Err(image_pipeline::PipelineError::Undecodable(_))),
+        "{err:?}"
+    );
 }
 
 #[test]
