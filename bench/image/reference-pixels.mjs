@@ -14,6 +14,9 @@ const cases = [
   ["lake.jpg", 800, "lake_800w_libvips.png"],
   // 1/8 decode (500x281), Lanczos3 by 5/3 (out 300x169).
   ["lake.jpg", 300, "lake_300w_libvips.png"],
+  // 1/8 decode (500x281), then a shrink of 5: rows averaged by 2, Lanczos3 down by 2.5,
+  // columns averaged by 2, Lanczos3 across.
+  ["lake.jpg", 100, "lake_100w_libvips.png"],
 ];
 // A PNG source: lake.jpg decoded whole (our decoder gives the same pixels) and stored lossless;
 // 4000 -> 300 averages boxes of 6 rows, reduces by 20/9, then the same across.

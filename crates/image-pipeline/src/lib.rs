@@ -217,11 +217,8 @@ impl ResizeJob<'_> {
             return Ok(None);
         };
         let dst = plan.resize;
-        let shrink = plan.scale.map_or(
-            (
-                region.width / f64::from(dst.0),
-                region.height / f64::from(dst.1),
-            ),
+        let shrink = plan.scale.map_or_else(
+            || ops::fill_shrink(region, dst),
             |s| (scale.0 / s, scale.1 / s),
         );
         if shrink.0 < 1.0 || shrink.1 < 1.0 || reduce::box_factor(shrink.1) > 1 {

@@ -236,13 +236,7 @@ pub(crate) fn resize(
     if whole && dst == (src.width(), src.height()) {
         return Ok(src.clone());
     }
-    let (sx, sy) = shrink.map_or(
-        (
-            region.width / f64::from(dst.0),
-            region.height / f64::from(dst.1),
-        ),
-        |s| s,
-    );
+    let (sx, sy) = shrink.unwrap_or_else(|| fill_shrink(region, dst));
     if let DynamicImage::ImageRgb8(rgb) = src
         && sx >= 1.0
         && sy >= 1.0
@@ -266,6 +260,15 @@ pub(crate) fn resize(
         .resize(src, &mut out, &options)
         .map_err(|e| PipelineError::Encode(format!("resize: {e}")))?;
     Ok(out)
+}
+
+/// Source pixels per output pixel of each axis when `region` is stretched onto `dst` (fit fill;
+/// the other fits share one shrink, from `Plan::scale`).
+pub(crate) fn fill_shrink(region: Region, dst: (u32, u32)) -> (f64, f64) {
+    (
+        region.width / f64::from(dst.0),
+        region.height / f64::from(dst.1),
+    )
 }
 
 /// The libvips-style reduction of `region` of a `size` image to `dst` by `shrink` source pixels

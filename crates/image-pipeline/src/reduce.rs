@@ -2,8 +2,8 @@
 //! then `vips_reduceh`, the resampler behind sharp and imgproxy), so that our pixels before
 //! encoding are the same as theirs and a lossy encoder makes the same choices.
 //!
-//! The rules, each checked bit for bit against libvips' own output in the tests of
-//! `tests/reduce_vs_libvips.rs` (fixtures made with libvips 8.17.3):
+//! The rules, each checked bit for bit against libvips' own output in
+//! `tests/libvips_parity.rs` (fixtures made with libvips 8.17.3):
 //! - a mask has `2 * round_half_even(3 * shrink) + 1` taps, each `lanczos3((i - centre) / shrink)`
 //!   normalised to sum 1, then truncated toward zero to 12-bit fixed point;
 //! - masks are tabulated for 64 sub-pixel positions; an output sample uses the nearest one;
@@ -12,9 +12,9 @@
 //! - output sample `i` is centred on source coordinate `start + (i + 0.5) * shrink` (pixel
 //!   edges at integers), where `start` is where the kept region begins.
 
-/// Sub-pixel positions of the mask table (libvips' `VIPS_TRANSFORM_SCALE`).
 use crate::shrink::{self, BoxShrink};
 
+/// Sub-pixel positions of the mask table (libvips' `VIPS_TRANSFORM_SCALE`).
 const SUBPIXEL: usize = 64;
 /// Fixed-point bits of a coefficient (libvips' `VIPS_INTERPOLATE_SHIFT`).
 const SHIFT: u32 = 12;
@@ -127,29 +127,33 @@ pub(crate) struct Reduction {
 pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Vec<u8> {
     let height = src.len() / (width * 3).max(1);
     let (bx, by) = (box_factor(r.shrink.0), box_factor(r.shrink.1));
-    if by < 2 {
-        return reduce::<3>(src, width, height, &r, bx);
-    }
-    let mut boxes = BoxShrink::rows_only(
-        u32::try_from(width).unwrap_or(u32::MAX),
-        u32::try_from(height).unwrap_or(u32::MAX),
-        3,
-        by,
-    );
-    for row in src.chunks_exact(width * 3) {
-        boxes.push(row);
-    }
-    let Some(small) = boxes.finish().map(image::DynamicImage::into_bytes) else {
-        return reduce::<3>(src, width, height, &r, bx);
-    };
     #[allow(clippy::cast_precision_loss)]
     let k = by as f64;
-    let r = Reduction {
+    let boxed = Reduction {
         shrink: (r.shrink.0, r.shrink.1 / k),
         start: (r.start.0, r.start.1 / k),
         ..r
     };
-    reduce::<3>(&small, width, height.div_ceil(by), &r, bx)
+    let mut reducer = Reducer::<3>::new(width, height.div_ceil(by), &boxed, bx);
+    let rows = src.chunks_exact(width * 3);
+    if by < 2 {
+        rows.for_each(|row| reducer.push(row));
+    } else {
+        // The box down streams its rows straight into the reduction.
+        let mut boxes = BoxShrink::rows_only(
+            u32::try_from(width).unwrap_or(u32::MAX),
+            u32::try_from(height).unwrap_or(u32::MAX),
+            3,
+            by,
+        );
+        for row in rows {
+            boxes.push(row);
+            boxes.drain_rows(&mut |boxed| reducer.push(boxed));
+        }
+        boxes.flush();
+        boxes.drain_rows(&mut |boxed| reducer.push(boxed));
+    }
+    reducer.finish()
 }
 
 /// The box factor libvips puts before a Lanczos3 reduction by `shrink` (its gap of 2).
@@ -157,23 +161,6 @@ pub(crate) fn box_factor(shrink: f64) -> usize {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let k = (shrink / 2.0).floor().max(1.0) as usize;
     k
-}
-
-/// Reduces `src` (`width` x `height` pixels of `CH` interleaved 8-bit samples) as `r` says,
-/// averaging boxes of `hbox` pixels across between the two passes (`hbox` 1: none; `r.shrink.0`
-/// and `r.start.0` are in source pixels); returns the `r.out` pixels.
-pub(crate) fn reduce<const CH: usize>(
-    src: &[u8],
-    width: usize,
-    height: usize,
-    r: &Reduction,
-    hbox: usize,
-) -> Vec<u8> {
-    let mut reducer = Reducer::<CH>::new(width, height, r, hbox);
-    for row in src.chunks_exact(width * CH).take(height) {
-        reducer.push(row);
-    }
-    reducer.finish()
 }
 
 /// A reduction fed one source row at a time, top to bottom, holding only the rows the next
@@ -457,7 +444,7 @@ mod tests {
             shrink: (40.0 / 13.0, 30.0 / 9.0),
             start: (0.0, 0.0),
         };
-        let out = reduce::<3>(&src, 40, 30, &r, 1);
+        let out = reduce_rgb(&src, 40, r);
         assert_eq!(out.len(), 13 * 9 * 3);
         assert!(out.iter().all(|&v| (76..=77).contains(&v)), "{out:?}");
     }

@@ -56,6 +56,13 @@ fn an_eighth_scale_decode_reduced_by_five_thirds_is_libvips_to_the_bit() {
 }
 
 #[test]
+fn a_shrink_of_five_after_the_decode_boxes_by_two_first_as_libvips_does() {
+    // 1/8 -> 500x281, then 100x56: rows averaged by 2, Lanczos3 2.5 down, columns averaged by
+    // 2, Lanczos3 2.5 across.
+    assert_eq!(compare(100, "lake_100w_libvips.png"), (0, 0, (100, 56)));
+}
+
+#[test]
 fn a_png_boxed_by_six_and_reduced_by_twenty_ninths_is_libvips_to_the_bit() {
     // The PNG holds lake.jpg decoded whole (the same pixels as libvips' decode). libvips'
     // order: rows averaged by 6, Lanczos3 down by 20/9, columns averaged by 6 (the last box
