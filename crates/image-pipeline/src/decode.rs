@@ -583,9 +583,8 @@ fn read_png_rows(
 }
 
 /// Streams a PNG into `sink` as sRGB RGB rows averaged down by `k` (libvips' `shrinkv`),
-/// holding one source row at a time; returns the number of rows sent, or `None` without
-/// reading any row when the PNG is interlaced or has alpha or is grey (the caller decodes it
-/// whole instead).
+/// holding one source row at a time; `false` without reading any row when the PNG is
+/// interlaced or has alpha or is grey (the caller decodes it whole instead).
 ///
 /// # Errors
 /// [`PipelineError::Undecodable`] for truncated or corrupt data.
@@ -593,17 +592,17 @@ pub(crate) fn stream_png_rows(
     bytes: &[u8],
     k: usize,
     sink: &mut dyn FnMut(&[u8]),
-) -> Result<Option<u32>, PipelineError> {
+) -> Result<bool, PipelineError> {
     if png_interlaced(bytes) {
-        return Ok(None);
+        return Ok(false);
     }
     let mut png = png_rows(bytes)?;
     if png.channels != 3 {
-        return Ok(None);
+        return Ok(false);
     }
     let mut shrink = BoxShrink::rows_only(png.width, png.height, 3, k);
     read_png_rows(&mut png, &mut shrink, Some(sink))?;
-    Ok(Some(png.height.div_ceil(u32::try_from(k).unwrap_or(1))))
+    Ok(true)
 }
 
 /// Decodes a non-interlaced PNG row by row into a box shrinker that averages rows (see

@@ -233,7 +233,7 @@ impl ResizeJob<'_> {
             &reduction,
             reduce::box_factor(shrink.0),
         );
-        if decode::stream_png_rows(source, k, &mut |row| reducer.push(row))?.is_none() {
+        if !decode::stream_png_rows(source, k, &mut |row| reducer.push(row))? {
             return Ok(None);
         }
         let pixels = reducer.finish();
