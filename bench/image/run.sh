@@ -42,7 +42,7 @@ cp "$SHARED/crate_libheif-sys-1.14.4__window.heic" "$WORK/images/window.heic"
 (cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').png().toFile('$WORK/images/lake.png')")
 
 # MALLOC_MMAP_THRESHOLD_ as the Dockerfile ships it (see apps/image-server/README.md).
-export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-1048576}"
+export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-2097152}"
 STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
   DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$OURS_PORT" RUST_LOG=warn "$BIN" &
 OURS=$!; PIDS+=("$OURS")
