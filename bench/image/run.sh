@@ -85,8 +85,14 @@ CASES=(
 # latencies of the last round).
 mean_of() { awk '{ n++; s += $1; p50 = $2; p99 = $3 } END { if (n) printf "%.2f %s %s", s / n, p50, p99 }'; }
 
-TABLE="| case | image-server req/s | sharp req/s | ratio | p50 ours / sharp | p99 ours / sharp | peak RSS ours / sharp (MB) | SSIM ours vs sharp |
-|---|---:|---:|---:|---|---|---|---:|"
+# Fidelity: each output's SSIM against the unencoded resize (image-server's lossless PNG of the
+# same transform, whose pixels are libvips'; crates/image-pipeline/tests/libvips_parity.rs).
+unencoded_ssim() { # $1 = output file; reads $WORK/unencoded.png
+  "$SSIM" "$1" "$WORK/unencoded.png" 2>/dev/null || echo "n/a"
+}
+
+TABLE="| case | image-server req/s | sharp req/s | ratio | p50 ours / sharp | p99 ours / sharp | peak RSS ours / sharp (MB) | SSIM ours vs sharp | SSIM vs unencoded, ours / sharp |
+|---|---:|---:|---:|---|---|---|---:|---|"
 for c in "${CASES[@]}"; do
   name="${c%%|*}"; q="${c#*|}"
   echo "case: $name" >&2
@@ -107,23 +113,27 @@ for c in "${CASES[@]}"; do
   read -r o_rps o_p50 o_p99 <<<"$(mean_of < "$WORK/ours.runs")"
   o_rss=$(hwm $OURS); s_rss=$(hwm $SHARP)
   curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$q" -o "$WORK/ours.out" || true
+  unencoded_q=$(echo "$q" | sed -E 's/format=[a-z]+/format=png/; s/&quality=[0-9]+//')
+  curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$unencoded_q" -o "$WORK/unencoded.png" || true
+  o_fid=$(unencoded_ssim "$WORK/ours.out"); s_fid="-"
   ssim="n/a"; ratio="n/a"
   if [ "$sharp_ok" = 1 ]; then
     read -r s_rps s_p50 s_p99 <<<"$(mean_of < "$WORK/sharp.runs")"
     ssim=$("$SSIM" "$WORK/ours.out" "$WORK/sharp.out" 2>/dev/null || echo "n/a")
+    s_fid=$(unencoded_ssim "$WORK/sharp.out")
     ratio=$(awk -v a="$o_rps" -v b="$s_rps" 'BEGIN { if (b+0 > 0) printf "%.2fx", a/b; else print "n/a" }')
   else
     s_rps="unsupported"; s_p50="-"; s_p99="-"
   fi
   TABLE+="
-| $name | $o_rps | $s_rps | $ratio | $o_p50 / $s_p50 | $o_p99 / $s_p99 | $o_rss / $s_rss | $ssim |"
+| $name | $o_rps | $s_rps | $ratio | $o_p50 / $s_p50 | $o_p99 / $s_p99 | $o_rss / $s_rss | $ssim | $o_fid / $s_fid |"
   if [ "$webp" = 1 ]; then
     read -r f_rps f_p50 f_p99 <<<"$(mean_of < "$WORK/fast.runs")"
     curl -sf "http://127.0.0.1:$FAST_PORT/images/resize/$q" -o "$WORK/fast.out" || true
     f_ssim=$("$SSIM" "$WORK/fast.out" "$WORK/sharp.out" 2>/dev/null || echo "n/a")
     f_ratio=$(awk -v a="$f_rps" -v b="$s_rps" 'BEGIN { if (b+0 > 0) printf "%.2fx", a/b; else print "n/a" }')
     TABLE+="
-| $name, ours at WEBP_EFFORT=2 | $f_rps | $s_rps | $f_ratio | $f_p50 / $s_p50 | $f_p99 / $s_p99 | $(hwm $FAST) / $s_rss | $f_ssim |"
+| $name, ours at WEBP_EFFORT=2 | $f_rps | $s_rps | $f_ratio | $f_p50 / $s_p50 | $f_p99 / $s_p99 | $(hwm $FAST) / $s_rss | $f_ssim | $(unencoded_ssim "$WORK/fast.out") / $s_fid |"
   fi
 done
 
