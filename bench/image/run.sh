@@ -85,11 +85,10 @@ CASES=(
 # latencies of the last round).
 mean_of() { awk '{ n++; s += $1; p50 = $2; p99 = $3 } END { if (n) printf "%.2f %s %s", s / n, p50, p99 }'; }
 
-# Fidelity: each output's SSIM against the unencoded resize (image-server's lossless PNG of the
-# same transform, whose pixels are libvips'; crates/image-pipeline/tests/libvips_parity.rs).
-unencoded_ssim() { # $1 = output file; reads $WORK/unencoded.png
-  "$SSIM" "$1" "$WORK/unencoded.png" 2>/dev/null || echo "n/a"
-}
+# SSIM of two image files, or n/a. Fidelity is each output's SSIM against the unencoded resize
+# ($WORK/unencoded.png: image-server's lossless PNG of the same transform, whose pixels are
+# libvips'; crates/image-pipeline/tests/libvips_parity.rs).
+ssim_of() { "$SSIM" "$1" "$2" 2>/dev/null || echo "n/a"; }
 
 TABLE="| case | image-server req/s | sharp req/s | ratio | p50 ours / sharp | p99 ours / sharp | peak RSS ours / sharp (MB) | SSIM ours vs sharp | SSIM vs unencoded, ours / sharp |
 |---|---:|---:|---:|---|---|---|---:|---|"
@@ -115,12 +114,12 @@ for c in "${CASES[@]}"; do
   curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$q" -o "$WORK/ours.out" || true
   unencoded_q=$(echo "$q" | sed -E 's/format=[a-z]+/format=png/; s/&quality=[0-9]+//')
   curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$unencoded_q" -o "$WORK/unencoded.png" || true
-  o_fid=$(unencoded_ssim "$WORK/ours.out"); s_fid="-"
+  o_fid=$(ssim_of "$WORK/ours.out" "$WORK/unencoded.png"); s_fid="-"
   ssim="n/a"; ratio="n/a"
   if [ "$sharp_ok" = 1 ]; then
     read -r s_rps s_p50 s_p99 <<<"$(mean_of < "$WORK/sharp.runs")"
-    ssim=$("$SSIM" "$WORK/ours.out" "$WORK/sharp.out" 2>/dev/null || echo "n/a")
-    s_fid=$(unencoded_ssim "$WORK/sharp.out")
+    ssim=$(ssim_of "$WORK/ours.out" "$WORK/sharp.out")
+    s_fid=$(ssim_of "$WORK/sharp.out" "$WORK/unencoded.png")
     ratio=$(awk -v a="$o_rps" -v b="$s_rps" 'BEGIN { if (b+0 > 0) printf "%.2fx", a/b; else print "n/a" }')
   else
     s_rps="unsupported"; s_p50="-"; s_p99="-"
@@ -130,10 +129,10 @@ for c in "${CASES[@]}"; do
   if [ "$webp" = 1 ]; then
     read -r f_rps f_p50 f_p99 <<<"$(mean_of < "$WORK/fast.runs")"
     curl -sf "http://127.0.0.1:$FAST_PORT/images/resize/$q" -o "$WORK/fast.out" || true
-    f_ssim=$("$SSIM" "$WORK/fast.out" "$WORK/sharp.out" 2>/dev/null || echo "n/a")
+    f_ssim=$(ssim_of "$WORK/fast.out" "$WORK/sharp.out")
     f_ratio=$(awk -v a="$f_rps" -v b="$s_rps" 'BEGIN { if (b+0 > 0) printf "%.2fx", a/b; else print "n/a" }')
     TABLE+="
-| $name, ours at WEBP_EFFORT=2 | $f_rps | $s_rps | $f_ratio | $f_p50 / $s_p50 | $f_p99 / $s_p99 | $(hwm $FAST) / $s_rss | $f_ssim | $(unencoded_ssim "$WORK/fast.out") / $s_fid |"
+| $name, ours at WEBP_EFFORT=2 | $f_rps | $s_rps | $f_ratio | $f_p50 / $s_p50 | $f_p99 / $s_p99 | $(hwm $FAST) / $s_rss | $f_ssim | $(ssim_of "$WORK/fast.out" "$WORK/unencoded.png") / $s_fid |"
   fi
 done
 
