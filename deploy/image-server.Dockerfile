@@ -20,14 +20,9 @@ RUN apt-get update \
 COPY --from=build /usr/local/bin/image-server /usr/local/bin/image-server
 USER image
 WORKDIR /var/lib/image-server
-# glibc: allocations of 2 MiB and more (decoded full-size pictures, above all libheif's) go
-# straight to mmap and back to the system when freed, instead of growing per-thread heaps that
-# are kept (peak RSS at concurrency 2: 37-77 MB in bench/image/RESULTS.md; glibc's dynamic
-# default reached 108 MB on the PNG and 167 MB on HEIC). Below 2 MiB (a
-# 9 MP JPEG's bytes, its 1/4-scale decode, the output) buffers are reused from the heap without
-# fresh page faults: 1 MiB cost 10% of the JPEG rate (apps/image-server/README.md).
-ENV MALLOC_MMAP_THRESHOLD_=2097152 \
-    LISTEN=0.0.0.0:3000 \
+# The binary sets glibc's mmap threshold to 2 MiB itself (MALLOC_MMAP_THRESHOLD_ overrides it;
+# apps/image-server/README.md, "Configuration").
+ENV LISTEN=0.0.0.0:3000 \
     DATA_DIR=/var/lib/image-server \
     STORAGE_URL=file:///var/lib/image-server/images \
     RUST_LOG=info

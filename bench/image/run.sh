@@ -41,15 +41,16 @@ cp "$SHARED/crate_webp-0.3.1__lake.jpg" "$WORK/images/lake.jpg"
 cp "$SHARED/crate_libheif-sys-1.14.4__window.heic" "$WORK/images/window.heic"
 (cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').png().toFile('$WORK/images/lake.png')")
 
-# MALLOC_MMAP_THRESHOLD_ as the Dockerfile ships it (see apps/image-server/README.md).
-export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-2097152}"
+# image-server runs with its own allocator setting (MALLOC_MMAP_THRESHOLD_ unset: it sets 2 MiB
+# itself, apps/image-server/README.md), as a user who starts the binary gets it.
+unset MALLOC_MMAP_THRESHOLD_
 STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
   DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$OURS_PORT" RUST_LOG=warn "$BIN" &
 OURS=$!; PIDS+=("$OURS")
 STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
   DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$FAST_PORT" RUST_LOG=warn WEBP_EFFORT=2 "$BIN" &
 FAST=$!; PIDS+=("$FAST")
-(cd "$HERE" && exec env -u MALLOC_MMAP_THRESHOLD_ node sharp-server.mjs "$SHARP_PORT" "$WORK/images") >"$WORK/sharp.log" 2>&1 &
+(cd "$HERE" && exec node sharp-server.mjs "$SHARP_PORT" "$WORK/images") >"$WORK/sharp.log" 2>&1 &
 SHARP=$!; PIDS+=("$SHARP")
 for port in $OURS_PORT $SHARP_PORT $FAST_PORT; do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/images/resize/lake.jpg?width=10" -o /dev/null && break; sleep 0.1; done
