@@ -366,18 +366,25 @@ fn jpeg_denominator(min_scale: f64) -> usize {
     denom
 }
 
-/// One HEIF decode at a time per process. libheif 1.15 decodes the whole image (all grid tiles
-/// into one full-size picture, then a transformed copy): about 58 MB for a 12 MP photo whatever
-/// the output size, so two at once alone pass an 85 MB budget. libheif spreads the tiles of one
-/// image over several threads itself, so on a small machine little throughput is lost.
+/// One HEIF decode at a time per process. libheif 1.15 decodes the whole image (every grid tile
+/// pasted into one full-size planar RGB picture: 36 MB for a 12 MP photo, whatever the output
+/// size, plus the tile decoders), so two at once alone pass an 85 MB budget. libheif spreads the
+/// tiles of one image over several threads itself, so on a small machine little throughput is
+/// lost.
 static HEIF_GATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Decodes the primary image of a HEIF file, box-shrunk for `min_scale` as it is copied out of
 /// libheif's buffer; returns it with its scale and ICC profile (from an ICC `colr` box, or built
-/// from an nclx `colr` box whose primaries are not sRGB's). 8-bit images without alpha are
-/// taken as YCbCr 4:2:0 (half the memory of libheif's RGB) and converted row by row here.
+/// from an nclx `colr` box whose primaries are not sRGB's).
+///
+/// 8-bit images are taken as libheif's planar RGB (4:4:4, plus an alpha plane when there is
+/// one) and interleaved here row by row. libheif 1.15 converts every coded image, and pastes
+/// every grid tile, into that layout itself; asking for anything else adds a full-size
+/// conversion after it (YCbCr 4:2:0 out: a float pass and an 18 MB buffer for a 12 MP photo,
+/// then our pass back to RGB; interleaved RGB: a 36 MB copy). Deeper images are asked for as
+/// interleaved 8-bit RGB(A), which libheif reduces.
 fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
-    use libheif_rs::{Chroma, ColorSpace, HeifContext, LibHeif, RgbChroma};
+    use libheif_rs::{ColorSpace, HeifContext, LibHeif, RgbChroma};
     let _one_at_a_time = HEIF_GATE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -387,9 +394,9 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
     let alpha = handle.has_alpha_channel();
     let icc = heif_icc(&handle);
     let k = shrink::factor(min_scale);
-    let ycc = !alpha && handle.luma_bits_per_pixel() == 8 && handle.chroma_bits_per_pixel() == 8;
-    let colour_space = if ycc {
-        ColorSpace::YCbCr(Chroma::C420)
+    let planar = handle.luma_bits_per_pixel() == 8 && handle.chroma_bits_per_pixel() == 8;
+    let colour_space = if planar {
+        ColorSpace::Rgb(RgbChroma::C444)
     } else if alpha {
         ColorSpace::Rgb(RgbChroma::Rgba)
     } else {
@@ -400,25 +407,34 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
         .map_err(undecodable)?;
     let short = || PipelineError::Undecodable("short HEIF plane".into());
     let planes = decoded.planes();
-    let img = if let (true, Some(y), Some(cb), Some(cr)) = (ycc, planes.y, planes.cb, planes.cr) {
-        let matrix = YccMatrix::for_image(&decoded);
-        let mut shrink = BoxShrink::new(y.width, y.height, 3, k);
-        let mut rgb = vec![0u8; y.width as usize * 3];
-        for row in 0..y.height as usize {
-            matrix.row(
-                plane_row(&y, row).ok_or_else(short)?,
-                plane_row(&cb, row / 2).ok_or_else(short)?,
-                plane_row(&cr, row / 2).ok_or_else(short)?,
-                &mut rgb,
-            );
-            shrink.push(&rgb);
+    let channels = if alpha { 4 } else { 3 };
+    let img = if let (Some(r), Some(g), Some(b)) = (planes.r, planes.g, planes.b) {
+        let a = if alpha {
+            Some(planes.a.ok_or_else(short)?)
+        } else {
+            None
+        };
+        let width = r.width as usize;
+        let mut shrink = BoxShrink::new(r.width, r.height, channels, k);
+        let mut row = vec![0u8; width * channels];
+        for y in 0..r.height as usize {
+            let sources = [Some(&r), Some(&g), Some(&b), a.as_ref()];
+            for (c, plane) in sources.into_iter().take(channels).enumerate() {
+                let plane = plane.ok_or_else(short)?;
+                let src = plane_row(plane, y)
+                    .and_then(|s| s.get(..width))
+                    .ok_or_else(short)?;
+                for (px, &v) in row.chunks_exact_mut(channels).zip(src) {
+                    px[c] = v;
+                }
+            }
+            shrink.push(&row);
         }
         shrink.finish()
     } else {
         let plane = planes.interleaved.ok_or_else(|| {
             PipelineError::Undecodable("libheif returned no interleaved plane".into())
         })?;
-        let channels = if alpha { 4 } else { 3 };
         let row = plane.width as usize * channels;
         let mut shrink = BoxShrink::new(plane.width, plane.height, channels, k);
         for y in 0..plane.height as usize {
@@ -435,65 +451,6 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
 /// Row `r` of a libheif plane (and whatever follows it in the buffer).
 fn plane_row<'a>(p: &libheif_rs::Plane<&'a [u8]>, r: usize) -> Option<&'a [u8]> {
     p.data.get(r * p.stride..)
-}
-
-/// YCbCr to RGB as libheif 1.15 does it: the matrix and range of the image's nclx profile
-/// (BT.601 full range when there is none), nearest-neighbour chroma, fixed point.
-struct YccMatrix {
-    /// Cr to R, Cb to G, Cr to G, Cb to B, scaled by 2^16.
-    r_cr: i32,
-    g_cb: i32,
-    g_cr: i32,
-    b_cb: i32,
-    full_range: bool,
-}
-
-impl YccMatrix {
-    fn for_image(img: &libheif_rs::Image) -> Self {
-        use libheif_rs::MatrixCoefficients as M;
-        let nclx = img.color_profile_nclx();
-        let (kr, kb) = match nclx.as_ref().map(|n| n.matrix_coefficients()) {
-            Some(M::ITU_R_BT_709_5) => (0.2126, 0.0722),
-            Some(M::ITU_R_BT_2020_2_NonConstantLuminance) => (0.2627, 0.0593),
-            Some(M::SMPTE_240M) => (0.212, 0.087),
-            Some(M::US_FCC_T47) => (0.30, 0.11),
-            _ => (0.299, 0.114),
-        };
-        let kg = 1.0 - kr - kb;
-        #[allow(clippy::cast_possible_truncation)]
-        let fixed = |v: f64| (v * 65536.0).round() as i32;
-        Self {
-            r_cr: fixed(2.0 * (1.0 - kr)),
-            g_cb: fixed(-2.0 * kb * (1.0 - kb) / kg),
-            g_cr: fixed(-2.0 * kr * (1.0 - kr) / kg),
-            b_cb: fixed(2.0 * (1.0 - kb)),
-            full_range: nclx.is_none_or(|n| n.full_range_flag() != 0),
-        }
-    }
-
-    /// Converts one row: `y` of the output width, `cb` and `cr` at half width, into RGB.
-    fn row(&self, y: &[u8], cb: &[u8], cr: &[u8], out: &mut [u8]) {
-        let clip = |v: i32| u8::try_from(((v + 32768) >> 16).clamp(0, 255)).unwrap_or(0);
-        for (x, (px, &luma)) in out.chunks_exact_mut(3).zip(y).enumerate() {
-            let (b, r) = (
-                i32::from(cb.get(x / 2).copied().unwrap_or(128)) - 128,
-                i32::from(cr.get(x / 2).copied().unwrap_or(128)) - 128,
-            );
-            let (l, b, r) = if self.full_range {
-                (i32::from(luma) << 16, b, r)
-            } else {
-                // Studio range: Y 16..235 and C 16..240 stretched to 0..255.
-                (
-                    (i32::from(luma) - 16) * 76_309,
-                    b * 255 / 224,
-                    r * 255 / 224,
-                )
-            };
-            px[0] = clip(l + self.r_cr * r);
-            px[1] = clip(l + self.g_cb * b + self.g_cr * r);
-            px[2] = clip(l + self.b_cb * b);
-        }
-    }
 }
 
 /// True for an Adam7-interlaced PNG (byte 28 of the IHDR chunk), whose rows do not arrive in

@@ -169,3 +169,62 @@ pub fn heif_icc_profile(heif: &[u8]) -> Option<Vec<u8>> {
     let handle = ctx.primary_image_handle().ok()?;
     handle.color_profile_raw().map(|raw| raw.data)
 }
+
+/// `img` as a HEIC file, written by libheif's own HEVC encoder (x265) at quality 90: with an
+/// alpha plane when `alpha` is true, else from its RGB alone. Panics if libheif has no HEVC
+/// encoder (test helper).
+#[allow(clippy::expect_used)]
+pub fn heic(img: &RgbaImage, alpha: bool) -> Vec<u8> {
+    use libheif_rs::{Channel, ColorSpace, RgbChroma};
+    let (chroma, channels) = if alpha {
+        (RgbChroma::Rgba, 4)
+    } else {
+        (RgbChroma::Rgb, 3)
+    };
+    let mut image = libheif_rs::Image::new(img.width(), img.height(), ColorSpace::Rgb(chroma))
+        .expect("libheif image");
+    image
+        .create_plane(Channel::Interleaved, img.width(), img.height(), 8)
+        .expect("libheif plane");
+    let plane = image.planes_mut().interleaved.expect("interleaved plane");
+    for (y, row) in img.rows().enumerate() {
+        let out = &mut plane.data[y * plane.stride..];
+        for (px, dst) in row.zip(out.chunks_exact_mut(channels)) {
+            dst.copy_from_slice(&px.0[..channels]);
+        }
+    }
+    encode_heic(&image)
+}
+
+/// `img` as a monochrome HEIC file (a luma plane only), written by libheif's HEVC encoder.
+#[allow(clippy::expect_used)]
+pub fn heic_grey(img: &image::GrayImage) -> Vec<u8> {
+    use libheif_rs::{Channel, ColorSpace};
+    let mut image = libheif_rs::Image::new(img.width(), img.height(), ColorSpace::Monochrome)
+        .expect("libheif image");
+    image
+        .create_plane(Channel::Y, img.width(), img.height(), 8)
+        .expect("libheif plane");
+    let plane = image.planes_mut().y.expect("luma plane");
+    for (y, row) in img.rows().enumerate() {
+        for (px, dst) in row.zip(&mut plane.data[y * plane.stride..]) {
+            *dst = px.0[0];
+        }
+    }
+    encode_heic(&image)
+}
+
+#[allow(clippy::expect_used)]
+fn encode_heic(image: &libheif_rs::Image) -> Vec<u8> {
+    let lib = libheif_rs::LibHeif::new();
+    let mut ctx = libheif_rs::HeifContext::new().expect("libheif context");
+    let mut encoder = lib
+        .encoder_for_format(libheif_rs::CompressionFormat::Hevc)
+        .expect("libheif has an HEVC encoder");
+    encoder
+        .set_quality(libheif_rs::EncoderQuality::Lossy(90))
+        .expect("quality");
+    ctx.encode_image(image, &mut encoder, None)
+        .expect("HEVC encode");
+    ctx.write_to_bytes().expect("HEIF bytes")
+}

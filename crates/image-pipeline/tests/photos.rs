@@ -326,6 +326,80 @@ fn p3_to_srgb(p: [u8; 3]) -> [f64; 3] {
     ]
 }
 
+/// A 96x64 picture: red, green and blue bands from left to right; with `transparent_left`, the
+/// left half has alpha 0.
+fn bands(transparent_left: bool) -> RgbaImage {
+    RgbaImage::from_fn(96, 64, |x, _| {
+        let alpha = if transparent_left && x < 48 { 0 } else { 255 };
+        match x / 32 {
+            0 => Rgba([220, 30, 30, alpha]),
+            1 => Rgba([30, 200, 30, alpha]),
+            _ => Rgba([30, 30, 220, alpha]),
+        }
+    })
+}
+
+fn near(got: [u8; 4], want: [u8; 4], tolerance: u8) -> bool {
+    got.iter()
+        .zip(want)
+        .all(|(&g, w)| g.abs_diff(w) <= tolerance)
+}
+
+#[test]
+fn heic_channels_come_out_in_rgb_order() {
+    let out = pixels(&run(&samples::heic(&bands(false), false), "format=png"));
+    assert_eq!(out.dimensions(), (96, 64));
+    for (x, want) in [
+        (16, [220, 30, 30, 255]),
+        (48, [30, 200, 30, 255]),
+        (80, [30, 30, 220, 255]),
+    ] {
+        let got = out.get_pixel(x, 32).0;
+        assert!(near(got, want, 12), "x={x}: got {got:?}, want {want:?}");
+    }
+    // Shrunk on decode (4x here) as well.
+    let small = pixels(&run(
+        &samples::heic(&bands(false), false),
+        "width=24&format=png",
+    ));
+    assert!(near(small.get_pixel(4, 8).0, [220, 30, 30, 255], 16));
+    assert!(near(small.get_pixel(20, 8).0, [30, 30, 220, 255], 16));
+}
+
+#[test]
+fn heic_alpha_survives_to_png_and_webp() {
+    let heic = samples::heic(&bands(true), true);
+    for q in ["format=png", "format=webp&quality=100"] {
+        let out = pixels(&run(&heic, q));
+        assert_eq!(out.dimensions(), (96, 64), "{q}");
+        let left = out.get_pixel(10, 32).0;
+        let right = out.get_pixel(80, 32).0;
+        assert!(
+            left[3] <= 8,
+            "{q}: left half should be transparent, got {left:?}"
+        );
+        assert!(
+            near(right, [30, 30, 220, 255], 12),
+            "{q}: right band should be opaque blue, got {right:?}"
+        );
+    }
+}
+
+#[test]
+fn monochrome_heic_decodes_grey() {
+    let grey = image_pipeline::image::GrayImage::from_fn(96, 64, |x, _| {
+        image_pipeline::image::Luma([u8::try_from(x * 2 + 40).unwrap()])
+    });
+    let out = pixels(&run(&samples::heic_grey(&grey), "format=png"));
+    assert_eq!(out.dimensions(), (96, 64));
+    for x in [8u32, 48, 88] {
+        let [r, g, b, a] = out.get_pixel(x, 32).0;
+        let want = u8::try_from(x * 2 + 40).unwrap();
+        assert!(r == g && g == b && a == 255, "x={x}: {:?}", [r, g, b, a]);
+        assert!(r.abs_diff(want) <= 6, "x={x}: got {r}, want {want}");
+    }
+}
+
 #[test]
 fn an_embedded_display_p3_profile_is_converted_to_srgb() {
     // A real photo with a 300x300 patch of P3 (180, 80, 60), tagged with the Display P3 profile
