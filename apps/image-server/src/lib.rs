@@ -40,6 +40,10 @@ pub(crate) struct App {
     pub limits: image_pipeline::Limits,
     /// Bounds CPU-bound transformations running at once.
     pub transforms: Semaphore,
+    /// One HEIF transformation at a time, taken before a `transforms` slot: image-pipeline
+    /// decodes one HEIF at a time anyway (libheif 1.15 holds the whole picture), and a request
+    /// waiting for that must not hold a slot other formats could use.
+    pub heif_transforms: Semaphore,
     /// Short-lived memory of source ETags (path -> etag), so cache hits skip the store.
     pub etags: moka::future::Cache<String, String>,
 }
@@ -82,6 +86,7 @@ pub fn router(config: Config) -> anyhow::Result<Router> {
         api_key,
         limits,
         transforms: Semaphore::new(workers),
+        heif_transforms: Semaphore::new(1),
         etags,
     });
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request| {

@@ -595,3 +595,50 @@ on_every_storage!(
     oversized_uploads_are_413,
     results_survive_a_restart_in_the_storage_tier
 );
+
+/// A HEIC request waiting for the one HEIF decode at a time (`image_pipeline`'s gate) must not
+/// sit on a transform slot: with two slots, two HEIC requests and then a small JPEG, the JPEG
+/// is answered while the first HEIC is still decoding (before, it waited for that decode).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jpeg_is_not_held_up_behind_heic_requests_waiting_to_decode() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(&Storage::Local, &dir).await;
+    config.transform_concurrency = 2;
+    config.cache_max_bytes = 0;
+    config.storage_cache = false;
+    let s = TestServer::start_with(config, dir).await;
+    s.upload("h/window.heic", fixture("window.heic")).await;
+    let small = samples::jpeg(
+        &image_pipeline::image::RgbImage::from_pixel(
+            64,
+            64,
+            image_pipeline::image::Rgb([9, 99, 199]),
+        ),
+        90,
+    );
+    s.upload("h/small.jpg", small).await;
+
+    let started = std::time::Instant::now();
+    let timed = |q: &'static str| {
+        let client = reqwest::Client::new();
+        let url = s.url(q);
+        async move {
+            let r = client.get(url).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{q}");
+            r.bytes().await.unwrap();
+            started.elapsed()
+        }
+    };
+    let first = tokio::spawn(timed("/images/resize/h/window.heic?width=800&format=jpeg"));
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let second = tokio::spawn(timed("/images/resize/h/window.heic?width=700&format=jpeg"));
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let jpeg = timed("/images/resize/h/small.jpg?width=32&format=jpeg").await;
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    eprintln!("finished at: JPEG {jpeg:?}, first HEIC {first:?}, second HEIC {second:?}");
+    assert!(
+        jpeg < first.min(second),
+        "finished at: JPEG {jpeg:?}, first HEIC {first:?}, second HEIC {second:?}"
+    );
+    s.stop().await;
+}

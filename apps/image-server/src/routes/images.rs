@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use image_pipeline::{FormatParam, TransformSpec};
+use image_pipeline::{FormatParam, SourceFormat, TransformSpec};
 use object_store::PutPayload;
 use rand::RngCore;
 use serde::Deserialize;
@@ -130,11 +130,13 @@ async fn resize(
                 Some(p) => Some(fetch(&app, p, "watermark not found:").await?),
                 None => None,
             };
-            let _permit = app
-                .transforms
-                .acquire()
-                .await
-                .map_err(|e| ApiError::Internal(e.to_string()))?;
+            let closed = |e: tokio::sync::AcquireError| ApiError::Internal(e.to_string());
+            let _heif = if image_pipeline::sniff(&source) == Some(SourceFormat::Heif) {
+                Some(app.heif_transforms.acquire().await.map_err(closed)?)
+            } else {
+                None
+            };
+            let _permit = app.transforms.acquire().await.map_err(closed)?;
             let limits = app.limits;
             let out = tokio::task::spawn_blocking(move || {
                 image_pipeline::transform(&source, &spec, format, mark.as_deref(), &limits)
