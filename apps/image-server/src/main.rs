@@ -30,10 +30,11 @@ async fn run(mmap_threshold: Option<usize>) -> anyhow::Result<()> {
 /// The mmap threshold image-server sets for glibc's malloc when MALLOC_MMAP_THRESHOLD_ is not
 /// set: 2 MiB, in bytes. glibc's default is dynamic: it starts at 128 KiB and rises to the size
 /// of the largest buffer freed (up to 32 MiB), after which full-size decoded pictures stay in
-/// per-thread heaps. Measured at concurrency 2 (`bench/image/RESULTS.md`; the table in
-/// apps/image-server/README.md, "Configuration"): peak RSS 267 MB on a 12 MP HEIC and 114-135 MB on a 9 MP PNG with glibc's
-/// default, 79 and 54-70 MB with 2 MiB. At 1 MiB the buffers of a 9 MP JPEG request (source
-/// bytes, 1/4-scale decode, output) would be mapped afresh each time: 10% of the JPEG rate.
+/// per-thread heaps. Measured at concurrency 2 (`bench/image/RESULTS.md`; apps/image-server
+/// README, "Configuration"): peak RSS 267 MB on a 12 MP HEIC and 114-135 MB on a 9 MP PNG with
+/// glibc's default, 72 and 71 MB with 2 MiB. At 1 MiB the buffers of a 9 MP JPEG request
+/// (source bytes, 1/4-scale decode, output) would be mapped afresh each time: 10% of the JPEG
+/// rate.
 const MMAP_THRESHOLD: usize = 2 * 1024 * 1024;
 
 /// Sets glibc's mmap threshold to [`MMAP_THRESHOLD`] unless MALLOC_MMAP_THRESHOLD_ is set (then
