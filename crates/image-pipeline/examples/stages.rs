@@ -1,6 +1,6 @@
 //! Times one transformation end to end (for tuning): `stages FILE QUERY [N [OUT]]`, with
-//! WEBP_EFFORT read as the server does; with OUT the result is also written there (compare it
-//! with `ssim`).
+//! WEBP_EFFORT read as the server does and format=auto negotiated from ACCEPT; with OUT the
+//! result is also written there (compare it with `ssim`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 fn main() {
@@ -16,7 +16,8 @@ fn main() {
         limits.webp_effort = e.parse().unwrap();
     }
     let spec = image_pipeline::TransformSpec::from_query(pairs, &limits).unwrap();
-    let format = spec.output_format("");
+    // format=auto negotiates from ACCEPT, as the server does from the Accept header.
+    let format = spec.output_format(&std::env::var("ACCEPT").unwrap_or_default());
     let start = std::time::Instant::now();
     let mut out = Vec::new();
     for _ in 0..n {
