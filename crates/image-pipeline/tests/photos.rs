@@ -401,6 +401,53 @@ fn monochrome_heic_decodes_grey() {
 }
 
 #[test]
+fn ten_bit_heic_is_reduced_to_8_bits_with_its_colours() {
+    // Cameras (Canon, Sony) and some phones write 10-bit HEIF: libheif reduces it for us.
+    use libheif_rs::{Channel, ColorSpace, RgbChroma};
+    let (w, h) = (96u32, 64u32);
+    let mut image = libheif_rs::Image::new(w, h, ColorSpace::Rgb(RgbChroma::C444)).unwrap();
+    for c in [Channel::R, Channel::G, Channel::B] {
+        image.create_plane(c, w, h, 10).unwrap();
+    }
+    let planes = image.planes_mut();
+    let bands = [planes.r.unwrap(), planes.g.unwrap(), planes.b.unwrap()];
+    for (i, p) in bands.into_iter().enumerate() {
+        for y in 0..h as usize {
+            for x in 0..w as usize {
+                // 880/1023 and 120/1023 of full scale: 219 and 30 in 8 bits.
+                let v: u16 = if x / 32 == i { 880 } else { 120 };
+                p.data[y * p.stride + x * 2..][..2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    let lib = libheif_rs::LibHeif::new();
+    let mut ctx = libheif_rs::HeifContext::new().unwrap();
+    let mut encoder = lib
+        .encoder_for_format(libheif_rs::CompressionFormat::Hevc)
+        .unwrap();
+    encoder
+        .set_quality(libheif_rs::EncoderQuality::Lossy(90))
+        .unwrap();
+    ctx.encode_image(&image, &mut encoder, None).unwrap();
+    let heic = ctx.write_to_bytes().unwrap();
+    let bits = libheif_rs::HeifContext::read_from_bytes(&heic)
+        .unwrap()
+        .primary_image_handle()
+        .unwrap()
+        .luma_bits_per_pixel();
+    assert_eq!(bits, 10);
+    let out = pixels(&run(&heic, "format=png"));
+    for (x, want) in [
+        (16, [219, 30, 30, 255]),
+        (48, [30, 219, 30, 255]),
+        (80, [30, 30, 219, 255]),
+    ] {
+        let got = out.get_pixel(x, 32).0;
+        assert!(near(got, want, 12), "x={x}: got {got:?}, want {want:?}");
+    }
+}
+
+#[test]
 fn an_embedded_display_p3_profile_is_converted_to_srgb() {
     // A real photo with a 300x300 patch of P3 (180, 80, 60), tagged with the Display P3 profile
     // of a real iPhone HEIC. In sRGB that colour is (194, 72, 52): redder, as sharp shows it.
