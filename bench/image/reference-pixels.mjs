@@ -32,6 +32,20 @@ await sharp(path.join(fixtures, "lake.jpg"))
   .jpeg({ quality: 90 })
   .toFile(p3);
 cases.push(["lake_p3.jpg", 400, "lake_p3_400w_libvips.png"]);
+// WebP sources, which sharp scales on load through libwebp's own rescaler (fastShrinkOnLoad):
+// lake.jpg at 1600 px as lossy WebP q80, and the same with a constant 60% alpha. Kept as
+// fixtures themselves.
+await sharp(path.join(fixtures, "lake.jpg"))
+  .resize({ width: 1600 })
+  .webp({ quality: 80 })
+  .toFile(path.join(fixtures, "lake_1600.webp"));
+cases.push(["lake_1600.webp", 300, "lake_webp_300w_libvips.png"]);
+await sharp(path.join(fixtures, "lake.jpg"))
+  .resize({ width: 1600 })
+  .ensureAlpha(0.6)
+  .webp({ quality: 80 })
+  .toFile(path.join(fixtures, "lake_alpha_1600.webp"));
+cases.push(["lake_alpha_1600.webp", 300, "lake_alpha_webp_300w_libvips.png"]);
 for (const [source, width, out] of cases) {
   await sharp(path.resolve(fixtures, source))
     .resize({ width, fit: "inside", withoutEnlargement: true })

@@ -228,3 +228,25 @@ fn encode_heic(image: &libheif_rs::Image) -> Vec<u8> {
         .expect("HEVC encode");
     ctx.write_to_bytes().expect("HEIF bytes")
 }
+
+/// A two-frame animated WebP (libwebp's animation encoder, lossless): `first` for 100 ms, then
+/// `second`.
+#[allow(clippy::expect_used)]
+pub fn animated_webp(first: &RgbaImage, second: &RgbaImage) -> Vec<u8> {
+    let mut config = webp::WebPConfig::new().expect("libwebp config");
+    config.lossless = 1;
+    let mut encoder = webp::AnimEncoder::new(first.width(), first.height(), &config);
+    encoder.add_frame(webp::AnimFrame::from_rgba(
+        first.as_raw(),
+        first.width(),
+        first.height(),
+        0,
+    ));
+    encoder.add_frame(webp::AnimFrame::from_rgba(
+        second.as_raw(),
+        second.width(),
+        second.height(),
+        100,
+    ));
+    encoder.try_encode().expect("animated WebP").to_vec()
+}

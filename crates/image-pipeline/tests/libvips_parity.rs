@@ -97,3 +97,26 @@ fn a_display_p3_photo_is_converted_and_reduced_to_libvips_bits() {
         (0, 0, (400, 225))
     );
 }
+
+#[test]
+fn a_webp_scaled_on_load_by_libwebp_is_sharps_to_the_bit() {
+    // sharp (fastShrinkOnLoad) asks libwebp for round(1600 * 300 / 1600) x round(900 * 0.1875)
+    // = 300x169 through libwebp's rescaler, and nothing is left to resize; so do we.
+    assert_eq!(
+        compare_source(
+            &fixture("lake_1600.webp"),
+            300,
+            "lake_webp_300w_libvips.png"
+        ),
+        (0, 0, (300, 169))
+    );
+    // With alpha: the same, alpha included.
+    assert_eq!(
+        compare_source(
+            &fixture("lake_alpha_1600.webp"),
+            300,
+            "lake_alpha_webp_300w_libvips.png"
+        ),
+        (0, 0, (300, 169))
+    );
+}

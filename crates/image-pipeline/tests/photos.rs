@@ -648,6 +648,41 @@ fn bombs_are_refused_from_the_header() {
 }
 
 #[test]
+fn webp_sources_are_scaled_on_load_and_animations_give_their_first_frame() {
+    // A still WebP goes through libwebp's scaled decoding (tests/libvips_parity.rs has its
+    // pixels); a marked corner must stay where it was.
+    let photo = pixels(&run(&marked_png(), "format=png"));
+    let still = samples::webp(&photo);
+    let out = run(&still, "width=567&format=png");
+    assert_eq!((out.width, out.height), (567, 378));
+    assert!(
+        pixels(&out).get_pixel(2, 2).0[0] > 200,
+        "the red corner is top left"
+    );
+    // An animation: libwebp's still decoder refuses it, the first frame comes out.
+    let red = RgbaImage::from_pixel(64, 48, Rgba([250, 0, 0, 255]));
+    let blue = RgbaImage::from_pixel(64, 48, Rgba([0, 0, 250, 255]));
+    let out = pixels(&run(
+        &samples::animated_webp(&red, &blue),
+        "width=32&format=png",
+    ));
+    assert_eq!(out.dimensions(), (32, 24));
+    assert!(near(out.get_pixel(16, 12).0, [250, 0, 0, 255], 4));
+    // Cut in half: an error, not a half picture.
+    let lossy = run(&samples::png(&photo), "format=webp&quality=80").bytes;
+    for cut in [&lossy[..lossy.len() / 2], &lossy[..40]] {
+        let err = transform(
+            cut,
+            &spec("width=300"),
+            OutputFormat::Png,
+            None,
+            &Limits::default(),
+        );
+        assert!(matches!(err, Err(PipelineError::Undecodable(_))), "{err:?}");
+    }
+}
+
+#[test]
 fn truncated_and_foreign_bytes_are_errors_not_panics() {
     let lake = fixture("lake.jpg");
     let err = transform(
