@@ -34,12 +34,14 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "installing sharp from npm..." >&2
 (cd "$HERE" && npm install --no-audit --no-fund --silent >/dev/null)
 
-# Photos: a 12 MP JPEG, the 9 MP lake JPEG, a PNG made from the lake photo, a 12 MP HEIC.
+# Photos: a 12 MP JPEG, the 9 MP lake JPEG, a PNG and a lossy WebP (q90) made from the lake
+# photo, a 12 MP HEIC.
 mkdir -p "$WORK/images"
 cp "$SHARED/derived__window_from_heic_q90.jpg" "$WORK/images/window12mp.jpg"
 cp "$SHARED/crate_webp-0.3.1__lake.jpg" "$WORK/images/lake.jpg"
 cp "$SHARED/crate_libheif-sys-1.14.4__window.heic" "$WORK/images/window.heic"
 (cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').png().toFile('$WORK/images/lake.png')")
+(cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').webp({ quality: 90 }).toFile('$WORK/images/lake.webp')")
 
 # image-server runs with its own allocator setting (MALLOC_MMAP_THRESHOLD_ unset: it sets 2 MiB
 # itself, apps/image-server/README.md), as a user who starts the binary gets it.
@@ -79,6 +81,7 @@ CASES=(
   "9 MP lake JPEG -> 800w JPEG q80|lake.jpg?width=800&format=jpeg&quality=80"
   "9 MP lake JPEG -> 800w WebP q80|lake.jpg?width=800&format=webp&quality=80"
   "9 MP PNG -> 800w WebP q80|lake.png?width=800&format=webp&quality=80"
+  "9 MP WebP -> 800w JPEG q80|lake.webp?width=800&format=jpeg&quality=80"
   "12 MP HEIC -> 800w JPEG q80|window.heic?width=800&format=jpeg&quality=80"
 )
 
@@ -99,7 +102,7 @@ for c in "${CASES[@]}"; do
   reset_hwm $OURS; reset_hwm $SHARP; reset_hwm $FAST
   sharp_ok=1
   curl -sf "http://127.0.0.1:$SHARP_PORT/images/resize/$q" -o "$WORK/sharp.out" || sharp_ok=0
-  webp=0; case "$name" in *WebP*) webp=1 ;; esac
+  webp=0; case "$name" in *"800w WebP"*) webp=1 ;; esac
   : > "$WORK/ours.runs"; : > "$WORK/sharp.runs"; : > "$WORK/fast.runs"
   for _ in $(seq "$ROUNDS"); do
     measure "http://127.0.0.1:$OURS_PORT/images/resize/$q" >> "$WORK/ours.runs"

@@ -32,7 +32,7 @@ async fn run(mmap_threshold: Option<usize>) -> anyhow::Result<()> {
 /// of the largest buffer freed (up to 32 MiB), after which full-size decoded pictures stay in
 /// per-thread heaps. Measured at concurrency 2 (`bench/image/RESULTS.md`; apps/image-server
 /// README, "Configuration"): peak RSS 267 MB on a 12 MP HEIC and 114-135 MB on a 9 MP PNG with
-/// glibc's default, 72 and 71 MB with 2 MiB. At 1 MiB the buffers of a 9 MP JPEG request
+/// glibc's default, 72-77 and 70-75 MB with 2 MiB. At 1 MiB the buffers of a 9 MP JPEG request
 /// (source bytes, 1/4-scale decode, output) would be mapped afresh each time: 10% of the JPEG
 /// rate.
 const MMAP_THRESHOLD: usize = 2 * 1024 * 1024;
