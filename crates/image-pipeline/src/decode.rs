@@ -2,9 +2,9 @@
 //!
 //! The format is always sniffed from the bytes (never taken from a name or a client's
 //! Content-Type). Dimensions come from the header first so that decompression bombs are refused
-//! before any pixel is decoded. JPEG goes through libjpeg-turbo with shrink-on-load (scaled IDCT
-//! at 1/2, 1/4 or 1/8 when the output is small), still WebP through libwebp scaled on load to
-//! the output size (as sharp does), HEIC/HEIF through libheif, the rest (and animated WebP)
+//! before any pixel is decoded. JPEG goes through libjpeg-turbo with shrink-on-load (scaled
+//! IDCT at 1/2, 1/4 or 1/8 when the output is small), still WebP through libwebp scaled on load
+//! to the output size (as sharp does), HEIC/HEIF through libheif, the rest (and animated WebP)
 //! through `image`. The result is always 8-bit sRGB or sRGBA (an embedded ICC profile is converted, see
 //! `colour`), with EXIF orientation applied.
 
