@@ -5,8 +5,8 @@
 //! before any pixel is decoded. JPEG goes through libjpeg-turbo with shrink-on-load (scaled
 //! IDCT at 1/2, 1/4 or 1/8 when the output is small), still WebP through libwebp scaled on load
 //! to the output size (as sharp does), HEIC/HEIF through libheif, the rest (and animated WebP)
-//! through `image`. The result is always 8-bit sRGB or sRGBA (an embedded ICC profile is converted, see
-//! `colour`), with EXIF orientation applied.
+//! through `image`. The result is always 8-bit sRGB or sRGBA (an embedded ICC profile is
+//! converted, see `colour`), with EXIF orientation applied.
 
 use std::io::Cursor;
 
