@@ -283,17 +283,15 @@ pub(crate) fn decode(
         SourceFormat::Png if shrink::factor(min_scale) > 1 && !png_interlaced(bytes) => {
             decode_png_shrunk(bytes, min_scale)?
         }
-        SourceFormat::Webp if webp_still(bytes) => {
-            let (img, scale) = decode_webp(bytes, min_scale)?;
-            let icc = generic_decoder(bytes)?.icc_profile().ok().flatten();
-            (img, scale, icc)
-        }
-        SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {
-            let mut decoder = generic_decoder(bytes)?;
-            let icc = decoder.icc_profile().ok().flatten();
-            let img = DynamicImage::from_decoder(decoder).map_err(undecodable)?;
-            (normalise(img), (1.0, 1.0), icc)
-        }
+        SourceFormat::Webp => match still_webp(bytes) {
+            Some(features) => {
+                let (img, scale) = decode_webp(bytes, &features, min_scale)?;
+                let icc = generic_decoder(bytes)?.icc_profile().ok().flatten();
+                (img, scale, icc)
+            }
+            None => decode_generic(bytes)?,
+        },
+        SourceFormat::Png | SourceFormat::Gif => decode_generic(bytes)?,
     };
     colour::to_srgb(&mut image, icc.as_deref());
     if let Some(o) = Orientation::from_exif(info.orientation) {
@@ -306,6 +304,15 @@ pub(crate) fn decode(
         scale
     };
     Ok((image, scale))
+}
+
+/// Decodes whole through `image` (PNG, GIF's first frame, animated WebP's first frame), with
+/// the embedded ICC profile.
+fn decode_generic(bytes: &[u8]) -> Result<Decoded, PipelineError> {
+    let mut decoder = generic_decoder(bytes)?;
+    let icc = decoder.icc_profile().ok().flatten();
+    let img = DynamicImage::from_decoder(decoder).map_err(undecodable)?;
+    Ok((normalise(img), (1.0, 1.0), icc))
 }
 
 /// Converts any pixel layout to 8-bit RGB, or RGBA when there is an alpha channel.
@@ -372,25 +379,21 @@ fn jpeg_denominator(min_scale: f64) -> usize {
     denom
 }
 
-/// The header of a WebP file as libwebp reads it: size, alpha and animation.
-fn webp_features(bytes: &[u8]) -> Option<libwebp_sys::WebPBitstreamFeatures> {
+/// The header of a still WebP as libwebp reads it (size, alpha); `None` for an animation
+/// (whose first frame the generic decoder composes) or a header libwebp cannot read.
+fn still_webp(bytes: &[u8]) -> Option<libwebp_sys::WebPBitstreamFeatures> {
     // SAFETY: `features` is plain old data that WebPGetFeatures fills in; `bytes` is a valid
     // slice for its whole length, which libwebp reads no further than.
     #[allow(unsafe_code)]
     unsafe {
         let mut features = std::mem::zeroed::<libwebp_sys::WebPBitstreamFeatures>();
         let status = libwebp_sys::WebPGetFeatures(bytes.as_ptr(), bytes.len(), &raw mut features);
-        (status == libwebp_sys::VP8StatusCode::VP8_STATUS_OK).then_some(features)
+        (status == libwebp_sys::VP8StatusCode::VP8_STATUS_OK && features.has_animation == 0)
+            .then_some(features)
     }
 }
 
-/// True for a WebP that libwebp decodes as one still picture (not an animation, whose first
-/// frame the generic decoder composes).
-fn webp_still(bytes: &[u8]) -> bool {
-    webp_features(bytes).is_some_and(|f| f.has_animation == 0)
-}
-
-/// Decodes a still WebP with libwebp, scaled on load to `min_scale` of its size when that is
+/// Decodes a still WebP (its `features` from [`still_webp`]) with libwebp, scaled on load to `min_scale` of its size when that is
 /// below 1, as libvips' `webpload` does for sharp (`scale = 1 / shrink`, size
 /// `round(size * scale)`, libwebp's own rescaler): a 9 MP photo for an 800 px output is never
 /// held at full size. Returns the picture (RGB, or RGBA when the file has alpha) and its scale
@@ -398,10 +401,12 @@ fn webp_still(bytes: &[u8]) -> bool {
 ///
 /// # Errors
 /// [`PipelineError::Undecodable`] for a broken or truncated file.
-fn decode_webp(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, (f64, f64)), PipelineError> {
+fn decode_webp(
+    bytes: &[u8],
+    features: &libwebp_sys::WebPBitstreamFeatures,
+    min_scale: f64,
+) -> Result<(DynamicImage, (f64, f64)), PipelineError> {
     use libwebp_sys::{VP8StatusCode, WEBP_CSP_MODE, WebPDecoderConfig};
-    let features =
-        webp_features(bytes).ok_or_else(|| PipelineError::Undecodable("bad WebP header".into()))?;
     let (w, h) = (features.width, features.height);
     if w <= 0 || h <= 0 {
         return Err(PipelineError::Undecodable("bad WebP size".into()));

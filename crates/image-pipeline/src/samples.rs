@@ -214,8 +214,10 @@ pub fn heic_grey(img: &image::GrayImage) -> Vec<u8> {
     encode_heic(&image)
 }
 
+/// `image` (any libheif layout and depth) as a HEIC file, written by libheif's HEVC encoder
+/// (x265) at quality 90. Panics if libheif has no HEVC encoder (test helper).
 #[allow(clippy::expect_used)]
-fn encode_heic(image: &libheif_rs::Image) -> Vec<u8> {
+pub fn encode_heic(image: &libheif_rs::Image) -> Vec<u8> {
     let lib = libheif_rs::LibHeif::new();
     let mut ctx = libheif_rs::HeifContext::new().expect("libheif context");
     let mut encoder = lib

@@ -420,16 +420,7 @@ fn ten_bit_heic_is_reduced_to_8_bits_with_its_colours() {
             }
         }
     }
-    let lib = libheif_rs::LibHeif::new();
-    let mut ctx = libheif_rs::HeifContext::new().unwrap();
-    let mut encoder = lib
-        .encoder_for_format(libheif_rs::CompressionFormat::Hevc)
-        .unwrap();
-    encoder
-        .set_quality(libheif_rs::EncoderQuality::Lossy(90))
-        .unwrap();
-    ctx.encode_image(&image, &mut encoder, None).unwrap();
-    let heic = ctx.write_to_bytes().unwrap();
+    let heic = samples::encode_heic(&image);
     let bits = libheif_rs::HeifContext::read_from_bytes(&heic)
         .unwrap()
         .primary_image_handle()
