@@ -34,6 +34,13 @@ pub struct Config {
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<SecretString>,
 
+    /// Keys for signed resize URLs, comma-separated to accept several while one is rotated out.
+    /// When set, every `GET /images/resize` needs a valid `signature` parameter (README
+    /// "Signed URLs"); without one, or with a wrong one: 403. Default unset: resize URLs are
+    /// open, as in the spec.
+    #[arg(long, env = "URL_SIGNING_KEY", hide_env_values = true)]
+    pub url_signing_key: Option<SecretString>,
+
     /// In-memory result cache budget in bytes (moka, weighed by encoded size); 0 turns the
     /// memory tier and request coalescing off. Default 268435456 (256 MiB).
     #[arg(long, env = "CACHE_MAX_BYTES", default_value_t = 268_435_456)]

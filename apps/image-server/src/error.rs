@@ -19,6 +19,9 @@ pub enum ApiError {
     /// 401: the API key is missing or wrong.
     #[error("missing or invalid API key (send it in X-API-Key or Authorization: Bearer)")]
     Unauthorized,
+    /// 403: URL_SIGNING_KEY is set and the resize URL's `signature` is missing or wrong.
+    #[error("missing or invalid URL signature (this server only serves signed resize URLs)")]
+    Forbidden,
     /// 404: no object at this path.
     #[error("image not found: {0}")]
     NotFound(String),
@@ -45,6 +48,7 @@ impl ApiError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMedia(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,

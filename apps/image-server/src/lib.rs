@@ -9,6 +9,7 @@ mod cache;
 mod config;
 mod error;
 mod routes;
+mod signing;
 mod storage;
 
 use std::sync::Arc;
@@ -37,6 +38,8 @@ pub(crate) struct App {
     pub store: Arc<dyn ObjectStore>,
     pub cache: cache::ResultCache,
     pub api_key: secrecy::SecretString,
+    /// Set when resize URLs must be signed (URL_SIGNING_KEY).
+    pub signer: Option<signing::UrlSigner>,
     pub limits: image_pipeline::Limits,
     /// Bounds CPU-bound transformations running at once.
     pub transforms: Semaphore,
@@ -57,6 +60,10 @@ pub(crate) type AppState = Arc<App>;
 pub fn router(config: Config) -> anyhow::Result<Router> {
     let store = storage::open(&config.storage_url, &config.storage_options)?;
     let api_key = auth::load_or_generate(&config)?;
+    let signer = signing::UrlSigner::from_keys(config.url_signing_key.as_ref());
+    if let Some(s) = &signer {
+        tracing::info!(keys = s.key_count(), "resize URLs must be signed");
+    }
     let cache = cache::ResultCache::new(
         Arc::clone(&store),
         config.cache_max_bytes,
@@ -84,6 +91,7 @@ pub fn router(config: Config) -> anyhow::Result<Router> {
         store,
         cache,
         api_key,
+        signer,
         limits,
         transforms: Semaphore::new(workers),
         heif_transforms: Semaphore::new(1),

@@ -642,3 +642,88 @@ async fn a_jpeg_is_not_held_up_behind_heic_requests_waiting_to_decode() {
     );
     s.stop().await;
 }
+
+/// base64url (no padding) of HMAC-SHA256: the signature README "Signed URLs" documents,
+/// computed here independently of the server's code.
+fn signature(key: &str, message: &str) -> String {
+    use base64::Engine;
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(message.as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+}
+
+/// With URL_SIGNING_KEY set, resize URLs are served only with a valid signature of their path
+/// and query (any of the configured keys, the signature anywhere in the query), also from the
+/// cache and for conditional requests; uploads and health are unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resize_urls_must_be_signed_when_a_signing_key_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(&Storage::Local, &dir).await;
+    config.url_signing_key = Some("old-key, new-key".to_owned().into());
+    let s = TestServer::start_with(config, dir).await;
+    let stored = s
+        .upload("signed/a photo.jpg", fixture("large_image.jpg"))
+        .await;
+    assert_eq!(stored, "signed/a photo.jpg");
+
+    let target = "signed/a%20photo.jpg?width=64&format=png";
+    let sig = signature("new-key", target);
+    let signed = format!("/images/resize/{target}&signature={sig}");
+    let r = s.get(&signed).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-cache"], "MISS");
+    let etag = r.headers()["etag"].to_str().unwrap().to_owned();
+    assert_eq!(pixels(&r.bytes().await.unwrap()).width(), 64);
+    // The old key of a rotation still verifies; the signature may come first.
+    let old = signature("old-key", target);
+    let r = s
+        .get(&format!(
+            "/images/resize/signed/a%20photo.jpg?signature={old}&width=64&format=png"
+        ))
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-cache"], "HIT");
+
+    let refused = [
+        "/images/resize/signed/a%20photo.jpg?width=64&format=png".to_owned(),
+        format!("/images/resize/signed/a%20photo.jpg?width=65&format=png&signature={sig}"),
+        format!("/images/resize/signed/other.jpg?width=64&format=png&signature={sig}"),
+        format!(
+            "/images/resize/signed/a%20photo.jpg?width=64&format=png&signature={}",
+            signature("wrong-key", target)
+        ),
+        format!("{signed}&signature={sig}"),
+        "/images/resize/signed/a%20photo.jpg?width=64&format=png&signature=%%%".to_owned(),
+    ];
+    for q in &refused {
+        let (status, message) = error(&s, q).await;
+        assert_eq!(status, 403, "{q}");
+        assert!(message.contains("signature"), "{message}");
+    }
+    // A cached result or a matching ETag is no way around the signature.
+    let r = s
+        .client
+        .get(s.url("/images/resize/signed/a%20photo.jpg?width=64&format=png"))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = s
+        .client
+        .get(s.url(&signed))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 304);
+    // Sent byte for byte, with no query at all.
+    let bare = format!(
+        "/images/resize/signed/a%20photo.jpg?signature={}",
+        signature("new-key", "signed/a%20photo.jpg")
+    );
+    assert_eq!(s.raw_get(&bare).await.0, 200);
+    assert_eq!(s.get("/admin/health").await.status(), 200);
+    s.stop().await;
+}

@@ -4,6 +4,8 @@
  * upload body and `x-api-key` header.
  */
 
+import { createHmac } from "node:crypto";
+
 export type Format = "webp" | "jpeg" | "jpg" | "png" | "auto";
 export type Fit = "inside" | "cover" | "contain" | "fill" | "outside";
 
@@ -14,6 +16,12 @@ export interface ClientConfig {
   apiKey?: string;
   /** Request timeout in milliseconds (default 30000). */
   timeout?: number;
+  /**
+   * For a server started with URL_SIGNING_KEY: resize URLs get a `signature` parameter,
+   * base64url (no padding) of HMAC-SHA256 over the image path and query from after
+   * `/images/resize/`. Sign on your own servers only: the key must not reach browsers.
+   */
+  signingKey?: string;
 }
 
 export interface ResizeOptions {
@@ -76,6 +84,7 @@ export class ImageClient {
   private readonly baseUrl: string;
   private readonly apiKey?: string;
   private readonly timeout: number;
+  private readonly signingKey?: string;
 
   /** `new ImageClient(baseUrl, apiKey)` or, like the original SDK, `new ImageClient({baseUrl, apiKey})`. */
   constructor(config: ClientConfig | string, apiKey?: string) {
@@ -83,6 +92,7 @@ export class ImageClient {
     this.baseUrl = c.baseUrl.replace(/\/+$/, "");
     this.apiKey = c.apiKey;
     this.timeout = c.timeout ?? 30000;
+    this.signingKey = c.signingKey;
   }
 
   /** The URL of `path` transformed by `options` (path segments percent-encoded). */
@@ -119,6 +129,11 @@ export class ImageClient {
       put("cropTop", options.crop.top);
       put("cropWidth", options.crop.width);
       put("cropHeight", options.crop.height);
+    }
+    if (this.signingKey) {
+      const prefix = new URL(`${this.baseUrl}/images/resize/`).pathname.length;
+      const message = url.pathname.slice(prefix) + url.search;
+      p.append("signature", createHmac("sha256", this.signingKey).update(message).digest("base64url"));
     }
     return url.toString();
   }

@@ -27,26 +27,34 @@ async function freePort(): Promise<number> {
   });
 }
 
-before(async () => {
-  if (baseUrl) return;
+/** Starts the image-server binary on a free port with memory storage and `env` added. */
+async function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
   const target = process.env.CARGO_TARGET_DIR ?? path.join(repo, "target");
   const bin = process.env.IMAGE_SERVER_BIN ?? path.join(target, "debug", "image-server");
   const port = await freePort();
-  apiKey = "ts-test-key";
-  baseUrl = `http://127.0.0.1:${port}`;
-  server = spawn(bin, [], {
-    env: { ...process.env, LISTEN: `127.0.0.1:${port}`, STORAGE_URL: "memory://", API_KEY: apiKey, RUST_LOG: "warn" },
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(bin, [], {
+    env: { ...process.env, LISTEN: `127.0.0.1:${port}`, STORAGE_URL: "memory://", RUST_LOG: "warn", ...env },
     stdio: "inherit",
   });
   for (let i = 0; i < 100; i++) {
     try {
-      if ((await fetch(`${baseUrl}/admin/health`)).ok) return;
+      if ((await fetch(`${url}/admin/health`)).ok) return { url, child };
     } catch {
       /* not up yet */
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  child.kill("SIGTERM");
   throw new Error(`image-server did not start from ${bin}`);
+}
+
+before(async () => {
+  if (baseUrl) return;
+  apiKey = "ts-test-key";
+  const started = await startServer({ API_KEY: apiKey });
+  baseUrl = started.url;
+  server = started.child;
 });
 
 after(() => {
@@ -60,6 +68,40 @@ test("getResizeUrl builds the original SDK's query", () => {
     "http://cdn.example/images/resize/my%20photos/cat.jpg?width=300&format=webp&flip=true&cropLeft=1&cropTop=2&cropWidth=30&cropHeight=40",
   );
   assert.equal(new ResizeIt({ baseUrl: "http://x" }).getResizeUrl("a.png"), "http://x/images/resize/a.png");
+});
+
+test("getResizeUrl signs path and query with signingKey", () => {
+  const c = new ImageClient({ baseUrl: "http://cdn.example/img/", signingKey: "secret" });
+  // Expected values from `printf '%s' 'a%20b.jpg?width=800' |
+  //   openssl dgst -sha256 -hmac secret -binary | basenc --base64url | tr -d =`.
+  assert.equal(
+    c.getResizeUrl("a b.jpg", { width: 800 }),
+    "http://cdn.example/img/images/resize/a%20b.jpg?width=800&signature=0FI1K2sR8W9urAbw7hkDC6knp_x9lZydZTB7bmRF5_s",
+  );
+  assert.equal(
+    c.getResizeUrl("a.jpg"),
+    "http://cdn.example/img/images/resize/a.jpg?signature=zNiikLdDTaFCZB4oMFcpwZWwAvRzm2b3PdhtJOrBEYU",
+  );
+});
+
+test("a server with URL_SIGNING_KEY serves signed URLs and refuses unsigned ones", async () => {
+  const { url, child } = await startServer({ API_KEY: "k2", URL_SIGNING_KEY: "ts-signing" });
+  try {
+    const plain = new ImageClient(url, "k2");
+    const signed = new ImageClient({ baseUrl: url, apiKey: "k2", signingKey: "ts-signing" });
+    const { path: stored } = await plain.uploadImage(photo, { path: "ts/signed photo.jpg", contentType: "image/jpeg" });
+    const options = { width: 90, format: "png" as const, grayscale: true };
+    assert.equal((await fetch(plain.getResizeUrl(stored, options))).status, 403);
+    await assert.rejects(plain.getResizedImage(stored, options), (e: unknown) => {
+      assert.ok(e instanceof ImageServerError);
+      assert.equal(e.status, 403);
+      return true;
+    });
+    const blob = await signed.getResizedImage(stored, options);
+    assert.equal(blob.type, "image/png");
+  } finally {
+    child.kill("SIGTERM");
+  }
 });
 
 test("uploadImage stores the photo and the resize URL serves it", async () => {

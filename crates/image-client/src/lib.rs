@@ -9,6 +9,8 @@
 //! # let _ = url; Ok(()) }
 //! ```
 
+use base64::Engine;
+use hmac::{Hmac, Mac};
 use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -184,6 +186,7 @@ impl ResizeOptions {
 pub struct ImageClient {
     base: Url,
     api_key: SecretString,
+    signing_key: Option<SecretString>,
     http: reqwest::Client,
 }
 
@@ -211,8 +214,19 @@ impl ImageClient {
         Ok(Self {
             base,
             api_key: SecretString::from(api_key.to_owned()),
+            signing_key: None,
             http: reqwest::Client::new(),
         })
+    }
+
+    /// Signs every URL [`Self::resize_url`] builds with `key`, for a server started with
+    /// URL_SIGNING_KEY (the first of its keys, or any of them during a rotation): appends
+    /// `signature=` base64url (no padding) of HMAC-SHA256 over the image path and query as sent,
+    /// from after `/images/resize/` (apps/image-server/README.md, "Signed URLs").
+    #[must_use]
+    pub fn with_signing_key(mut self, key: &str) -> Self {
+        self.signing_key = Some(SecretString::from(key.to_owned()));
+        self
     }
 
     fn endpoint(&self, segments: &[&str]) -> Url {
@@ -227,8 +241,9 @@ impl ImageClient {
     }
 
     /// The URL of `path` transformed by `options`: `{base}/images/resize/{path}?...`. Path
-    /// segments and values are percent-encoded.
+    /// segments and values are percent-encoded; with a signing key, `signature` comes last.
     pub fn resize_url(&self, path: &str, options: &ResizeOptions) -> String {
+        let prefix = self.endpoint(&["images", "resize", ""]).path().len();
         let mut url = self.endpoint(&["images", "resize", path]);
         let pairs = options.pairs();
         if !pairs.is_empty() {
@@ -236,6 +251,15 @@ impl ImageClient {
             for (k, v) in pairs {
                 q.append_pair(k, &v);
             }
+        }
+        if let Some(key) = &self.signing_key {
+            let mut message = url.path().get(prefix..).unwrap_or("").to_owned();
+            if let Some(query) = url.query() {
+                message.push('?');
+                message.push_str(query);
+            }
+            let signature = sign(key.expose_secret(), &message);
+            url.query_pairs_mut().append_pair("signature", &signature);
         }
         url.to_string()
     }
@@ -281,6 +305,16 @@ impl ImageClient {
     }
 }
 
+/// base64url (no padding) of HMAC-SHA256(key, message): a resize URL's signature.
+fn sign(key: &str, message: &str) -> String {
+    let mut mac = match Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()) {
+        Ok(mac) => mac,
+        Err(_) => unreachable!("HMAC-SHA256 takes keys of any length"),
+    };
+    mac.update(message.as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,6 +345,29 @@ mod tests {
         assert_eq!(
             c.resize_url("a.png", &ResizeOptions::default()),
             "http://cdn.example:3000/images/resize/a.png"
+        );
+    }
+
+    #[test]
+    fn a_signing_key_appends_the_signature_of_path_and_query() {
+        let c = ImageClient::new("http://cdn.example/img/", "k")
+            .unwrap()
+            .with_signing_key("secret");
+        let options = ResizeOptions {
+            width: Some(800),
+            ..Default::default()
+        };
+        // Expected values from `printf '%s' 'a%20b.jpg?width=800' |
+        //   openssl dgst -sha256 -hmac secret -binary | basenc --base64url | tr -d =`.
+        assert_eq!(
+            c.resize_url("a b.jpg", &options),
+            "http://cdn.example/img/images/resize/a%20b.jpg?width=800\
+             &signature=0FI1K2sR8W9urAbw7hkDC6knp_x9lZydZTB7bmRF5_s"
+        );
+        assert_eq!(
+            c.resize_url("a.jpg", &ResizeOptions::default()),
+            "http://cdn.example/img/images/resize/a.jpg\
+             ?signature=zNiikLdDTaFCZB4oMFcpwZWwAvRzm2b3PdhtJOrBEYU"
         );
     }
 

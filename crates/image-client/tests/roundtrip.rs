@@ -5,8 +5,15 @@ use image_client::{ClientError, Format, ImageClient, ResizeOptions};
 use pretty_assertions::assert_eq;
 
 async fn start() -> (String, tempfile::TempDir, tokio::sync::oneshot::Sender<()>) {
+    start_with(None).await
+}
+
+async fn start_with(
+    url_signing_key: Option<&str>,
+) -> (String, tempfile::TempDir, tokio::sync::oneshot::Sender<()>) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = image_server::Config::defaults();
+    config.url_signing_key = url_signing_key.map(|k| k.to_owned().into());
     config.data_dir = dir.path().join("data");
     config.storage_url = "memory://".into();
     config.api_key = Some("client-key".to_owned().into());
@@ -61,4 +68,30 @@ async fn a_wrong_key_is_reported_with_the_server_message() {
         }) => assert!(message.contains("API key")),
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn signed_urls_are_served_by_a_server_that_requires_them() {
+    let (base, _dir, _stop) = start_with(Some("sign-me")).await;
+    let client = ImageClient::new(&base, "client-key").unwrap();
+    let path = client
+        .upload(photo(), "signed/one photo.jpg", "image/jpeg")
+        .await
+        .unwrap();
+    let options = ResizeOptions {
+        width: Some(120),
+        format: Some(Format::Jpeg),
+        quality: Some(70),
+        ..Default::default()
+    };
+    let unsigned = client.resize_url(&path, &options);
+    assert_eq!(reqwest::get(&unsigned).await.unwrap().status(), 403);
+    let signed = client
+        .clone()
+        .with_signing_key("sign-me")
+        .resize_url(&path, &options);
+    let r = reqwest::get(&signed).await.unwrap();
+    assert_eq!(r.status(), 200, "{signed}");
+    let img = image_pipeline::decode_to_rgba(&r.bytes().await.unwrap(), u64::MAX).unwrap();
+    assert_eq!(img.width(), 120);
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -25,6 +25,9 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/images/resize/{*path}", get(resize))
         .route("/images/upload", post(upload))
 }
+
+/// The route prefix in front of a resize URL's image path.
+const RESIZE_PREFIX: &str = "/images/resize/";
 
 const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
 
@@ -71,14 +74,20 @@ fn if_none_match_hits(headers: &HeaderMap, etag: &str) -> bool {
         .any(|t| t == etag || t == "*")
 }
 
-/// Serves the transformed image. Errors: 400 bad parameter or path, 404 no source, 415 not an
-/// image, 422 undecodable or too many pixels.
+/// Serves the transformed image. Errors: 403 unsigned when URL_SIGNING_KEY is set (checked
+/// first, before any other work), 400 bad parameter or path, 404 no source, 415 not an image,
+/// 422 undecodable or too many pixels.
 async fn resize(
     State(app): State<AppState>,
+    uri: Uri,
     Path(raw_path): Path<String>,
     query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    if let Some(signer) = &app.signer {
+        let target = uri.path().strip_prefix(RESIZE_PREFIX).unwrap_or("");
+        signer.verify(target, uri.query())?;
+    }
     let Query(pairs) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
     let path = object_path(&raw_path)?;
     let spec = TransformSpec::from_query(
@@ -173,6 +182,7 @@ fn clone_error(e: &ApiError) -> ApiError {
     match e {
         ApiError::BadRequest(m) => ApiError::BadRequest(m.clone()),
         ApiError::Unauthorized => ApiError::Unauthorized,
+        ApiError::Forbidden => ApiError::Forbidden,
         ApiError::NotFound(m) => ApiError::NotFound(m.clone()),
         ApiError::TooLarge(n) => ApiError::TooLarge(*n),
         ApiError::UnsupportedMedia(m) => ApiError::UnsupportedMedia(m.clone()),
