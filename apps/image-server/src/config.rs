@@ -19,6 +19,12 @@ pub struct Config {
     #[arg(long, env = "LISTEN", default_value = "127.0.0.1:3000")]
     pub listen: SocketAddr,
 
+    /// Address of the Prometheus metrics listener (`GET /metrics`, OpenMetrics text), such as
+    /// 127.0.0.1:9464; a listener of its own keeps the numbers off the public port. Default
+    /// unset: no metrics listener.
+    #[arg(long, env = "METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Directory for server state: holds the generated api-key file. Default ./data.
     #[arg(long, env = "DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,

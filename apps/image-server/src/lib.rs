@@ -8,6 +8,7 @@ mod auth;
 mod cache;
 mod config;
 mod error;
+mod metrics;
 mod routes;
 mod signing;
 mod storage;
@@ -47,6 +48,8 @@ pub(crate) struct App {
     /// decodes one HEIF at a time anyway (libheif 1.15 holds the whole picture), and a request
     /// waiting for that must not hold a slot other formats could use.
     pub heif_transforms: Semaphore,
+    /// Counters, histograms and gauges for the metrics listener.
+    pub metrics: metrics::Metrics,
     /// Short-lived memory of source ETags (path -> etag), so cache hits skip the store.
     pub etags: moka::future::Cache<String, String>,
 }
@@ -58,6 +61,11 @@ pub(crate) type AppState = Arc<App>;
 /// # Errors
 /// The store cannot be opened, or the API key file cannot be read or written.
 pub fn router(config: Config) -> anyhow::Result<Router> {
+    build(config).map(|(router, _)| router)
+}
+
+/// The public router and the state it shares with the metrics listener.
+fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
     let store = storage::open(&config.storage_url, &config.storage_options)?;
     let api_key = auth::load_or_generate(&config)?;
     let signer = signing::UrlSigner::from_keys(config.url_signing_key.as_ref());
@@ -95,6 +103,7 @@ pub fn router(config: Config) -> anyhow::Result<Router> {
         limits,
         transforms: Semaphore::new(workers),
         heif_transforms: Semaphore::new(1),
+        metrics: metrics::Metrics::new(),
         etags,
     });
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request| {
@@ -104,9 +113,13 @@ pub fn router(config: Config) -> anyhow::Result<Router> {
             .map_or(req.uri().path(), MatchedPath::as_str);
         tracing::info_span!("request", method = %req.method(), route = %route)
     });
-    Ok(routes::images::router()
+    let router = routes::images::router()
         .merge(routes::admin::router())
-        .with_state(state)
+        .with_state(Arc::clone(&state))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            metrics::track,
+        ))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
@@ -118,26 +131,73 @@ pub fn router(config: Config) -> anyhow::Result<Router> {
                 ApiError::Internal("handler panicked".into()).into_response()
             },
         ))
-        .layer(trace))
+        .layer(trace);
+    Ok((router, state))
 }
 
 /// Serves image-server on `listener` until `shutdown` resolves, then drains in-flight
-/// requests (graceful shutdown).
+/// requests (graceful shutdown); with METRICS_LISTEN set, also binds and serves the metrics
+/// listener.
 ///
 /// # Errors
-/// Setup failures (see [`router`]) or a failing listener.
+/// Setup failures (see [`router`]), a metrics address that cannot be bound, or a failing
+/// listener.
 pub async fn serve<F>(config: Config, listener: TcpListener, shutdown: F) -> anyhow::Result<()>
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    let metrics = match config.metrics_listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding METRICS_LISTEN {addr}"))?,
+        ),
+        None => None,
+    };
+    serve_with_metrics(config, listener, metrics, shutdown).await
+}
+
+/// [`serve`] with the metrics listener already bound (`None`: no metrics listener, whatever
+/// METRICS_LISTEN says). `GET /metrics` there answers until the public listener has drained.
+///
+/// # Errors
+/// Setup failures (see [`router`]) or a failing listener.
+pub async fn serve_with_metrics<F>(
+    config: Config,
+    listener: TcpListener,
+    metrics: Option<TcpListener>,
+    shutdown: F,
+) -> anyhow::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
     let storage = storage_label(&config.storage_url);
-    let app = router(config)?;
+    let (app, state) = build(config)?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    let metrics_task = match metrics {
+        Some(metrics) => {
+            let at = metrics
+                .local_addr()
+                .context("reading the metrics address")?;
+            tracing::info!(addr = %at, "metrics at /metrics");
+            let router = metrics::router(state);
+            Some(tokio::spawn(async move {
+                if let Err(e) = axum::serve(metrics, router).await {
+                    tracing::error!(error = %e, "metrics listener failed");
+                }
+            }))
+        }
+        None => None,
+    };
     tracing::info!(%addr, %storage, version = VERSION, "image-server listening");
-    axum::serve(listener, app)
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
-        .context("serving HTTP")
+        .context("serving HTTP");
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
+    served
 }
 
 /// The scheme and location of the store, for logs (S3 credentials live in env vars, never here).

@@ -727,3 +727,67 @@ async fn resize_urls_must_be_signed_when_a_signing_key_is_set() {
     assert_eq!(s.get("/admin/health").await.status(), 200);
     s.stop().await;
 }
+
+/// The value of the OpenMetrics sample `name{labels}` in `text`, if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// With a metrics listener, `/metrics` there counts requests by route template and status,
+/// cache hits and misses, and times transformations by source and output format; the public
+/// port has no `/metrics`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_requests_cache_results_and_transforms() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::config_for(&Storage::Local, &dir).await;
+    let (s, metrics) = TestServer::start_with_metrics(config, dir).await;
+    s.upload("m/lake.jpg", fixture("large_image.jpg")).await;
+    let q = "/images/resize/m/lake.jpg?width=100&format=png";
+    assert_eq!(s.get(q).await.headers()["x-cache"], "MISS");
+    assert_eq!(s.get(q).await.headers()["x-cache"], "HIT");
+    assert_eq!(s.get("/images/resize/m/absent.jpg").await.status(), 404);
+    assert_eq!(s.get("/metrics").await.status(), 404);
+
+    let r = reqwest::get(format!("{metrics}/metrics")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = r.text().await.unwrap();
+    let resize = r#"method="GET",route="/images/resize/{*path}""#;
+    let expect = [
+        (format!("image_server_http_requests_total{{{resize},status=\"200\"}}"), 2.0),
+        (format!("image_server_http_requests_total{{{resize},status=\"404\"}}"), 1.0),
+        (
+            r#"image_server_http_requests_total{method="POST",route="/images/upload",status="200"}"#.to_owned(),
+            1.0,
+        ),
+        (format!("image_server_http_request_duration_seconds_count{{{resize}}}"), 3.0),
+        (r#"image_server_resize_results_total{cache="miss"}"#.to_owned(), 1.0),
+        (r#"image_server_resize_results_total{cache="hit"}"#.to_owned(), 1.0),
+        (
+            r#"image_server_transform_duration_seconds_count{source="jpeg",output="png"}"#.to_owned(),
+            1.0,
+        ),
+        ("image_server_transforms_running".to_owned(), 0.0),
+        ("image_server_transforms_waiting".to_owned(), 0.0),
+        ("image_server_cache_entries".to_owned(), 1.0),
+    ];
+    for (series, value) in &expect {
+        assert_eq!(sample(&text, series), Some(*value), "{series} in\n{text}");
+    }
+    assert!(
+        sample(&text, "image_server_cache_bytes").unwrap() > 1000.0,
+        "{text}"
+    );
+    assert!(
+        !text.contains("absent.jpg"),
+        "raw paths must not become labels"
+    );
+    s.stop().await;
+}

@@ -140,18 +140,28 @@ async fn resize(
                 None => None,
             };
             let closed = |e: tokio::sync::AcquireError| ApiError::Internal(e.to_string());
-            let _heif = if image_pipeline::sniff(&source) == Some(SourceFormat::Heif) {
+            let sniffed = image_pipeline::sniff(&source);
+            let waiting = app.metrics.waiting();
+            let _heif = if sniffed == Some(SourceFormat::Heif) {
                 Some(app.heif_transforms.acquire().await.map_err(closed)?)
             } else {
                 None
             };
             let _permit = app.transforms.acquire().await.map_err(closed)?;
+            drop(waiting);
+            let _running = app.metrics.running();
             let limits = app.limits;
+            let started = std::time::Instant::now();
             let out = tokio::task::spawn_blocking(move || {
                 image_pipeline::transform(&source, &spec, format, mark.as_deref(), &limits)
             })
             .await
             .map_err(|e| ApiError::Internal(format!("transform task: {e}")))??;
+            let source_name = sniffed.map_or("unknown", |f| {
+                f.mime().strip_prefix("image/").unwrap_or("unknown")
+            });
+            app.metrics
+                .transformed(source_name, out.format.name(), started);
             Ok(CachedImage {
                 bytes: Bytes::from(out.bytes),
                 content_type: out.format.mime(),
@@ -164,6 +174,7 @@ async fn resize(
         .get_or_make(&key, make)
         .await
         .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(|shared| clone_error(&shared)))?;
+    app.metrics.resize_result(!image.transformed);
     let mut response = (StatusCode::OK, common, image.bytes.clone()).into_response();
     let h = response.headers_mut();
     h.insert(

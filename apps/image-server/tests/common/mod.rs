@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use image_server::{Config, serve};
+use image_server::{Config, serve_with_metrics};
 use object_store::ObjectStore;
 use object_store::path::Path;
 
@@ -106,13 +106,36 @@ impl TestServer {
     }
 
     pub async fn start_with(config: Config, dir: tempfile::TempDir) -> Self {
+        Self::start_serving(config, dir, None).await
+    }
+
+    /// Starts with a metrics listener on a free port; returns its base URL too.
+    pub async fn start_with_metrics(config: Config, dir: tempfile::TempDir) -> (Self, String) {
+        let metrics = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let metrics_base = format!("http://{}", metrics.local_addr().unwrap());
+        (
+            Self::start_serving(config, dir, Some(metrics)).await,
+            metrics_base,
+        )
+    }
+
+    async fn start_serving(
+        config: Config,
+        dir: tempfile::TempDir,
+        metrics: Option<tokio::net::TcpListener>,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let store = image_server::open_store(&config.storage_url, &config.storage_options).unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(serve(config.clone(), listener, async move {
-            let _ = rx.await;
-        }));
+        let task = tokio::spawn(serve_with_metrics(
+            config.clone(),
+            listener,
+            metrics,
+            async move {
+                let _ = rx.await;
+            },
+        ));
         Self {
             base,
             client: reqwest::Client::new(),
