@@ -7,7 +7,7 @@
 //!
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
-//! | `http_requests_total` | counter | method, route, status | answered requests; `route` is the route template, never the raw path |
+//! | `http_requests_total` | counter | method, route, status | answered requests; `route` is the route template (`other` for none), never the raw path |
 //! | `http_request_duration_seconds` | histogram | method, route | time to the response head |
 //! | `resize_results_total` | counter | cache (`hit`, `miss`) | resize answers, as in X-Cache |
 //! | `transform_duration_seconds` | histogram | source, output | decode to encode of one miss, on a blocking thread |
@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -34,15 +34,15 @@ use crate::AppState;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    method: String,
-    route: String,
+    method: &'static str,
+    route: &'static str,
     status: u16,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
-    method: String,
-    route: String,
+    method: &'static str,
+    route: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -179,23 +179,33 @@ impl Drop for GaugeGuard {
     }
 }
 
+/// The routes of the public router, so labels are static strings (no allocation per request).
+const ROUTES: [&str; 4] = [
+    "/images/resize/{*path}",
+    "/images/upload",
+    "/admin/health",
+    "/admin/cache/storage/clear",
+];
+
 /// Middleware: counts and times every routed request by method, route template and status.
 pub(crate) async fn track(State(app): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = match *request.method() {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        _ => "other",
+    };
     let route = request
         .extensions()
         .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str)
-        .to_owned();
+        .and_then(|m| ROUTES.into_iter().find(|r| *r == m.as_str()))
+        .unwrap_or("other");
     let response = next.run(request).await;
     let status = response.status().as_u16();
     app.metrics
         .request_seconds
-        .get_or_create(&RouteLabels {
-            method: method.clone(),
-            route: route.clone(),
-        })
+        .get_or_create(&RouteLabels { method, route })
         .observe(started.elapsed().as_secs_f64());
     app.metrics
         .requests

@@ -749,6 +749,7 @@ async fn metrics_count_requests_cache_results_and_transforms() {
     assert_eq!(s.get(q).await.headers()["x-cache"], "HIT");
     assert_eq!(s.get("/images/resize/m/absent.jpg").await.status(), 404);
     assert_eq!(s.get("/metrics").await.status(), 404);
+    assert_eq!(s.get("/admin/health").await.status(), 200);
 
     let r = reqwest::get(format!("{metrics}/metrics")).await.unwrap();
     assert_eq!(r.status(), 200);
@@ -768,6 +769,15 @@ async fn metrics_count_requests_cache_results_and_transforms() {
             1.0,
         ),
         (format!("image_server_http_request_duration_seconds_count{{{resize}}}"), 3.0),
+        (
+            r#"image_server_http_requests_total{method="GET",route="/admin/health",status="200"}"#.to_owned(),
+            1.0,
+        ),
+        // No route at all: one series, whatever the path.
+        (
+            r#"image_server_http_requests_total{method="GET",route="other",status="404"}"#.to_owned(),
+            1.0,
+        ),
         (r#"image_server_resize_results_total{cache="miss"}"#.to_owned(), 1.0),
         (r#"image_server_resize_results_total{cache="hit"}"#.to_owned(), 1.0),
         (
