@@ -71,31 +71,24 @@ pub fn transform(
             let fits = u64::from(c.left) + u64::from(c.width) <= u64::from(ow)
                 && u64::from(c.top) + u64::from(c.height) <= u64::from(oh);
             if !fits {
+                let name = if c.left >= ow {
+                    "cropLeft"
+                } else if u64::from(c.left) + u64::from(c.width) > u64::from(ow) {
+                    "cropWidth"
+                } else if c.top >= oh {
+                    "cropTop"
+                } else {
+                    "cropHeight"
+                };
                 return Err(PipelineError::BadParam {
-                    name: "cropWidth".into(),
+                    name: name.into(),
                     reason: format!("the crop rectangle lies outside the {ow}x{oh} image"),
                 });
             }
             (c.left, c.top, c.width, c.height)
         }
     };
-    let plan = ops::plan(
-        (crop.2, crop.3),
-        spec.width,
-        spec.height,
-        spec.fit,
-        spec.enlarge,
-    );
-    let (pw, ph) = plan.pad_to.unwrap_or(plan.resize);
-    if pw.max(ph) > limits.max_output_dimension {
-        return Err(PipelineError::BadParam {
-            name: if pw >= ph { "width" } else { "height" }.into(),
-            reason: format!(
-                "the output would be {pw}x{ph}, above the limit of {} pixels",
-                limits.max_output_dimension
-            ),
-        });
-    }
+    let plan = output_plan((crop.2, crop.3), spec, limits.max_output_dimension)?;
 
     // Decode no larger than needed: the kept share of the crop must still cover the output.
     let need_x = f64::from(plan.resize.0) / (f64::from(crop.2) * plan.keep.0);
@@ -241,6 +234,54 @@ impl ResizeJob<'_> {
             .map(|img| Some(DynamicImage::ImageRgb8(img)))
             .ok_or_else(|| PipelineError::Encode("resize: bad buffer size".into()))
     }
+}
+
+/// The resize plan for a `crop`-sized region, held to `max` pixels a side after padding and
+/// rotation (MAX_OUTPUT_DIMENSION, DESIGN.md "Configuration").
+///
+/// Without `width` and `height` the size comes from the source, so a larger source (a
+/// panorama, a rotation's bounding box) is shrunk to fit rather than refused: every parameter
+/// is optional (spec section 4).
+///
+/// # Errors
+/// [`PipelineError::BadParam`] naming the parameter that asked for more: `rotate` when only the
+/// turned bounding box is too large, otherwise `width` or `height`.
+fn output_plan(
+    crop: (u32, u32),
+    spec: &TransformSpec,
+    max: u32,
+) -> Result<ops::Plan, PipelineError> {
+    let plan = |w, h, fit, enlarge| ops::plan(crop, w, h, fit, enlarge);
+    let mut chosen = plan(spec.width, spec.height, spec.fit, spec.enlarge);
+    let outer = |p: &ops::Plan| ops::rotated_size(p.pad_to.unwrap_or(p.resize), spec.rotate);
+    let (ow, oh) = outer(&chosen);
+    if ow.max(oh) > max && spec.width.is_none() && spec.height.is_none() {
+        // The turned box grows in proportion to the picture: scale the picture by the share
+        // of the limit the box may take, rounded down.
+        let share = f64::from(max) / f64::from(ow.max(oh));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let (w, h) = (
+            ((f64::from(chosen.resize.0) * share).floor() as u32).max(1),
+            ((f64::from(chosen.resize.1) * share).floor() as u32).max(1),
+        );
+        chosen = plan(Some(w), Some(h), Fit::Inside, false);
+    }
+    let (pw, ph) = chosen.pad_to.unwrap_or(chosen.resize);
+    let (ow, oh) = outer(&chosen);
+    if ow.max(oh) <= max {
+        return Ok(chosen);
+    }
+    let name = if pw.max(ph) <= max {
+        "rotate"
+    } else if spec.height.is_some() && (ph > pw || spec.width.is_none()) {
+        "height"
+    } else {
+        "width"
+    };
+    Err(PipelineError::BadParam {
+        name: name.into(),
+        reason: format!("the output would be {ow}x{oh}, above the limit of {max} pixels a side"),
+    })
 }
 
 fn apply_watermark(

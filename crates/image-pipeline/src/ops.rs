@@ -322,6 +322,23 @@ fn keep_alpha_only_if_needed(img: RgbaImage, alpha: bool) -> DynamicImage {
 
 /// Rotates clockwise by `degrees` in (0, 360). Right angles are exact; other angles use
 /// bilinear sampling onto an enlarged canvas whose corners are `bg`.
+/// The size of a `w` x `h` picture turned by `degrees`: its bounding box, as [`rotate`] makes
+/// it (right angles swap or keep the sides exactly).
+pub(crate) fn rotated_size((w, h): (u32, u32), degrees: f32) -> (u32, u32) {
+    if degrees == 0.0 || degrees == 180.0 || degrees == 360.0 {
+        return (w, h);
+    }
+    if degrees == 90.0 || degrees == 270.0 {
+        return (h, w);
+    }
+    let (sin, cos) = f64::from(degrees).to_radians().sin_cos();
+    let (fw, fh) = (f64::from(w), f64::from(h));
+    (
+        round_px((fw * cos).abs() + (fh * sin).abs()),
+        round_px((fw * sin).abs() + (fh * cos).abs()),
+    )
+}
+
 pub(crate) fn rotate(img: DynamicImage, degrees: f32, bg: [u8; 4]) -> DynamicImage {
     if degrees == 90.0 {
         return img.rotate90();
@@ -336,8 +353,7 @@ pub(crate) fn rotate(img: DynamicImage, degrees: f32, bg: [u8; 4]) -> DynamicIma
     let (sw, sh) = (f64::from(src.width()), f64::from(src.height()));
     let rad = f64::from(degrees).to_radians();
     let (sin, cos) = rad.sin_cos();
-    let ow = round_px((sw * cos).abs() + (sh * sin).abs());
-    let oh = round_px((sw * sin).abs() + (sh * cos).abs());
+    let (ow, oh) = rotated_size((src.width(), src.height()), degrees);
     let (cx, cy) = (sw / 2.0, sh / 2.0);
     let (ocx, ocy) = (f64::from(ow) / 2.0, f64::from(oh) / 2.0);
     let mut out = RgbaImage::from_pixel(ow, oh, Px(bg));

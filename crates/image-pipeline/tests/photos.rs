@@ -157,9 +157,62 @@ fn crop_outside_the_image_is_a_bad_parameter() {
         &Limits::default(),
     );
     assert!(
-        matches!(err, Err(PipelineError::BadParam { .. })),
+        matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == "cropLeft"),
         "{err:?}"
     );
+    let s = spec("cropLeft=10&cropTop=2240&cropWidth=10&cropHeight=20");
+    let err = transform(
+        &fixture("lake.jpg"),
+        &s,
+        OutputFormat::Png,
+        None,
+        &Limits::default(),
+    );
+    assert!(
+        matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == "cropHeight"),
+        "{err:?}"
+    );
+}
+
+/// MAX_OUTPUT_DIMENSION holds for the picture that is sent, after padding and rotation; a
+/// size that comes from the source alone is shrunk to fit instead of refused.
+#[test]
+fn the_output_limit_holds_after_rotation_and_shrinks_sizes_nobody_asked_for() {
+    let limits = Limits {
+        max_output_dimension: 200,
+        ..Limits::default()
+    };
+    let wide = samples::png(&RgbaImage::from_pixel(400, 100, Rgba([10, 200, 30, 255])));
+    let attempt = |q: &str| {
+        let pairs: Vec<(&str, &str)> = q
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').unwrap_or((p, "")))
+            .collect();
+        let s = TransformSpec::from_query(pairs, &limits).unwrap();
+        transform(&wide, &s, OutputFormat::Png, None, &limits).map(|out| pixels(&out).dimensions())
+    };
+    assert_eq!(attempt("").unwrap(), (200, 50));
+    assert_eq!(attempt("grayscale").unwrap(), (200, 50));
+    let (w, h) = attempt("rotate=45").unwrap();
+    assert!(w <= 200 && h <= 200 && w > 190, "{w}x{h}");
+    assert_eq!(attempt("rotate=90").unwrap(), (50, 200));
+    assert_eq!(
+        attempt("width=200&height=200&fit=contain").unwrap(),
+        (200, 200)
+    );
+    for (q, named) in [
+        ("width=200&height=200&fit=fill&enlarge&rotate=45", "rotate"),
+        ("width=200&height=200&fit=contain&rotate=30", "rotate"),
+        ("height=90&enlarge", "height"),
+        ("width=190&height=190&fit=outside", "width"),
+    ] {
+        let err = attempt(q);
+        assert!(
+            matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == named),
+            "{q}: {err:?}"
+        );
+    }
 }
 
 #[test]
