@@ -22,9 +22,12 @@ pub enum ApiError {
     /// 403: URL_SIGNING_KEY is set and the resize URL's `signature` is missing or wrong.
     #[error("missing or invalid URL signature (this server only serves signed resize URLs)")]
     Forbidden,
-    /// 404: no object at this path.
-    #[error("image not found: {0}")]
+    /// 404: no object at this path; the message says which (`image not found: a/b.jpg`).
+    #[error("{0}")]
     NotFound(String),
+    /// 405: the endpoint exists, but not for this method.
+    #[error("method not allowed on this endpoint")]
+    MethodNotAllowed,
     /// 413: the upload is larger than MAX_UPLOAD_BYTES.
     #[error("upload is larger than the limit of {0} bytes")]
     TooLarge(usize),
@@ -37,6 +40,9 @@ pub enum ApiError {
     /// 503: the object store failed.
     #[error("storage unavailable")]
     Storage(#[source] object_store::Error),
+    /// 503: the request took longer than the server's deadline (in seconds).
+    #[error("the request took longer than {0} s")]
+    Timeout(u64),
     /// 500: anything else; the cause is logged, not sent.
     #[error("internal error")]
     Internal(String),
@@ -53,7 +59,8 @@ impl ApiError {
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMedia(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Storage(_) | Self::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

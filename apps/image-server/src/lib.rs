@@ -23,7 +23,6 @@ use object_store::ObjectStore;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use config::Config;
@@ -115,16 +114,15 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
     });
     let router = routes::images::router()
         .merge(routes::admin::router())
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
         .with_state(Arc::clone(&state))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             metrics::track,
         ))
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(TimeoutLayer::with_status_code(
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            Duration::from_secs(120),
-        ))
+        .layer(axum::middleware::from_fn(deadline))
         .layer(CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
                 use axum::response::IntoResponse;
@@ -133,6 +131,29 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         ))
         .layer(trace);
     Ok((router, state))
+}
+
+/// How long one request may take before it is answered 503 (the transformation it started
+/// still finishes, and its result is cached).
+const REQUEST_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Middleware: answers 503 `{"error"}` when a request takes longer than [`REQUEST_DEADLINE`].
+async fn deadline(request: Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match tokio::time::timeout(REQUEST_DEADLINE, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout(REQUEST_DEADLINE.as_secs()).into_response(),
+    }
+}
+
+/// 404 `{"error"}` for a path that is no endpoint (DESIGN.md: errors are JSON).
+async fn no_route() -> ApiError {
+    ApiError::NotFound("no such endpoint (see README for the API)".into())
+}
+
+/// 405 `{"error"}` for an endpoint asked with another method.
+async fn wrong_method() -> ApiError {
+    ApiError::MethodNotAllowed
 }
 
 /// Serves image-server on `listener` until `shutdown` resolves, then drains in-flight

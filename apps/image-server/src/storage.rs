@@ -52,6 +52,31 @@ pub fn open(url: &str, options: &[(String, String)]) -> anyhow::Result<Arc<dyn O
     anyhow::bail!("unsupported STORAGE_URL {url:?}: use file://DIR, memory:// or s3://BUCKET")
 }
 
+/// Longest accepted segment of an object path, in bytes.
+const MAX_SEGMENT_BYTES: usize = 240;
+
+/// Whether a store error means the path cannot name an object there: a stored file where the
+/// path needs a folder (`a.jpg/b.jpg`), a folder where it needs a file, or a name the file
+/// system refuses. The local store reports these as generic I/O errors; they are the client's
+/// path, not an unavailable store.
+pub(crate) fn is_unusable_path(e: &object_store::Error) -> bool {
+    use std::io::ErrorKind;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::NotADirectory
+                    | ErrorKind::IsADirectory
+                    | ErrorKind::AlreadyExists
+                    | ErrorKind::InvalidFilename
+            );
+        }
+        cause = c.source();
+    }
+    false
+}
+
 /// Validates a client-supplied object path (already percent-decoded once by the router).
 ///
 /// # Errors
@@ -81,6 +106,11 @@ pub fn object_path(raw: &str) -> Result<Path, ApiError> {
         match segment {
             "" => return bad("empty segments (//) are not allowed"),
             "." | ".." => return bad("dot segments are not allowed"),
+            // File systems cap a name at 255 bytes; the local store adds a few for its
+            // staging files. The same cap on every backend keeps paths portable.
+            s if s.len() > MAX_SEGMENT_BYTES => {
+                return bad("a segment is longer than 240 bytes");
+            }
             _ => {}
         }
     }
@@ -107,6 +137,8 @@ mod tests {
             "a\0b",
             "cache/x.webp",
             "",
+            &"x".repeat(241),
+            &format!("a/{}/b.jpg", "y".repeat(241)),
         ] {
             assert!(object_path(p).is_err(), "{p:?} was accepted");
         }
@@ -114,7 +146,13 @@ mod tests {
 
     #[test]
     fn ordinary_paths_are_kept_as_they_are() {
-        for p in ["photo.jpg", "folder/sub/file name.heic", "a.b/c..d.png"] {
+        let long = format!("{}.jpg", "n".repeat(236));
+        for p in [
+            "photo.jpg",
+            "folder/sub/file name.heic",
+            "a.b/c..d.png",
+            &long,
+        ] {
             assert_eq!(object_path(p).unwrap().as_ref(), p);
         }
     }

@@ -278,7 +278,30 @@ async fn cache_etag_and_coalescing(s: &TestServer) {
 
 async fn bad_input_is_answered_not_panicked(s: &TestServer) {
     s.upload("b/lake.jpg", fixture("large_image.jpg")).await;
-    assert_eq!(error(s, "/images/resize/b/missing.jpg").await.0, 404);
+    assert_eq!(
+        error(s, "/images/resize/b/missing.jpg").await,
+        (404, "image not found: b/missing.jpg".to_owned())
+    );
+    assert_eq!(
+        error(s, "/images/resize/b/lake.jpg?watermark=b/none.png").await,
+        (404, "watermark not found: b/none.png".to_owned())
+    );
+    // Errors of the watermark's bytes name the watermark, not the source.
+    s.put_raw("b/mark-bomb.png", samples::png_bomb(30_000, 30_000))
+        .await;
+    let (status, msg) = error(s, "/images/resize/b/lake.jpg?watermark=b/mark-bomb.png").await;
+    assert_eq!(status, 400, "{msg}");
+    assert!(msg.contains("watermark"), "{msg}");
+    // A segment too long for a file system: 400 on every backend, before the store is asked.
+    let long = "n".repeat(250);
+    assert_eq!(
+        error(s, &format!("/images/resize/b/{long}.jpg")).await.0,
+        400
+    );
+    // Paths that are no endpoint, and wrong methods, answer JSON too.
+    assert_eq!(error(s, "/nope").await.0, 404);
+    assert_eq!(error(s, "/images/resize/").await.0, 404);
+    assert_eq!(error(s, "/images/upload").await.0, 405);
     for (q, name) in [
         ("width=0", "width"),
         ("width=abc", "width"),
@@ -333,6 +356,17 @@ async fn bad_input_is_answered_not_panicked(s: &TestServer) {
         .client
         .post(s.url("/images/upload"))
         .multipart(form())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // Without the key, a body over the size limit is still a 401 (the key is checked before
+    // anything is buffered), and the client hears it.
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("content-type", "application/json")
+        .body(vec![b'a'; 27 * 1024 * 1024])
         .send()
         .await
         .unwrap();
@@ -516,14 +550,7 @@ async fn oversized_uploads_are_413(storage: &Storage) {
     assert!(v["error"].as_str().unwrap().contains("200000"));
     use base64::Engine;
     let body = serde_json::json!({"image": base64::engine::general_purpose::STANDARD.encode(fixture("large_image.jpg")), "path": "big.jpg"});
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .header("x-api-key", KEY)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let r = s.upload_json(&body).await;
     assert_eq!(r.status(), 413);
     s.stop().await;
 }
@@ -585,7 +612,63 @@ macro_rules! on_every_storage {
     };
 }
 
+/// The upload reply's `url` is a URL: the stored path percent-encoded segment by segment, so
+/// `?`, `#` and spaces in a name do not turn into a query or fragment.
+async fn upload_reply_urls_fetch_the_stored_image(s: &TestServer) {
+    use base64::Engine;
+    let body = serde_json::json!({
+        "image": base64::engine::general_purpose::STANDARD.encode(fixture("large_image.jpg")),
+        "path": "odd names/q?x=1 #2.jpg",
+    });
+    let r = s.upload_json(&body).await;
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["path"], "odd names/q?x=1 #2.jpg");
+    assert_eq!(v["url"], "/images/resize/odd%20names/q%3Fx=1%20%232.jpg");
+    let r = s
+        .get(&format!("{}?width=50", v["url"].as_str().unwrap()))
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(pixels(&r.bytes().await.unwrap()).width(), 50);
+}
+
+/// On a local directory, a path through a stored file (`a.jpg/b.jpg`) names nothing: 404 to
+/// read, 400 to upload, never 503 "storage unavailable" (the store is fine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_through_a_stored_file_are_client_errors_on_local_storage() {
+    let s = TestServer::start(&Storage::Local).await;
+    s.upload("f/photo.jpg", fixture("large_image.jpg")).await;
+    let (status, msg) = error(&s, "/images/resize/f/photo.jpg/inner.jpg").await;
+    assert_eq!(
+        (status, msg.as_str()),
+        (404, "image not found: f/photo.jpg/inner.jpg")
+    );
+    let r = s
+        .client
+        .post(s.url("/images/upload"))
+        .header("x-api-key", KEY)
+        .multipart(
+            reqwest::multipart::Form::new()
+                .part(
+                    "file",
+                    reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
+                )
+                .text("path", "f/photo.jpg/inner.jpg"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        s.get("/images/resize/f/photo.jpg?width=10").await.status(),
+        200
+    );
+    assert_eq!(s.get("/admin/health").await.status(), 200);
+    s.stop().await;
+}
+
 on_every_storage!(
+    upload_reply_urls_fetch_the_stored_image,
     every_parameter_on_real_photos,
     heic_and_exif_orientation,
     cache_etag_and_coalescing,

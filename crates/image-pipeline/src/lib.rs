@@ -290,13 +290,19 @@ fn apply_watermark(
     wm: &Watermark,
     limits: &Limits,
 ) -> Result<DynamicImage, PipelineError> {
-    let info = probe(bytes, limits.max_source_pixels)?;
+    // Errors of the watermark's own bytes name the `watermark` parameter (400), so they do
+    // not read as if the source were at fault.
+    let unusable = |e: PipelineError| PipelineError::BadParam {
+        name: "watermark".into(),
+        reason: format!("the watermark image is unusable: {e}"),
+    };
+    let info = probe(bytes, limits.max_source_pixels).map_err(unusable)?;
     let (mw, mh) = info.oriented_size();
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let target_w = ((f64::from(img.width()) * f64::from(wm.scale)).round() as u32).max(1);
     let target_h = ((f64::from(target_w) * f64::from(mh) / f64::from(mw)).round() as u32).max(1);
     let need = f64::from(target_w) / f64::from(mw);
-    let (mark, _) = decode::decode(bytes, &info, need.min(1.0))?;
+    let (mark, _) = decode::decode(bytes, &info, need.min(1.0)).map_err(unusable)?;
     let region = ops::Region {
         left: 0.0,
         top: 0.0,

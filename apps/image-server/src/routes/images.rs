@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::cache::{CacheKey, CachedImage};
 use crate::error::ApiError;
-use crate::storage::object_path;
+use crate::storage::{is_unusable_path, object_path};
 use crate::{App, AppState, auth};
 
 pub(crate) fn router() -> Router<AppState> {
@@ -41,10 +41,11 @@ async fn source_etag(
     if let Some(e) = app.etags.get(&key).await {
         return Ok(e);
     }
-    let meta = app.store.head(path).await.map_err(|e| match e {
-        object_store::Error::NotFound { .. } => ApiError::NotFound(format!("{what} {path}")),
-        other => ApiError::Storage(other),
-    })?;
+    let meta = app
+        .store
+        .head(path)
+        .await
+        .map_err(|e| not_found_or_storage(e, path, what))?;
     let etag = meta.e_tag.unwrap_or_else(|| {
         format!(
             "{}-{}",
@@ -57,11 +58,26 @@ async fn source_etag(
 }
 
 async fn fetch(app: &App, path: &object_store::path::Path, what: &str) -> Result<Bytes, ApiError> {
-    let got = app.store.get(path).await.map_err(|e| match e {
-        object_store::Error::NotFound { .. } => ApiError::NotFound(format!("{what} {path}")),
-        other => ApiError::Storage(other),
-    })?;
+    let got = app
+        .store
+        .get(path)
+        .await
+        .map_err(|e| not_found_or_storage(e, path, what))?;
     got.bytes().await.map_err(ApiError::Storage)
+}
+
+/// A read's failure: 404 when nothing can be at `path` (absent, or a stored file where the
+/// path needs a folder), 503 when the store itself failed.
+fn not_found_or_storage(
+    e: object_store::Error,
+    path: &object_store::path::Path,
+    what: &str,
+) -> ApiError {
+    if matches!(e, object_store::Error::NotFound { .. }) || is_unusable_path(&e) {
+        ApiError::NotFound(format!("{what} {path}"))
+    } else {
+        ApiError::Storage(e)
+    }
 }
 
 fn if_none_match_hits(headers: &HeaderMap, etag: &str) -> bool {
@@ -198,6 +214,8 @@ fn clone_error(e: &ApiError) -> ApiError {
         ApiError::TooLarge(n) => ApiError::TooLarge(*n),
         ApiError::UnsupportedMedia(m) => ApiError::UnsupportedMedia(m.clone()),
         ApiError::Unprocessable(m) => ApiError::Unprocessable(m.clone()),
+        ApiError::MethodNotAllowed => ApiError::MethodNotAllowed,
+        ApiError::Timeout(s) => ApiError::Timeout(*s),
         ApiError::Storage(e) => ApiError::Internal(format!("storage: {e}")),
         ApiError::Internal(m) => ApiError::Internal(m.clone()),
     }
@@ -243,6 +261,45 @@ async fn read_body(body: axum::body::Body, max: usize, limit: usize) -> Result<B
     Ok(Bytes::from(buf))
 }
 
+/// Reads and drops up to `max` bytes of `body`, holding none of them.
+async fn discard_body(body: axum::body::Body, max: usize) {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut total = 0usize;
+    while let Some(Ok(chunk)) = stream.next().await {
+        total = total.saturating_add(chunk.len());
+        if total > max {
+            break;
+        }
+    }
+}
+
+/// An object path as a URL path: each segment percent-encoded, the slashes kept.
+fn url_path(path: &str) -> String {
+    use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+    /// What a path segment may not hold unencoded (RFC 3986 pchar, minus `%`).
+    const SEGMENT: &AsciiSet = &CONTROLS
+        .add(b' ')
+        .add(b'"')
+        .add(b'#')
+        .add(b'%')
+        .add(b'<')
+        .add(b'>')
+        .add(b'?')
+        .add(b'[')
+        .add(b'\\')
+        .add(b']')
+        .add(b'^')
+        .add(b'`')
+        .add(b'{')
+        .add(b'|')
+        .add(b'}');
+    path.split('/')
+        .map(|s| utf8_percent_encode(s, SEGMENT).to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 fn too_large_or_bad(status: StatusCode, message: String, limit: usize) -> ApiError {
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::TooLarge(limit)
@@ -275,12 +332,16 @@ async fn store_upload(
     request: Request,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let limit = app.config.max_upload_bytes;
-    // Read the whole body first (bounded), so that a refusal (401, 413) reaches the client
-    // instead of a reset connection while it is still sending.
     let (parts, body) = request.into_parts();
+    // The key first: a client without it gets nothing buffered. What it is still sending is
+    // read and dropped (bounded), so the 401 reaches it instead of a reset connection.
+    if let Err(e) = auth::require_key(&headers, &app.api_key) {
+        discard_body(body, raw_body_limit(limit).saturating_mul(4)).await;
+        return Err(e);
+    }
+    // Then the whole body (bounded), so that a 413 reaches the client the same way.
     let raw = read_body(body, raw_body_limit(limit), limit).await?;
     let request = Request::from_parts(parts, axum::body::Body::from(raw));
-    auth::require_key(&headers, &app.api_key)?;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -363,13 +424,22 @@ async fn store_upload(
     app.store
         .put(&path, PutPayload::from_bytes(bytes))
         .await
-        .map_err(ApiError::Storage)?;
+        .map_err(|e| {
+            if is_unusable_path(&e) {
+                ApiError::BadRequest(format!(
+                    "invalid image path: {path} cannot be stored (a stored image or folder is in \
+                     the way)"
+                ))
+            } else {
+                ApiError::Storage(e)
+            }
+        })?;
     app.etags.invalidate(path.as_ref()).await;
     tracing::info!(%path, size, format = ?info.format, "image uploaded");
     Ok(Json(json!({
         "success": true,
         "path": path.as_ref(),
-        "url": format!("/images/resize/{path}"),
+        "url": format!("/images/resize/{}", url_path(path.as_ref())),
         "contentType": info.format.mime(),
         "size": size,
     })))

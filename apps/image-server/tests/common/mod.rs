@@ -189,6 +189,17 @@ impl TestServer {
         v["path"].as_str().unwrap().to_owned()
     }
 
+    /// Posts the original SDK's JSON upload body with the key.
+    pub async fn upload_json(&self, body: &serde_json::Value) -> reqwest::Response {
+        self.client
+            .post(self.url("/images/upload"))
+            .header("x-api-key", KEY)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Writes bytes straight into the store, bypassing upload checks.
     pub async fn put_raw(&self, path: &str, bytes: Vec<u8>) {
         self.store
