@@ -24,6 +24,9 @@ pub enum ClientError {
     /// The request did not complete (connection, timeout, body).
     #[error("request failed: {0}")]
     Http(#[from] reqwest::Error),
+    /// `content_type` is not a media type (such as `image/jpeg`); nothing was sent.
+    #[error("invalid content type {0:?}")]
+    InvalidContentType(String),
     /// The server answered with an error status; `message` is its `{"error": ...}` text.
     #[error("image-server answered {status}: {message}")]
     Status { status: u16, message: String },
@@ -269,7 +272,8 @@ impl ImageClient {
     ///
     /// # Errors
     /// [`ClientError::Status`] with the server's message (401 bad key, 413 too large, 415 not
-    /// an image, 400 bad path), or [`ClientError::Http`].
+    /// an image, 400 bad path), [`ClientError::InvalidContentType`] before anything is sent,
+    /// or [`ClientError::Http`].
     pub async fn upload(
         &self,
         bytes: Vec<u8>,
@@ -277,10 +281,16 @@ impl ImageClient {
         content_type: &str,
     ) -> Result<String, ClientError> {
         let name = path.rsplit('/').next().unwrap_or("upload").to_owned();
+        // Checked on an empty part first: a failed `mime_str` drops the part and its bytes.
+        if reqwest::multipart::Part::bytes(Vec::new())
+            .mime_str(content_type)
+            .is_err()
+        {
+            return Err(ClientError::InvalidContentType(content_type.to_owned()));
+        }
         let part = reqwest::multipart::Part::bytes(bytes)
             .file_name(name)
-            .mime_str(content_type)
-            .unwrap_or_else(|_| reqwest::multipart::Part::bytes(Vec::new()));
+            .mime_str(content_type)?;
         let form = reqwest::multipart::Form::new()
             .part("file", part)
             .text("path", path.to_owned())

@@ -95,3 +95,12 @@ async fn signed_urls_are_served_by_a_server_that_requires_them() {
     let img = image_pipeline::decode_to_rgba(&r.bytes().await.unwrap(), u64::MAX).unwrap();
     assert_eq!(img.width(), 120);
 }
+
+#[tokio::test]
+async fn an_invalid_content_type_is_refused_before_sending() {
+    let client = ImageClient::new("http://127.0.0.1:9", "k").unwrap();
+    match client.upload(photo(), "x.jpg", "not a type").await {
+        Err(ClientError::InvalidContentType(t)) => assert_eq!(t, "not a type"),
+        other => panic!("{other:?}"),
+    }
+}
