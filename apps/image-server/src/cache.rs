@@ -17,6 +17,7 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutPayload};
 use sha2::{Digest, Sha256};
+use tokio_util::task::TaskTracker;
 
 use crate::error::ApiError;
 use crate::storage::CACHE_PREFIX;
@@ -70,6 +71,9 @@ pub struct ResultCache {
     memory: Option<moka::future::Cache<String, Arc<CachedImage>>>,
     store: Arc<dyn ObjectStore>,
     persist: bool,
+    /// Writes of the storage tier that run after the response; [`Self::flush`] waits for
+    /// them at shutdown.
+    background: TaskTracker,
 }
 
 fn mime_of(ext: &str) -> &'static str {
@@ -98,6 +102,7 @@ impl ResultCache {
             memory,
             store,
             persist,
+            background: TaskTracker::new(),
         }
     }
 
@@ -129,7 +134,7 @@ impl ResultCache {
                 let store = Arc::clone(&self.store);
                 let path = key.storage_path();
                 let payload = PutPayload::from_bytes(made.bytes.clone());
-                tokio::spawn(async move {
+                self.background.spawn(async move {
                     if let Err(e) = store.put(&path, payload).await {
                         tracing::warn!(error = %e, %path, "persisting a result failed");
                     }
@@ -152,6 +157,47 @@ impl ResultCache {
                     }))
                 }
             }
+        }
+    }
+
+    /// Deletes the persisted results of `source` (its variants made before it was replaced:
+    /// their keys hold the old ETag, so nothing would read them again). Only the results of
+    /// this exact path go, not those of paths below it. Failures are logged, not returned:
+    /// the upload they follow has succeeded.
+    pub async fn forget_source(&self, source: &str) {
+        if !self.persist {
+            return;
+        }
+        let dir = Path::from(format!("{CACHE_PREFIX}/{source}"));
+        let listing = match self.store.list_with_delimiter(Some(&dir)).await {
+            Ok(listing) => listing,
+            Err(e) => {
+                tracing::warn!(error = %e, %dir, "listing stale results failed");
+                return;
+            }
+        };
+        for meta in listing.objects {
+            match self.store.delete(&meta.location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, path = %meta.location, "deleting a stale result failed");
+                }
+            }
+        }
+    }
+
+    /// Waits (up to `limit`) for the storage tier's writes still running, so that a
+    /// result made just before shutdown is not lost. Called once, after the last request.
+    pub async fn flush(&self, limit: Duration) {
+        self.background.close();
+        if tokio::time::timeout(limit, self.background.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                pending = self.background.len(),
+                "shutdown: storage-tier writes still running were abandoned"
+            );
         }
     }
 

@@ -201,7 +201,7 @@ where
                 .local_addr()
                 .context("reading the metrics address")?;
             tracing::info!(addr = %at, "metrics at /metrics");
-            let router = metrics::router(state);
+            let router = metrics::router(Arc::clone(&state));
             Some(tokio::spawn(async move {
                 if let Err(e) = axum::serve(metrics, router).await {
                     tracing::error!(error = %e, "metrics listener failed");
@@ -215,6 +215,7 @@ where
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving HTTP");
+    state.cache.flush(Duration::from_secs(30)).await;
     if let Some(task) = metrics_task {
         task.abort();
     }

@@ -435,6 +435,7 @@ async fn store_upload(
             }
         })?;
     app.etags.invalidate(path.as_ref()).await;
+    app.cache.forget_source(path.as_ref()).await;
     tracing::info!(%path, size, format = ?info.format, "image uploaded");
     Ok(Json(json!({
         "success": true,
