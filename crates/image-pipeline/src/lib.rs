@@ -68,17 +68,15 @@ pub fn transform(
     let crop = match spec.crop {
         None => (0, 0, ow, oh),
         Some(c) => {
-            let fits = u64::from(c.left) + u64::from(c.width) <= u64::from(ow)
-                && u64::from(c.top) + u64::from(c.height) <= u64::from(oh);
-            if !fits {
-                let name = if c.left >= ow {
-                    "cropLeft"
-                } else if u64::from(c.left) + u64::from(c.width) > u64::from(ow) {
-                    "cropWidth"
-                } else if c.top >= oh {
-                    "cropTop"
-                } else {
-                    "cropHeight"
+            let over_x = u64::from(c.left) + u64::from(c.width) > u64::from(ow);
+            let over_y = u64::from(c.top) + u64::from(c.height) > u64::from(oh);
+            if over_x || over_y {
+                // Name the edge that is out.
+                let name = match (over_x, c.left >= ow, c.top >= oh) {
+                    (true, true, _) => "cropLeft",
+                    (true, false, _) => "cropWidth",
+                    (false, _, true) => "cropTop",
+                    (false, _, false) => "cropHeight",
                 };
                 return Err(PipelineError::BadParam {
                     name: name.into(),

@@ -16,12 +16,16 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 fn spec(q: &str) -> TransformSpec {
+    spec_with(q, &Limits::default())
+}
+
+fn spec_with(q: &str, limits: &Limits) -> TransformSpec {
     let pairs: Vec<(&str, &str)> = q
         .split('&')
         .filter(|p| !p.is_empty())
         .map(|p| p.split_once('=').unwrap_or((p, "")))
         .collect();
-    TransformSpec::from_query(pairs, &Limits::default()).unwrap()
+    TransformSpec::from_query(pairs, limits).unwrap()
 }
 
 fn run(src: &[u8], q: &str) -> image_pipeline::Output {
@@ -148,30 +152,37 @@ fn crop_takes_the_rectangle_before_the_resize() {
 
 #[test]
 fn crop_outside_the_image_is_a_bad_parameter() {
-    let s = spec("cropLeft=4000&cropTop=0&cropWidth=10&cropHeight=10");
-    let err = transform(
-        &fixture("lake.jpg"),
-        &s,
-        OutputFormat::Png,
-        None,
-        &Limits::default(),
-    );
-    assert!(
-        matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == "cropLeft"),
-        "{err:?}"
-    );
-    let s = spec("cropLeft=10&cropTop=2240&cropWidth=10&cropHeight=20");
-    let err = transform(
-        &fixture("lake.jpg"),
-        &s,
-        OutputFormat::Png,
-        None,
-        &Limits::default(),
-    );
-    assert!(
-        matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == "cropHeight"),
-        "{err:?}"
-    );
+    // lake.jpg is 4000x2250; the error names the edge that is out.
+    for (q, named) in [
+        (
+            "cropLeft=4000&cropTop=0&cropWidth=10&cropHeight=10",
+            "cropLeft",
+        ),
+        (
+            "cropLeft=3995&cropTop=0&cropWidth=10&cropHeight=10",
+            "cropWidth",
+        ),
+        (
+            "cropLeft=0&cropTop=2250&cropWidth=10&cropHeight=10",
+            "cropTop",
+        ),
+        (
+            "cropLeft=10&cropTop=2240&cropWidth=10&cropHeight=20",
+            "cropHeight",
+        ),
+    ] {
+        let err = transform(
+            &fixture("lake.jpg"),
+            &spec(q),
+            OutputFormat::Png,
+            None,
+            &Limits::default(),
+        );
+        assert!(
+            matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == named),
+            "{q}: {err:?}"
+        );
+    }
 }
 
 /// MAX_OUTPUT_DIMENSION holds for the picture that is sent, after padding and rotation; a
@@ -184,13 +195,14 @@ fn the_output_limit_holds_after_rotation_and_shrinks_sizes_nobody_asked_for() {
     };
     let wide = samples::png(&RgbaImage::from_pixel(400, 100, Rgba([10, 200, 30, 255])));
     let attempt = |q: &str| {
-        let pairs: Vec<(&str, &str)> = q
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| p.split_once('=').unwrap_or((p, "")))
-            .collect();
-        let s = TransformSpec::from_query(pairs, &limits).unwrap();
-        transform(&wide, &s, OutputFormat::Png, None, &limits).map(|out| pixels(&out).dimensions())
+        transform(
+            &wide,
+            &spec_with(q, &limits),
+            OutputFormat::Png,
+            None,
+            &limits,
+        )
+        .map(|out| pixels(&out).dimensions())
     };
     assert_eq!(attempt("").unwrap(), (200, 50));
     assert_eq!(attempt("grayscale").unwrap(), (200, 50));
