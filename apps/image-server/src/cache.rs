@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use image_pipeline::OutputFormat;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutPayload};
 use sha2::{Digest, Sha256};
@@ -39,6 +40,8 @@ pub struct CacheKey {
     /// `spec|format|source etag|watermark etag`.
     pub variant: String,
     /// Extension of the output format (`webp`, `jpeg`...), for the persisted object's name.
+    /// For `avif` the object may hold WebP (outputs over AVIF_MAX_PIXELS); readers go by the
+    /// bytes.
     pub ext: &'static str,
 }
 
@@ -76,15 +79,6 @@ pub struct ResultCache {
     background: TaskTracker,
 }
 
-fn mime_of(ext: &str) -> &'static str {
-    match ext {
-        "jpeg" => "image/jpeg",
-        "png" => "image/png",
-        "avif" => "image/avif",
-        _ => "image/webp",
-    }
-}
-
 impl ResultCache {
     /// `max_bytes` = 0 disables the memory tier (and with it, coalescing); `persist` enables the
     /// storage tier.
@@ -119,13 +113,17 @@ impl ResultCache {
         F: Future<Output = Result<CachedImage, ApiError>> + Send,
     {
         let load = async {
+            // The type is read from the bytes, not the name: an AVIF request whose output is
+            // over AVIF_MAX_PIXELS is stored as WebP under the `.avif` name. Anything else
+            // (a file truncated or replaced behind our back) is made again.
             if self.persist
                 && let Ok(hit) = self.store.get(&key.storage_path()).await
                 && let Ok(bytes) = hit.bytes().await
+                && let Some(format) = OutputFormat::of(&bytes)
             {
                 return Ok(Arc::new(CachedImage {
                     bytes,
-                    content_type: mime_of(key.ext),
+                    content_type: format.mime(),
                     transformed: false,
                 }));
             }

@@ -86,6 +86,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         max_output_dimension: config.max_output_dimension,
         max_source_pixels: config.max_source_pixels,
         webp_effort: config.webp_effort,
+        avif_max_pixels: config.avif_max_pixels,
     };
     let etags = moka::future::Cache::builder()
         .max_capacity(100_000)

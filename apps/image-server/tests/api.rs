@@ -6,7 +6,7 @@ mod common;
 
 use common::{KEY, Storage, TestServer, fixture, magic, shared_image};
 use image_pipeline::image::{Rgba, RgbaImage};
-use image_pipeline::{decode_to_rgba, samples};
+use image_pipeline::{OutputFormat, decode_to_rgba, samples};
 use pretty_assertions::assert_eq;
 
 fn pixels(bytes: &[u8]) -> RgbaImage {
@@ -174,6 +174,27 @@ async fn heic_and_exif_orientation(s: &TestServer) {
             let (_, px, _) = image(s, &format!("/images/resize/heic/{name}?width=400")).await;
             assert_eq!(px.dimensions(), dims, "{name}");
         }
+    }
+    // AVIF sources (here one of our own AVIF outputs) go through libheif too, and an upload
+    // names their type.
+    if cfg!(feature = "avif") {
+        let lake = fixture("lake.jpg");
+        let limits = image_pipeline::Limits::default();
+        let spec = image_pipeline::TransformSpec::from_query([("width", "300")], &limits).unwrap();
+        let avif = image_pipeline::transform(&lake, &spec, OutputFormat::Avif, None, &limits)
+            .unwrap()
+            .bytes;
+        use base64::Engine;
+        let body = serde_json::json!({
+            "image": base64::engine::general_purpose::STANDARD.encode(avif),
+            "path": "heic/lake.avif",
+        });
+        let r = s.upload_json(&body).await;
+        assert_eq!(r.status(), 200);
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(v["contentType"], "image/avif");
+        let (body, px, _) = image(s, "/images/resize/heic/lake.avif?width=150&format=jpeg").await;
+        assert_eq!((magic(&body), px.width()), ("jpeg", 150));
     }
     let oriented = samples::with_exif_orientation(&fixture("large_image.jpg"), 6);
     s.upload("photos/portrait.jpg", oriented).await;
@@ -557,14 +578,51 @@ async fn oversized_uploads_are_413(storage: &Storage) {
 }
 
 async fn results_survive_a_restart_in_the_storage_tier(storage: &Storage) {
-    let s = TestServer::start(storage).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(storage, &dir).await;
+    // large_image.jpg is 3:2: 100x67 is under this, 120x80 over it.
+    config.avif_max_pixels = 100 * 67;
+    let s = TestServer::start_with(config, dir).await;
     s.upload("r/lake.jpg", fixture("large_image.jpg")).await;
+    let chrome = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8";
+    let get_auto = |s: &TestServer, width: u32| {
+        s.client
+            .get(s.url(&format!(
+                "/images/resize/r/lake.jpg?width={width}&format=auto"
+            )))
+            .header("accept", chrome)
+            .send()
+    };
     let q = "/images/resize/r/lake.jpg?width=120&format=png";
-    assert_eq!(s.get(q).await.headers()["x-cache"], "MISS");
+    let mut made = Vec::new();
+    for r in [
+        s.get(q).await,
+        get_auto(&s, 100).await.unwrap(),
+        get_auto(&s, 120).await.unwrap(),
+    ] {
+        assert_eq!(r.headers()["x-cache"], "MISS");
+        let ty = r.headers()["content-type"].to_str().unwrap().to_owned();
+        made.push((ty, r.bytes().await.unwrap()));
+    }
+    // AVIF under AVIF_MAX_PIXELS, WebP (which Chrome accepts too) over it.
+    assert_eq!(made[1].0, "image/avif");
+    assert_eq!(magic(&made[1].1), "avif");
+    assert_eq!(made[2].0, "image/webp");
+    assert_eq!(magic(&made[2].1), "webp");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let (config, dir) = s.stop().await;
     let s = TestServer::start_with(config, dir).await;
-    assert_eq!(s.get(q).await.headers()["x-cache"], "HIT");
+    let again = [
+        s.get(q).await,
+        get_auto(&s, 100).await.unwrap(),
+        get_auto(&s, 120).await.unwrap(),
+    ];
+    for (r, (ty, bytes)) in again.into_iter().zip(made) {
+        assert_eq!(r.headers()["x-cache"], "HIT");
+        // The stored WebP under the AVIF request's name is still sent as WebP.
+        assert_eq!(r.headers()["content-type"], ty.as_str());
+        assert_eq!(r.bytes().await.unwrap(), bytes);
+    }
     s.stop().await;
 }
 

@@ -27,8 +27,10 @@ pub enum SourceFormat {
     Png,
     Gif,
     Webp,
-    /// HEIC, HEIF, HEIX, multi-image (`mif1`, `msf1`) and AVIF brands: all go through libheif.
+    /// HEIC, HEIF, HEIX and multi-image (`mif1`, `msf1`) brands: decoded by libheif.
     Heif,
+    /// AVIF (major brand `avif` or `avis`): also decoded by libheif, with its AV1 decoder.
+    Avif,
 }
 
 impl SourceFormat {
@@ -40,6 +42,7 @@ impl SourceFormat {
             Self::Gif => "image/gif",
             Self::Webp => "image/webp",
             Self::Heif => "image/heic",
+            Self::Avif => "image/avif",
         }
     }
 }
@@ -74,7 +77,12 @@ pub fn sniff(bytes: &[u8]) -> Option<SourceFormat> {
             .chain(compatible)
             .any(|b| HEIF_BRANDS.iter().any(|h| &h[..] == b))
         {
-            return Some(SourceFormat::Heif);
+            let avif = major == b"avif" || major == b"avis";
+            return Some(if avif {
+                SourceFormat::Avif
+            } else {
+                SourceFormat::Heif
+            });
         }
     }
     None
@@ -124,7 +132,7 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
                 jpeg_orientation(bytes).unwrap_or(1),
             )
         }
-        SourceFormat::Heif => {
+        SourceFormat::Heif | SourceFormat::Avif => {
             let ctx = libheif_rs::HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
             let handle = ctx.primary_image_handle().map_err(undecodable)?;
             (handle.width(), handle.height(), 1)
@@ -279,7 +287,7 @@ pub(crate) fn decode(
             let (img, scale) = decode_jpeg(bytes, min_scale)?;
             (img, (scale, scale), jpeg_icc(bytes))
         }
-        SourceFormat::Heif => decode_heif(bytes, min_scale)?,
+        SourceFormat::Heif | SourceFormat::Avif => decode_heif(bytes, min_scale)?,
         SourceFormat::Png if shrink::factor(min_scale) > 1 && !png_interlaced(bytes) => {
             decode_png_shrunk(bytes, min_scale)?
         }
@@ -724,6 +732,10 @@ mod tests {
         let mut mp4 = vec![0, 0, 0, 20];
         mp4.extend_from_slice(b"ftypisom\0\0\0\0mp41");
         assert_eq!(sniff(&mp4), None);
+        let mut avif = vec![0, 0, 0, 28];
+        avif.extend_from_slice(b"ftypavif\0\0\0\0avifmif1miaf");
+        assert_eq!(sniff(&avif), Some(SourceFormat::Avif));
+        assert_eq!(SourceFormat::Avif.mime(), "image/avif");
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub struct Output {
     pub height: u32,
 }
 
-/// Applies `spec` to the `source` image and encodes it as `format`.
+/// Applies `spec` to the `source` image and encodes it as `format`, except that AVIF outputs
+/// over `limits.avif_max_pixels` are encoded as WebP ([`Output::format`] says which).
 ///
 /// `watermark` holds the bytes of the image named by `spec.watermark` (the caller fetches it);
 /// it is ignored when the spec has no watermark.
@@ -138,6 +139,13 @@ pub fn transform(
     if format == OutputFormat::Jpeg && img.color().has_alpha() {
         img = flatten(&img, bg);
     }
+    let format = if format == OutputFormat::Avif
+        && u64::from(img.width()) * u64::from(img.height()) > limits.avif_max_pixels
+    {
+        OutputFormat::Webp
+    } else {
+        format
+    };
     let bytes = encode::encode(
         &img,
         format,

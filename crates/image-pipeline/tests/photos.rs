@@ -642,6 +642,43 @@ fn avif_is_produced_when_negotiated() {
     let f = s.output_format("image/avif,image/webp");
     let out = transform(&fixture("lake.jpg"), &s, f, None, &Limits::default()).unwrap();
     assert_eq!(magic(&out.bytes), "avif");
+    assert_eq!(out.format, OutputFormat::Avif);
+    assert_eq!(OutputFormat::of(&out.bytes), Some(OutputFormat::Avif));
+}
+
+#[test]
+fn avif_outputs_over_the_pixel_cap_go_out_as_webp() {
+    let lake = fixture("lake.jpg");
+    let limits = Limits {
+        avif_max_pixels: 320 * 180,
+        ..Limits::default()
+    };
+    let run_avif = |q: &str, limits: &Limits| {
+        let s = spec_with(q, limits);
+        transform(&lake, &s, OutputFormat::Avif, None, limits).unwrap()
+    };
+    // lake.jpg is 16:9, so 320 wide is exactly the cap and 321 is over it.
+    let at_cap = run_avif("width=320&format=auto", &limits);
+    assert_eq!((at_cap.width, at_cap.height), (320, 180));
+    let over = run_avif("width=321&format=auto", &limits);
+    assert_eq!(over.format, OutputFormat::Webp);
+    assert_eq!(magic(&over.bytes), "webp");
+    assert_eq!(OutputFormat::of(&over.bytes), Some(OutputFormat::Webp));
+    // The cap is on the picture sent, after padding: a 300x300 contain box is over it.
+    let padded = run_avif("width=320&height=320&fit=contain&format=auto", &limits);
+    assert_eq!((padded.format, padded.height), (OutputFormat::Webp, 320));
+    let never = Limits {
+        avif_max_pixels: 0,
+        ..Limits::default()
+    };
+    assert_eq!(
+        run_avif("width=16&format=auto", &never).format,
+        OutputFormat::Webp
+    );
+    if cfg!(feature = "avif") {
+        assert_eq!(at_cap.format, OutputFormat::Avif);
+        assert_eq!(magic(&at_cap.bytes), "avif");
+    }
 }
 
 #[test]

@@ -158,7 +158,7 @@ async fn resize(
             let closed = |e: tokio::sync::AcquireError| ApiError::Internal(e.to_string());
             let sniffed = image_pipeline::sniff(&source);
             let waiting = app.metrics.waiting();
-            let _heif = if sniffed == Some(SourceFormat::Heif) {
+            let _heif = if matches!(sniffed, Some(SourceFormat::Heif | SourceFormat::Avif)) {
                 Some(app.heif_transforms.acquire().await.map_err(closed)?)
             } else {
                 None
