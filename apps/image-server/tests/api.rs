@@ -542,6 +542,10 @@ async fn original_sdk_requests_work_unchanged(s: &TestServer) {
     // Same request without options, as getResizeUrl(path) builds it.
     let (body, _, _) = image(s, "/images/resize/sdk/lake.jpg").await;
     assert_eq!(magic(&body), "webp");
+    // getResizeUrl(path, {width: 400 * devicePixelRatio}) with a ratio of 4/3: the number
+    // is printed as JavaScript prints it, and rounded to the nearest pixel.
+    let (_, px, _) = image(s, "/images/resize/sdk/lake.jpg?width=533.3333333333334").await;
+    assert_eq!(px.width(), 533);
     // watermarkText is ignored rather than refused (no text watermarks).
     assert_eq!(
         s.get("/images/resize/sdk/lake.jpg?width=50&watermarkText=%3Csvg%3E")

@@ -370,11 +370,24 @@ fn number(name: &str, v: &str) -> Result<f64, PipelineError> {
         .ok_or_else(|| bad(name, format!("{v:?} is not a number")))
 }
 
+/// A pixel count. The spec types width and height as "number" (section 4), and a client that
+/// computes `400 * devicePixelRatio` sends `533.3333333333334`, so a decimal is rounded to the
+/// nearest pixel (and shares the cache entry of that whole number) rather than refused.
 fn pixels(name: &str, v: &str, min: u32, max: u32) -> Result<u32, PipelineError> {
-    let n = v
-        .trim()
-        .parse::<u64>()
-        .map_err(|_| bad(name, format!("{v:?} is not a whole number of pixels")))?;
+    let t = v.trim();
+    let n = match t.parse::<u64>() {
+        Ok(n) => n,
+        Err(_) => {
+            let x = number(name, v)?;
+            if x < 0.0 {
+                return Err(bad(name, format!("must be between {min} and {max}")));
+            }
+            // Saturating: anything over u64 is over `max` too.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let n = x.round() as u64;
+            n
+        }
+    };
     if n < u64::from(min) || n > u64::from(max) {
         return Err(bad(name, format!("must be between {min} and {max}")));
     }
@@ -648,6 +661,31 @@ mod tests {
     }
 
     #[test]
+    fn decimal_sizes_round_to_the_nearest_pixel() {
+        let s = parse(&[("width", "533.3333333333334"), ("height", " 299.5")]).unwrap();
+        assert_eq!((s.width, s.height), (Some(533), Some(300)));
+        assert_eq!(
+            s.to_string(),
+            parse(&[("width", "533"), ("height", "300")])
+                .unwrap()
+                .to_string()
+        );
+        assert_eq!(
+            parse(&[
+                ("cropWidth", "10.2"),
+                ("cropHeight", "9.6"),
+                ("cropLeft", "0.0"),
+                ("cropTop", "1")
+            ])
+            .unwrap()
+            .crop
+            .unwrap()
+            .width,
+            10
+        );
+    }
+
+    #[test]
     fn rotate_360_is_rotate_0() {
         assert_eq!(parse(&[("rotate", "360")]).unwrap().rotate, 0.0);
     }
@@ -658,7 +696,12 @@ mod tests {
             ("width", "0"),
             ("width", "abc"),
             ("width", "100000"),
+            ("width", "0.4"),
+            ("width", "1e9"),
+            ("width", "inf"),
+            ("width", "12px"),
             ("height", "-5"),
+            ("height", "-0.5"),
             ("quality", "0"),
             ("quality", "101"),
             ("rotate", "361"),
