@@ -43,7 +43,8 @@ pub struct Output {
 }
 
 /// Applies `spec` to the `source` image and encodes it as `format`, except that AVIF outputs
-/// over `limits.avif_max_pixels` are encoded as WebP ([`Output::format`] says which).
+/// over `limits.avif_max_pixels` are encoded as WebP, and with `format=auto` a JPEG with
+/// transparent pixels as PNG ([`Output::format`] says which).
 ///
 /// `watermark` holds the bytes of the image named by `spec.watermark` (the caller fetches it);
 /// it is ignored when the spec has no watermark.
@@ -106,6 +107,17 @@ pub fn transform(
         None => job.decode_and_resize()?,
     };
 
+    // format=auto does not flatten transparency: a client that accepts neither AVIF nor WebP
+    // gets PNG for a picture with a transparent pixel (as Cloudinary's f_auto does), and JPEG
+    // for an opaque one, alpha channel or not.
+    let format = if format == OutputFormat::Jpeg
+        && spec.format == Some(FormatParam::Auto)
+        && has_transparency(&img)
+    {
+        OutputFormat::Png
+    } else {
+        format
+    };
     let default_bg = if format == OutputFormat::Jpeg {
         [255, 255, 255, 255]
     } else {
@@ -318,6 +330,16 @@ fn apply_watermark(
     let mark =
         ops::resize(&decode::normalise(mark), region, (target_w, target_h), None)?.to_rgba8();
     Ok(ops::composite(img, &mark, wm.position, wm.opacity))
+}
+
+/// Whether any pixel is less than fully opaque.
+fn has_transparency(img: &DynamicImage) -> bool {
+    match img {
+        DynamicImage::ImageRgba8(b) => b.as_raw().chunks_exact(4).any(|p| p[3] < u8::MAX),
+        DynamicImage::ImageLumaA8(b) => b.as_raw().chunks_exact(2).any(|p| p[1] < u8::MAX),
+        other if other.color().has_alpha() => other.to_rgba8().pixels().any(|p| p.0[3] < u8::MAX),
+        _ => false,
+    }
 }
 
 fn flatten(img: &DynamicImage, bg: [u8; 4]) -> DynamicImage {

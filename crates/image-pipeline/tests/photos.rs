@@ -451,6 +451,51 @@ fn heic_alpha_survives_to_png_and_webp() {
 }
 
 #[test]
+fn format_auto_keeps_transparency_for_clients_without_webp() {
+    let auto = |img: &RgbaImage, accept: &str| {
+        let s = spec("format=auto&rotate=90");
+        transform(
+            &samples::png(img),
+            &s,
+            s.output_format(accept),
+            None,
+            &Limits::default(),
+        )
+        .unwrap()
+    };
+    // Transparent pixels and only JPEG accepted: PNG, with the alpha kept.
+    let out = auto(&bands(true), "image/png,*/*");
+    assert_eq!((magic(&out.bytes), out.format), ("png", OutputFormat::Png));
+    let px = pixels(&out);
+    assert_eq!(px.dimensions(), (64, 96));
+    assert_eq!(
+        px.get_pixel(32, 10).0[3],
+        0,
+        "the top (was left) stays transparent"
+    );
+    // An alpha channel with no transparent pixel is still a photo: JPEG.
+    assert_eq!(magic(&auto(&bands(false), "*/*").bytes), "jpeg");
+    // WebP keeps the alpha itself.
+    assert_eq!(magic(&auto(&bands(true), "image/webp").bytes), "webp");
+    // An explicit format=jpeg is obeyed: flattened onto white.
+    let s = spec("format=jpeg");
+    let jpeg = transform(
+        &samples::png(&bands(true)),
+        &s,
+        s.output_format(""),
+        None,
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(magic(&jpeg.bytes), "jpeg");
+    assert!(near(
+        pixels(&jpeg).get_pixel(10, 32).0,
+        [255, 255, 255, 255],
+        4
+    ));
+}
+
+#[test]
 fn monochrome_heic_decodes_grey() {
     let grey = image_pipeline::image::GrayImage::from_fn(96, 64, |x, _| {
         image_pipeline::image::Luma([u8::try_from(x * 2 + 40).unwrap()])
