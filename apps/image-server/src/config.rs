@@ -90,6 +90,13 @@ pub struct Config {
     #[arg(long, env = "TRANSFORM_CONCURRENCY", default_value_t = 0)]
     pub transform_concurrency: usize,
 
+    /// Misses that may wait beyond the TRANSFORM_CONCURRENCY running ones (fetching their
+    /// source, or queued for a slot); more are refused 429 with `Retry-After: 1`, as imgproxy's
+    /// IMGPROXY_REQUESTS_QUEUE_SIZE and imagor's process-queue-size do. It bounds the sources
+    /// held in memory under a burst. Cache hits are never refused. Default 64; 0: no limit.
+    #[arg(long, env = "TRANSFORM_QUEUE_SIZE", default_value_t = 64)]
+    pub transform_queue_size: usize,
+
     /// How long a source's ETag is remembered before the store is asked again, in
     /// milliseconds; uploads through this server invalidate it at once. Default 1000.
     #[arg(long, env = "SOURCE_ETAG_TTL_MS", default_value_t = 1000)]

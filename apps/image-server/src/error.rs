@@ -6,7 +6,7 @@
 //! short message: internal details (paths on disk, credentials in URLs) never reach the body.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use image_pipeline::PipelineError;
 
@@ -37,6 +37,9 @@ pub enum ApiError {
     /// 422: an image we cannot decode, or too many pixels.
     #[error("{0}")]
     Unprocessable(String),
+    /// 429: TRANSFORM_QUEUE_SIZE misses are already waiting; sent with `Retry-After: 1`.
+    #[error("too many transformations waiting; retry in a moment")]
+    Busy,
     /// 503: the object store failed.
     #[error("storage unavailable")]
     Storage(#[source] object_store::Error),
@@ -60,6 +63,7 @@ impl ApiError {
             Self::UnsupportedMedia(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Busy => StatusCode::TOO_MANY_REQUESTS,
             Self::Storage(_) | Self::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -87,10 +91,11 @@ impl IntoResponse for ApiError {
             Self::Internal(m) => tracing::error!(error = %m, "internal error"),
             _ => tracing::debug!(%status, error = %self, "request refused"),
         }
-        (
-            status,
-            Json(serde_json::json!({ "error": self.to_string() })),
-        )
-            .into_response()
+        let body = Json(serde_json::json!({ "error": self.to_string() }));
+        if matches!(self, Self::Busy) {
+            // 429 rather than 503: CDNs cache a 503 (CloudFront for 10 s), not a 429.
+            return (status, [(header::RETRY_AFTER, "1")], body).into_response();
+        }
+        (status, body).into_response()
     }
 }

@@ -47,6 +47,9 @@ pub(crate) struct App {
     /// decodes one HEIF at a time anyway (libheif 1.15 holds the whole picture), and a request
     /// waiting for that must not hold a slot other formats could use.
     pub heif_transforms: Semaphore,
+    /// Admission of misses: TRANSFORM_CONCURRENCY + TRANSFORM_QUEUE_SIZE permits, taken
+    /// without waiting before the source is fetched (`None`: no limit).
+    pub admission: Option<Semaphore>,
     /// Counters, histograms and gauges for the metrics listener.
     pub metrics: metrics::Metrics,
     /// Short-lived memory of source ETags (path -> etag), so cache hits skip the store.
@@ -82,6 +85,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
     } else {
         config.transform_concurrency
     };
+    let queue_size = config.transform_queue_size;
     let limits = image_pipeline::Limits {
         max_output_dimension: config.max_output_dimension,
         max_source_pixels: config.max_source_pixels,
@@ -103,6 +107,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         limits,
         transforms: Semaphore::new(workers),
         heif_transforms: Semaphore::new(1),
+        admission: (queue_size > 0).then(|| Semaphore::new(workers + queue_size)),
         metrics: metrics::Metrics::new(),
         etags,
     });

@@ -941,6 +941,60 @@ async fn a_jpeg_is_not_held_up_behind_heic_requests_waiting_to_decode() {
     s.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misses_beyond_the_transform_queue_are_refused_429_and_hits_are_still_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(&Storage::Local, &dir).await;
+    config.transform_concurrency = 1;
+    config.transform_queue_size = 2;
+    let s = TestServer::start_with(config, dir).await;
+    s.upload("q/lake.jpg", fixture("lake.jpg")).await;
+    let hit = "/images/resize/q/lake.jpg?width=40&format=png";
+    assert_eq!(s.get(hit).await.status(), 200);
+
+    // Twelve different misses at once: one runs, two wait, the rest are refused at once.
+    let burst: Vec<_> = (0..12)
+        .map(|i| {
+            let client = reqwest::Client::new();
+            let url = s.url(&format!("/images/resize/q/lake.jpg?width={}", 900 + i));
+            tokio::spawn(async move { client.get(url).send().await.unwrap() })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let during = s.get(hit).await;
+    assert_eq!(
+        (
+            during.status().as_u16(),
+            during.headers()["x-cache"].to_str().unwrap()
+        ),
+        (200, "HIT")
+    );
+    let mut statuses = Vec::new();
+    for r in burst {
+        let r = r.await.unwrap();
+        let status = r.status().as_u16();
+        if status == 429 {
+            assert_eq!(r.headers()["retry-after"], "1");
+            let v: serde_json::Value = r.json().await.unwrap();
+            assert!(v["error"].as_str().unwrap().contains("retry"), "{v}");
+        }
+        statuses.push(status);
+    }
+    statuses.sort_unstable();
+    let served = statuses.iter().filter(|&&s| s == 200).count();
+    assert!(
+        served >= 3 && statuses.iter().all(|&s| s == 200 || s == 429),
+        "{statuses:?}"
+    );
+    assert!(statuses.contains(&429), "{statuses:?}");
+    // The queue drains: a refused request succeeds when retried.
+    assert_eq!(
+        s.get("/images/resize/q/lake.jpg?width=911").await.status(),
+        200
+    );
+    s.stop().await;
+}
+
 /// base64url (no padding) of HMAC-SHA256: the signature README "Signed URLs" documents,
 /// computed here independently of the server's code.
 fn signature(key: &str, message: &str) -> String {

@@ -150,6 +150,10 @@ async fn resize(
         let app = Arc::clone(&app);
         let spec = spec.clone();
         async move {
+            let _admitted = match &app.admission {
+                Some(admission) => Some(admission.try_acquire().map_err(|_| ApiError::Busy)?),
+                None => None,
+            };
             let source = fetch(&app, &path, "image not found:").await?;
             let mark = match &watermark_path {
                 Some(p) => Some(fetch(&app, p, "watermark not found:").await?),
@@ -215,6 +219,7 @@ fn clone_error(e: &ApiError) -> ApiError {
         ApiError::UnsupportedMedia(m) => ApiError::UnsupportedMedia(m.clone()),
         ApiError::Unprocessable(m) => ApiError::Unprocessable(m.clone()),
         ApiError::MethodNotAllowed => ApiError::MethodNotAllowed,
+        ApiError::Busy => ApiError::Busy,
         ApiError::Timeout(s) => ApiError::Timeout(*s),
         ApiError::Storage(e) => ApiError::Internal(format!("storage: {e}")),
         ApiError::Internal(m) => ApiError::Internal(m.clone()),
