@@ -20,6 +20,7 @@ bench:
     bash bench/review/run.sh
     bash bench/git-cache/run.sh
     bash bench/image/run.sh
+    bash bench/image/burst.sh
 
 # review-server on SQLite in ./data.
 run-review *ARGS:

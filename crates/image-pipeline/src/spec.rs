@@ -22,9 +22,9 @@ pub struct Limits {
     pub webp_effort: u8,
     /// Largest output, in pixels, that `format=auto` encodes as AVIF (AVIF_MAX_PIXELS); larger
     /// outputs are sent as WebP, which every client that accepts AVIF also accepts (see
-    /// [`OutputFormat::negotiate`]). rav1e needs about 60 bytes of memory and 0.3 us of CPU
-    /// per output pixel: 87 MB and 0.4 s at 1600x900, 420 MB and 1.8 s at 4000x2250. 0 never
-    /// sends AVIF.
+    /// [`OutputFormat::negotiate`]). rav1e's time and memory grow with the output: a server
+    /// request took 0.37 s and peaked at 72 MB at 1600x900, 1.9 s and 330 MB at 4000x2250
+    /// (bench/image/BURST.md). 0 never sends AVIF.
     pub avif_max_pixels: u64,
 }
 
