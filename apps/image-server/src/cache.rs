@@ -40,8 +40,9 @@ pub struct CacheKey {
     /// `spec|format|source etag|watermark etag`.
     pub variant: String,
     /// Extension of the output format (`webp`, `jpeg`...), for the persisted object's name.
-    /// For `avif` the object may hold WebP (outputs over AVIF_MAX_PIXELS); readers go by the
-    /// bytes.
+    /// With `format=auto` the bytes may be in another format than the name says (WebP for an
+    /// AVIF over AVIF_MAX_PIXELS, PNG for a transparent picture sent to a JPEG-only client);
+    /// readers go by the bytes.
     pub ext: &'static str,
 }
 
@@ -113,9 +114,8 @@ impl ResultCache {
         F: Future<Output = Result<CachedImage, ApiError>> + Send,
     {
         let load = async {
-            // The type is read from the bytes, not the name: an AVIF request whose output is
-            // over AVIF_MAX_PIXELS is stored as WebP under the `.avif` name. Anything else
-            // (a file truncated or replaced behind our back) is made again.
+            // The type is read from the bytes, not the name (see `CacheKey::ext`); anything
+            // that is no image (a file replaced behind our back) is made again.
             if self.persist
                 && let Ok(hit) = self.store.get(&key.storage_path()).await
                 && let Ok(bytes) = hit.bytes().await

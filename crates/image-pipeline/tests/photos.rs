@@ -709,7 +709,7 @@ fn avif_outputs_over_the_pixel_cap_go_out_as_webp() {
     assert_eq!(over.format, OutputFormat::Webp);
     assert_eq!(magic(&over.bytes), "webp");
     assert_eq!(OutputFormat::of(&over.bytes), Some(OutputFormat::Webp));
-    // The cap is on the picture sent, after padding: a 300x300 contain box is over it.
+    // The cap is on the picture sent, after padding: a 320x320 contain box is over it.
     let padded = run_avif("width=320&height=320&fit=contain&format=auto", &limits);
     assert_eq!((padded.format, padded.height), (OutputFormat::Webp, 320));
     let never = Limits {
