@@ -443,6 +443,35 @@ async fn bad_input_is_answered_not_panicked(s: &TestServer) {
         .await
         .unwrap();
     assert_eq!(r.status(), 422);
+    // A sound header over a truncated or corrupt body is refused too, and nothing is stored.
+    let mut corrupt = fixture("large_image.jpg");
+    let middle = corrupt.len() / 2;
+    corrupt[middle..middle + 4096].fill(0xFF);
+    let mut broken = vec![
+        ("u/truncated.jpg", lake[..lake.len() / 3].to_vec()),
+        ("u/corrupt.jpg", corrupt),
+    ];
+    if let Some(bytes) = shared_image("pillow_heif__heif_truncated_truncated.heic") {
+        broken.push(("u/truncated.heic", bytes));
+    }
+    for (path, bytes) in broken {
+        let form = reqwest::multipart::Form::new()
+            .part("file", reqwest::multipart::Part::bytes(bytes))
+            .text("path", path);
+        let r = s
+            .client
+            .post(s.url("/images/upload"))
+            .header("x-api-key", KEY)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422, "{path}");
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert!(!v["error"].as_str().unwrap().is_empty(), "{path}: {v}");
+        let (status, _) = error(s, &format!("/images/resize/{path}")).await;
+        assert_eq!(status, 404, "{path} must not be stored");
+    }
 }
 
 async fn paths_cannot_escape_the_storage_root(s: &TestServer) {

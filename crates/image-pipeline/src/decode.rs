@@ -264,6 +264,21 @@ fn tiff_orientation(t: &[u8]) -> Option<u8> {
         .filter(|v| (1..=8).contains(v))
 }
 
+/// Checks that the whole image decodes, not only its header: [`probe`], then a decode at
+/// the smallest scale the decoders offer for a 64 px picture (JPEG at 1/8, PNG and HEIC rows
+/// box-shrunk while decoding), so a truncated or corrupt body is found without holding the
+/// full-size picture. Uploads use it, so that what is stored can be served.
+///
+/// # Errors
+/// As [`probe`], and [`PipelineError::Undecodable`] when the pixel data is truncated or
+/// corrupt.
+pub fn verify(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, PipelineError> {
+    let info = probe(bytes, max_source_pixels)?;
+    let longest = f64::from(info.width.max(info.height).max(1));
+    decode(bytes, &info, (64.0 / longest).min(1.0))?;
+    Ok(info)
+}
+
 /// Decodes to 8-bit sRGB(A) with orientation applied (an embedded ICC profile is converted).
 ///
 /// `min_scale` (0, 1] is the smallest share of the full size the caller needs (in both axes);

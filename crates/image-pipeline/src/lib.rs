@@ -24,7 +24,7 @@ mod spec;
 
 use image::DynamicImage;
 
-pub use decode::{SourceFormat, SourceInfo, probe, sniff};
+pub use decode::{SourceFormat, SourceInfo, probe, sniff, verify};
 pub use error::PipelineError;
 pub use spec::{
     CropRect, Fit, FormatParam, Limits, OutputFormat, Position, Rgba, TransformSpec, Watermark,

@@ -3,7 +3,7 @@
 
 use image_pipeline::image::{Rgba, RgbaImage};
 use image_pipeline::{
-    Limits, OutputFormat, PipelineError, TransformSpec, decode_to_rgba, samples, transform,
+    Limits, OutputFormat, PipelineError, TransformSpec, decode_to_rgba, samples, transform, verify,
 };
 use pretty_assertions::assert_eq;
 
@@ -850,5 +850,38 @@ fn truncated_and_foreign_bytes_are_errors_not_panics() {
             &Limits::default(),
         );
         assert!(matches!(err, Err(PipelineError::Undecodable(_))), "{err:?}");
+    }
+}
+
+#[test]
+fn verify_reads_past_the_header() {
+    let max = Limits::default().max_source_pixels;
+    let lake = fixture("lake.jpg");
+    let info = verify(&lake, max).unwrap();
+    assert_eq!((info.width, info.height), (4000, 2250));
+    // The header is whole in each of these; the pixels are not.
+    for (name, bytes) in [
+        ("a JPEG cut at a third", lake[..lake.len() / 3].to_vec()),
+        ("a PNG cut in half", {
+            let png = samples::png(&bands(false));
+            png[..png.len() / 2].to_vec()
+        }),
+    ] {
+        assert!(image_pipeline::probe(&bytes, max).is_ok(), "{name}");
+        let err = verify(&bytes, max);
+        assert!(
+            matches!(err, Err(PipelineError::Undecodable(_))),
+            "{name}: {err:?}"
+        );
+    }
+    assert!(matches!(
+        verify(&samples::png_bomb(60_000, 60_000), max),
+        Err(PipelineError::TooManyPixels { .. })
+    ));
+    for q in ["format=png", "format=webp", "format=jpeg"] {
+        assert!(
+            verify(&run(&lake, &format!("width=300&{q}")).bytes, max).is_ok(),
+            "{q}"
+        );
     }
 }

@@ -226,6 +226,27 @@ fn clone_error(e: &ApiError) -> ApiError {
     }
 }
 
+/// Decodes an upload at a small scale ([`image_pipeline::verify`]) so that a truncated or
+/// corrupt image is refused (422) instead of stored; it takes a transform slot (and the HEIF
+/// decoder for HEIC and AVIF) like a resize.
+async fn verify_upload(app: &App, bytes: &Bytes) -> Result<image_pipeline::SourceInfo, ApiError> {
+    let max_pixels = app.limits.max_source_pixels;
+    // The header first: a bomb or a non-image is refused before waiting for a slot.
+    let info = image_pipeline::probe(bytes, max_pixels)?;
+    let closed = |e: tokio::sync::AcquireError| ApiError::Internal(e.to_string());
+    let _heif = if matches!(info.format, SourceFormat::Heif | SourceFormat::Avif) {
+        Some(app.heif_transforms.acquire().await.map_err(closed)?)
+    } else {
+        None
+    };
+    let _permit = app.transforms.acquire().await.map_err(closed)?;
+    let bytes = bytes.clone();
+    tokio::task::spawn_blocking(move || image_pipeline::verify(&bytes, max_pixels))
+        .await
+        .map_err(|e| ApiError::Internal(format!("upload check task: {e}")))??;
+    Ok(info)
+}
+
 /// The original SDK's JSON upload body.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -415,7 +436,7 @@ async fn store_upload(
         Some(p) => Some(object_path(&p)?),
         None => None,
     };
-    let info = image_pipeline::probe(&bytes, app.limits.max_source_pixels)?;
+    let info = verify_upload(&app, &bytes).await?;
     let path = match named {
         Some(p) => p,
         None => {
