@@ -419,14 +419,7 @@ async fn bad_input_is_answered_not_panicked(s: &TestServer) {
                 .unwrap(),
         )
         .text("path", "u/fake.jpg");
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .header("x-api-key", KEY)
-        .multipart(text)
-        .send()
-        .await
-        .unwrap();
+    let r = s.upload_form(text).await;
     assert_eq!(r.status(), 415, "the declared type is not trusted");
     let bomb = reqwest::multipart::Form::new()
         .part(
@@ -434,14 +427,7 @@ async fn bad_input_is_answered_not_panicked(s: &TestServer) {
             reqwest::multipart::Part::bytes(samples::png_bomb(100_000, 100_000)),
         )
         .text("path", "u/bomb.png");
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .header("x-api-key", KEY)
-        .multipart(bomb)
-        .send()
-        .await
-        .unwrap();
+    let r = s.upload_form(bomb).await;
     assert_eq!(r.status(), 422);
     // A sound header over a truncated or corrupt body is refused too, and nothing is stored.
     let mut corrupt = fixture("large_image.jpg");
@@ -458,14 +444,7 @@ async fn bad_input_is_answered_not_panicked(s: &TestServer) {
         let form = reqwest::multipart::Form::new()
             .part("file", reqwest::multipart::Part::bytes(bytes))
             .text("path", path);
-        let r = s
-            .client
-            .post(s.url("/images/upload"))
-            .header("x-api-key", KEY)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
+        let r = s.upload_form(form).await;
         assert_eq!(r.status(), 422, "{path}");
         let v: serde_json::Value = r.json().await.unwrap();
         assert!(!v["error"].as_str().unwrap().is_empty(), "{path}: {v}");
@@ -592,14 +571,7 @@ async fn oversized_uploads_are_413(storage: &Storage) {
     let form = reqwest::multipart::Form::new()
         .part("file", reqwest::multipart::Part::bytes(fixture("lake.jpg")))
         .text("path", "big.jpg");
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .header("x-api-key", KEY)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+    let r = s.upload_form(form).await;
     assert_eq!(r.status(), 413);
     let v: serde_json::Value = r.json().await.unwrap();
     assert!(v["error"].as_str().unwrap().contains("200000"));

@@ -163,6 +163,17 @@ impl TestServer {
         format!("{}{path}", self.base)
     }
 
+    /// Posts a multipart upload with the key and returns the response, whatever its status.
+    pub async fn upload_form(&self, form: reqwest::multipart::Form) -> reqwest::Response {
+        self.client
+            .post(self.url("/images/upload"))
+            .header("x-api-key", KEY)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Uploads through the API (multipart) and returns the stored path.
     pub async fn upload(&self, path: &str, bytes: Vec<u8>) -> String {
         let form = reqwest::multipart::Form::new()
@@ -171,14 +182,7 @@ impl TestServer {
                 reqwest::multipart::Part::bytes(bytes).file_name("x"),
             )
             .text("path", path.to_owned());
-        let r = self
-            .client
-            .post(self.url("/images/upload"))
-            .header("x-api-key", KEY)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
+        let r = self.upload_form(form).await;
         assert_eq!(
             r.status(),
             200,
