@@ -155,6 +155,21 @@ async fn every_parameter_on_real_photos(s: &TestServer) {
         .await
         .unwrap();
     assert_eq!(r.headers()["content-type"], "image/jpeg");
+    // An explicit format=avif does not look at Accept, and is refused over AVIF_MAX_PIXELS.
+    if cfg!(feature = "avif") {
+        let r = s
+            .get("/images/resize/photos/lake.jpg?width=100&format=avif")
+            .await;
+        assert_eq!(r.headers()["content-type"], "image/avif");
+        assert!(r.headers().get("vary").is_none());
+        assert_eq!(magic(&r.bytes().await.unwrap()), "avif");
+        let (status, msg) = error(s, "/images/resize/photos/lake.jpg?width=1700&format=avif").await;
+        assert_eq!(status, 400);
+        assert!(
+            msg.contains("format") && msg.contains("AVIF_MAX_PIXELS"),
+            "{msg}"
+        );
+    }
 }
 
 async fn heic_and_exif_orientation(s: &TestServer) {

@@ -6,7 +6,7 @@
 
 import { createHmac } from "node:crypto";
 
-export type Format = "webp" | "jpeg" | "jpg" | "png" | "auto";
+export type Format = "webp" | "jpeg" | "jpg" | "png" | "avif" | "auto";
 export type Fit = "inside" | "cover" | "contain" | "fill" | "outside";
 
 export interface ClientConfig {

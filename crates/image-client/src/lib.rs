@@ -38,6 +38,8 @@ pub enum Format {
     Webp,
     Jpeg,
     Png,
+    /// AVIF, up to the server's AVIF_MAX_PIXELS (larger: 400).
+    Avif,
     /// AVIF, WebP or JPEG chosen from the Accept header.
     Auto,
 }
@@ -173,6 +175,7 @@ impl ResizeOptions {
                 Format::Webp => "webp",
                 Format::Jpeg => "jpeg",
                 Format::Png => "png",
+                Format::Avif => "avif",
                 Format::Auto => "auto",
             };
             q.push(("format", name.into()));
@@ -355,6 +358,14 @@ mod tests {
         assert_eq!(
             c.resize_url("a.png", &ResizeOptions::default()),
             "http://cdn.example:3000/images/resize/a.png"
+        );
+        let avif = ResizeOptions {
+            format: Some(Format::Avif),
+            ..Default::default()
+        };
+        assert_eq!(
+            c.resize_url("a.png", &avif),
+            "http://cdn.example:3000/images/resize/a.png?format=avif"
         );
     }
 

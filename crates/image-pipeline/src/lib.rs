@@ -42,9 +42,9 @@ pub struct Output {
     pub height: u32,
 }
 
-/// Applies `spec` to the `source` image and encodes it as `format`, except that AVIF outputs
-/// over `limits.avif_max_pixels` are encoded as WebP, and with `format=auto` a JPEG with
-/// transparent pixels as PNG ([`Output::format`] says which).
+/// Applies `spec` to the `source` image and encodes it as `format`, except that with
+/// `format=auto` AVIF outputs over `limits.avif_max_pixels` are encoded as WebP and a JPEG
+/// with transparent pixels as PNG ([`Output::format`] says which).
 ///
 /// `watermark` holds the bytes of the image named by `spec.watermark` (the caller fetches it);
 /// it is ignored when the spec has no watermark.
@@ -53,8 +53,9 @@ pub struct Output {
 /// - [`PipelineError::NotAnImage`]: the source (or watermark) is not a supported format (415);
 /// - [`PipelineError::TooManyPixels`]: above `limits.max_source_pixels`, from the header (422);
 /// - [`PipelineError::Undecodable`]: truncated or corrupt (422);
-/// - [`PipelineError::BadParam`]: the crop lies outside the image, or the planned output
-///   exceeds `limits.max_output_dimension` (400);
+/// - [`PipelineError::BadParam`]: the crop lies outside the image, the planned output
+///   exceeds `limits.max_output_dimension`, or an explicit AVIF output exceeds
+///   `limits.avif_max_pixels` (400);
 /// - [`PipelineError::Encode`]: the encoder failed (500).
 pub fn transform(
     source: &[u8],
@@ -151,9 +152,19 @@ pub fn transform(
     if format == OutputFormat::Jpeg && img.color().has_alpha() {
         img = flatten(&img, bg);
     }
-    let format = if format == OutputFormat::Avif
-        && u64::from(img.width()) * u64::from(img.height()) > limits.avif_max_pixels
-    {
+    let pixels = u64::from(img.width()) * u64::from(img.height());
+    let format = if format == OutputFormat::Avif && pixels > limits.avif_max_pixels {
+        if spec.format == Some(FormatParam::Avif) {
+            return Err(PipelineError::BadParam {
+                name: "format".into(),
+                reason: format!(
+                    "AVIF output is limited to {} pixels (AVIF_MAX_PIXELS) and this one is {}x{};                      ask for a smaller size or another format",
+                    limits.avif_max_pixels,
+                    img.width(),
+                    img.height()
+                ),
+            });
+        }
         OutputFormat::Webp
     } else {
         format

@@ -20,9 +20,9 @@ pub struct Limits {
     /// libwebp `method` (0..=6, sharp calls it effort) for lossy WebP output (WEBP_EFFORT).
     /// 4 is libwebp's and sharp's default; 2 encodes about 2.3x faster for 2-5% more bytes.
     pub webp_effort: u8,
-    /// Largest output, in pixels, that `format=auto` encodes as AVIF (AVIF_MAX_PIXELS); larger
+    /// Largest output, in pixels, encoded as AVIF (AVIF_MAX_PIXELS): with `format=auto` larger
     /// outputs are sent as WebP, which every client that accepts AVIF also accepts (see
-    /// [`OutputFormat::negotiate`]). rav1e's time and memory grow with the output: a server
+    /// [`OutputFormat::negotiate`]); an explicit `format=avif` over it is a 400. rav1e's time and memory grow with the output: a server
     /// request took 0.37 s and peaked at 72 MB at 1600x900, 1.9 s and 330 MB at 4000x2250
     /// (bench/image/BURST.md). 0 never sends AVIF.
     pub avif_max_pixels: u64,
@@ -48,6 +48,9 @@ pub enum FormatParam {
     Jpeg,
     /// `png`: lossless.
     Png,
+    /// `avif`: AVIF through rav1e, for outputs up to [`Limits::avif_max_pixels`] (an
+    /// extension: the spec names webp, jpeg and png; imgproxy and thumbor users expect it).
+    Avif,
     /// `auto`: AVIF, WebP or JPEG chosen from the client's Accept header.
     Auto,
 }
@@ -434,8 +437,15 @@ impl TransformSpec {
                         "webp" => FormatParam::Webp,
                         "jpeg" | "jpg" => FormatParam::Jpeg,
                         "png" => FormatParam::Png,
+                        "avif" if !cfg!(feature = "avif") => {
+                            return Err(bad(key, "this server is built without AVIF output"));
+                        }
+                        "avif" if limits.avif_max_pixels == 0 => {
+                            return Err(bad(key, "AVIF output is off (AVIF_MAX_PIXELS=0)"));
+                        }
+                        "avif" => FormatParam::Avif,
                         "auto" => FormatParam::Auto,
-                        _ => return Err(bad(key, "expected webp, jpeg, png or auto")),
+                        _ => return Err(bad(key, "expected webp, jpeg, png, avif or auto")),
                     });
                 }
                 "quality" | "q" => {
@@ -553,6 +563,7 @@ impl TransformSpec {
             None | Some(FormatParam::Webp) => OutputFormat::Webp,
             Some(FormatParam::Jpeg) => OutputFormat::Jpeg,
             Some(FormatParam::Png) => OutputFormat::Png,
+            Some(FormatParam::Avif) => OutputFormat::Avif,
             Some(FormatParam::Auto) => OutputFormat::negotiate(accept),
         }
     }
@@ -621,6 +632,7 @@ impl fmt::Display for TransformSpec {
             Some(FormatParam::Webp) => parts.push("f=webp".into()),
             Some(FormatParam::Jpeg) => parts.push("f=jpeg".into()),
             Some(FormatParam::Png) => parts.push("f=png".into()),
+            Some(FormatParam::Avif) => parts.push("f=avif".into()),
             Some(FormatParam::Auto) => parts.push("f=auto".into()),
         }
         parts.push(format!("q={}", self.quality));
@@ -756,6 +768,14 @@ mod tests {
         assert_eq!(OutputFormat::negotiate(""), OutputFormat::Jpeg);
         // AVIF without WebP: large outputs could not fall back, so no AVIF at all.
         assert_eq!(OutputFormat::negotiate("image/avif"), OutputFormat::Jpeg);
+        // An explicit format=avif does not negotiate.
+        if cfg!(feature = "avif") {
+            let s = parse(&[("format", "AVIF")]).unwrap();
+            assert_eq!(s.output_format(""), OutputFormat::Avif);
+            assert_eq!(s.to_string(), "f=avif&q=80");
+        } else {
+            assert!(parse(&[("format", "avif")]).is_err());
+        }
     }
 
     #[test]

@@ -723,6 +723,22 @@ fn avif_outputs_over_the_pixel_cap_go_out_as_webp() {
     if cfg!(feature = "avif") {
         assert_eq!(at_cap.format, OutputFormat::Avif);
         assert_eq!(magic(&at_cap.bytes), "avif");
+        // An explicit format=avif is obeyed up to the cap and refused over it, never swapped.
+        let explicit = run_avif("width=320&format=avif", &limits);
+        assert_eq!(magic(&explicit.bytes), "avif");
+        let s = spec_with("width=321&format=avif", &limits);
+        match transform(&lake, &s, s.output_format(""), None, &limits) {
+            Err(PipelineError::BadParam { name, reason }) => {
+                assert_eq!(name, "format");
+                assert!(reason.contains("321x181"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let off = TransformSpec::from_query([("format", "avif")], &never);
+        assert!(
+            matches!(&off, Err(PipelineError::BadParam { name, .. }) if name == "format"),
+            "{off:?}"
+        );
     }
 }
 
