@@ -22,9 +22,9 @@ pub struct Limits {
     pub webp_effort: u8,
     /// Largest output, in pixels, encoded as AVIF (AVIF_MAX_PIXELS): with `format=auto` larger
     /// outputs are sent as WebP, which every client that accepts AVIF also accepts (see
-    /// [`OutputFormat::negotiate`]); an explicit `format=avif` over it is a 400. rav1e's time and memory grow with the output: a server
-    /// request took 0.37 s and peaked at 72 MB at 1600x900, 1.9 s and 330 MB at 4000x2250
-    /// (bench/image/BURST.md). 0 never sends AVIF.
+    /// [`OutputFormat::negotiate`]); an explicit `format=avif` over it is a 400. rav1e's time
+    /// and memory grow with the output: a server request took 0.37 s and peaked at 72 MB at
+    /// 1600x900, 1.9 s and 330 MB at 4000x2250 (bench/image/BURST.md). 0 turns AVIF off.
     pub avif_max_pixels: u64,
 }
 
