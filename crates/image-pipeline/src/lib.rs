@@ -90,6 +90,13 @@ pub fn transform(
         }
     };
     let plan = output_plan((crop.2, crop.3), spec, limits.max_output_dimension)?;
+    // An explicit AVIF over the cap is refused from the plan, before anything is decoded.
+    if format == OutputFormat::Avif && spec.format == Some(FormatParam::Avif) {
+        avif_fits(
+            ops::rotated_size(plan.pad_to.unwrap_or(plan.resize), spec.rotate),
+            limits,
+        )?;
+    }
 
     // Decode no larger than needed: the kept share of the crop must still cover the output.
     let need_x = f64::from(plan.resize.0) / (f64::from(crop.2) * plan.keep.0);
@@ -152,18 +159,11 @@ pub fn transform(
     if format == OutputFormat::Jpeg && img.color().has_alpha() {
         img = flatten(&img, bg);
     }
-    let pixels = u64::from(img.width()) * u64::from(img.height());
-    let format = if format == OutputFormat::Avif && pixels > limits.avif_max_pixels {
+    let format = if format == OutputFormat::Avif
+        && avif_fits((img.width(), img.height()), limits).is_err()
+    {
         if spec.format == Some(FormatParam::Avif) {
-            return Err(PipelineError::BadParam {
-                name: "format".into(),
-                reason: format!(
-                    "AVIF output is limited to {} pixels (AVIF_MAX_PIXELS) and this one is {}x{};                      ask for a smaller size or another format",
-                    limits.avif_max_pixels,
-                    img.width(),
-                    img.height()
-                ),
-            });
+            avif_fits((img.width(), img.height()), limits)?;
         }
         OutputFormat::Webp
     } else {
@@ -341,6 +341,21 @@ fn apply_watermark(
     let mark =
         ops::resize(&decode::normalise(mark), region, (target_w, target_h), None)?.to_rgba8();
     Ok(ops::composite(img, &mark, wm.position, wm.opacity))
+}
+
+/// Refuses an AVIF output of `(width, height)` over `limits.avif_max_pixels`, naming `format`.
+fn avif_fits((width, height): (u32, u32), limits: &Limits) -> Result<(), PipelineError> {
+    if u64::from(width) * u64::from(height) <= limits.avif_max_pixels {
+        return Ok(());
+    }
+    Err(PipelineError::BadParam {
+        name: "format".into(),
+        reason: format!(
+            "AVIF output is limited to {} pixels (AVIF_MAX_PIXELS) and this one is \
+             {width}x{height}; ask for a smaller size or another format",
+            limits.avif_max_pixels
+        ),
+    })
 }
 
 /// Whether any pixel is less than fully opaque.
