@@ -264,19 +264,16 @@ fn tiff_orientation(t: &[u8]) -> Option<u8> {
         .filter(|v| (1..=8).contains(v))
 }
 
-/// Checks that the whole image decodes, not only its header: [`probe`], then a decode at
-/// the smallest scale the decoders offer for a 64 px picture (JPEG at 1/8, PNG and HEIC rows
-/// box-shrunk while decoding), so a truncated or corrupt body is found without holding the
-/// full-size picture. Uploads use it, so that what is stored can be served.
+/// Checks that the whole image decodes, not only the header `info` came from ([`probe`]):
+/// a decode at the smallest scale the decoders offer for a 64 px picture (JPEG at 1/8, PNG
+/// and HEIC rows box-shrunk while decoding), so a truncated or corrupt body is found without
+/// holding the full-size picture. Uploads use it, so that what is stored can be served.
 ///
 /// # Errors
-/// As [`probe`], and [`PipelineError::Undecodable`] when the pixel data is truncated or
-/// corrupt.
-pub fn verify(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, PipelineError> {
-    let info = probe(bytes, max_source_pixels)?;
+/// [`PipelineError::Undecodable`] when the pixel data is truncated or corrupt.
+pub fn verify(bytes: &[u8], info: &SourceInfo) -> Result<(), PipelineError> {
     let longest = f64::from(info.width.max(info.height).max(1));
-    decode(bytes, &info, (64.0 / longest).min(1.0))?;
-    Ok(info)
+    decode(bytes, info, (64.0 / longest).min(1.0)).map(drop)
 }
 
 /// Decodes to 8-bit sRGB(A) with orientation applied (an embedded ICC profile is converted).

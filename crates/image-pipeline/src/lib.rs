@@ -159,15 +159,12 @@ pub fn transform(
     if format == OutputFormat::Jpeg && img.color().has_alpha() {
         img = flatten(&img, bg);
     }
-    let format = if format == OutputFormat::Avif
-        && avif_fits((img.width(), img.height()), limits).is_err()
-    {
-        if spec.format == Some(FormatParam::Avif) {
-            avif_fits((img.width(), img.height()), limits)?;
+    // format=auto: an AVIF over the cap goes out as WebP (an explicit one was refused above).
+    let format = match format {
+        OutputFormat::Avif if avif_fits((img.width(), img.height()), limits).is_err() => {
+            OutputFormat::Webp
         }
-        OutputFormat::Webp
-    } else {
-        format
+        other => other,
     };
     let bytes = encode::encode(
         &img,

@@ -880,10 +880,10 @@ fn truncated_and_foreign_bytes_are_errors_not_panics() {
 #[test]
 fn verify_reads_past_the_header() {
     let max = Limits::default().max_source_pixels;
+    let check = |bytes: &[u8]| verify(bytes, &image_pipeline::probe(bytes, max).unwrap());
     let lake = fixture("lake.jpg");
-    let info = verify(&lake, max).unwrap();
-    assert_eq!((info.width, info.height), (4000, 2250));
-    // The header is whole in each of these; the pixels are not.
+    assert!(check(&lake).is_ok());
+    // The header is whole in each of these (probe accepts them); the pixels are not.
     for (name, bytes) in [
         ("a JPEG cut at a third", lake[..lake.len() / 3].to_vec()),
         ("a PNG cut in half", {
@@ -891,20 +891,15 @@ fn verify_reads_past_the_header() {
             png[..png.len() / 2].to_vec()
         }),
     ] {
-        assert!(image_pipeline::probe(&bytes, max).is_ok(), "{name}");
-        let err = verify(&bytes, max);
+        let err = check(&bytes);
         assert!(
             matches!(err, Err(PipelineError::Undecodable(_))),
             "{name}: {err:?}"
         );
     }
-    assert!(matches!(
-        verify(&samples::png_bomb(60_000, 60_000), max),
-        Err(PipelineError::TooManyPixels { .. })
-    ));
     for q in ["format=png", "format=webp", "format=jpeg"] {
         assert!(
-            verify(&run(&lake, &format!("width=300&{q}")).bytes, max).is_ok(),
+            check(&run(&lake, &format!("width=300&{q}")).bytes).is_ok(),
             "{q}"
         );
     }

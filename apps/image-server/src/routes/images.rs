@@ -230,9 +230,8 @@ fn clone_error(e: &ApiError) -> ApiError {
 /// corrupt image is refused (422) instead of stored; it takes a transform slot (and the HEIF
 /// decoder for HEIC and AVIF) like a resize.
 async fn verify_upload(app: &App, bytes: &Bytes) -> Result<image_pipeline::SourceInfo, ApiError> {
-    let max_pixels = app.limits.max_source_pixels;
     // The header first: a bomb or a non-image is refused before waiting for a slot.
-    let info = image_pipeline::probe(bytes, max_pixels)?;
+    let info = image_pipeline::probe(bytes, app.limits.max_source_pixels)?;
     let closed = |e: tokio::sync::AcquireError| ApiError::Internal(e.to_string());
     let _heif = if matches!(info.format, SourceFormat::Heif | SourceFormat::Avif) {
         Some(app.heif_transforms.acquire().await.map_err(closed)?)
@@ -241,10 +240,13 @@ async fn verify_upload(app: &App, bytes: &Bytes) -> Result<image_pipeline::Sourc
     };
     let _permit = app.transforms.acquire().await.map_err(closed)?;
     let bytes = bytes.clone();
-    tokio::task::spawn_blocking(move || image_pipeline::verify(&bytes, max_pixels))
-        .await
-        .map_err(|e| ApiError::Internal(format!("upload check task: {e}")))??;
-    Ok(info)
+    tokio::task::spawn_blocking(move || {
+        image_pipeline::verify(&bytes, &info)?;
+        Ok::<_, image_pipeline::PipelineError>(info)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("upload check task: {e}")))?
+    .map_err(ApiError::from)
 }
 
 /// The original SDK's JSON upload body.
