@@ -483,6 +483,8 @@ async fn paths_cannot_escape_the_storage_root(s: &TestServer) {
         "/images/resize/%252e%252e/secret.jpg",
         "/images/resize/cache/anything.webp",
         "/images/resize/b/lake.jpg?watermark=../secret.jpg",
+        // Not UTF-8 once decoded: axum's own rejection, answered in JSON too.
+        "/images/resize/%FF%FE.jpg",
     ] {
         let (status, text) = s.raw_get(target).await;
         assert_eq!(status, 400, "{target}: {text}");
@@ -1168,4 +1170,257 @@ async fn metrics_count_requests_cache_results_and_transforms() {
         "raw paths must not become labels"
     );
     s.stop().await;
+}
+
+/// The cache clear endpoint answers a malformed query in JSON, and only after the key check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_clear_query_is_a_json_400_after_the_key_check() {
+    let s = TestServer::start(&Storage::Local).await;
+    let url = s.url("/admin/cache/storage/clear?pattern=a&pattern=b");
+    let r = s.client.post(&url).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = s
+        .client
+        .post(&url)
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("query"), "{v}");
+    s.stop().await;
+}
+
+/// Without API_KEY the server generates one into DATA_DIR/api-key, accepts only it, and keeps
+/// it across restarts (DESIGN.md, Configuration).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generated_api_key_is_kept_in_the_data_dir_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(&Storage::Local, &dir).await;
+    config.api_key = None;
+    let file = config.data_dir.join("api-key");
+    let s = TestServer::start_with(config, dir).await;
+    let key = std::fs::read_to_string(&file).unwrap().trim().to_owned();
+    assert_eq!(key.len(), 64, "{key}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "only the owner may read the key file");
+    }
+    let upload = |s: &TestServer, key: &str| {
+        let form = reqwest::multipart::Form::new()
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
+            )
+            .text("path", "k/photo.jpg");
+        s.client
+            .post(s.url("/images/upload"))
+            .header("x-api-key", key)
+            .multipart(form)
+            .send()
+    };
+    assert_eq!(upload(&s, KEY).await.unwrap().status(), 401);
+    assert_eq!(upload(&s, &key).await.unwrap().status(), 200);
+    let (config, dir) = s.stop().await;
+    let s = TestServer::start_with(config, dir).await;
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), key);
+    assert_eq!(upload(&s, &key).await.unwrap().status(), 200);
+    s.stop().await;
+}
+
+/// CACHE_MAX_BYTES=0 and STORAGE_CACHE=false turn both tiers off: every request is
+/// transformed, nothing is written under cache/, and the ETag is still the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_both_cache_tiers_off_every_request_is_transformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(&Storage::Local, &dir).await;
+    config.cache_max_bytes = 0;
+    config.storage_cache = false;
+    let s = TestServer::start_with(config, dir).await;
+    s.upload("o/photo.jpg", fixture("large_image.jpg")).await;
+    let q = "/images/resize/o/photo.jpg?width=60&format=png";
+    let mut etags = Vec::new();
+    for _ in 0..3 {
+        let r = s.get(q).await;
+        assert_eq!(
+            (
+                r.status().as_u16(),
+                r.headers()["x-cache"].to_str().unwrap()
+            ),
+            (200, "MISS")
+        );
+        etags.push(r.headers()["etag"].clone());
+    }
+    assert!(etags.windows(2).all(|w| w[0] == w[1]), "{etags:?}");
+    let health: serde_json::Value = s.get("/admin/health").await.json().await.unwrap();
+    assert_eq!(health["cache"]["entries"], 0, "{health}");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(persisted(&s.store, "o/photo.jpg").await, 0);
+    s.stop().await;
+}
+
+/// Memory entries live CACHE_TTL_SECS: a hit within it, a new transformation after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_entries_expire_after_cache_ttl_secs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(&Storage::Local, &dir).await;
+    config.cache_ttl_secs = 1;
+    config.storage_cache = false;
+    let s = TestServer::start_with(config, dir).await;
+    s.upload("e/photo.jpg", fixture("large_image.jpg")).await;
+    let q = "/images/resize/e/photo.jpg?width=70&format=png";
+    assert_eq!(s.get(q).await.headers()["x-cache"], "MISS");
+    assert_eq!(s.get(q).await.headers()["x-cache"], "HIT");
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    assert_eq!(s.get(q).await.headers()["x-cache"], "MISS");
+    s.stop().await;
+}
+
+async fn health(s: &TestServer) -> (u16, serde_json::Value) {
+    let r = s.get("/admin/health").await;
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap())
+}
+
+/// A store that does not answer makes health 503 with `"status": "degraded"`; it recovers
+/// when the store does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_is_503_degraded_while_the_store_fails() {
+    let s = TestServer::start(&Storage::Local).await;
+    let (status, v) = health(&s).await;
+    assert_eq!((status, &v["status"]), (200, &serde_json::json!("ok")));
+    // The storage root replaced by a file: every lookup below it fails.
+    let root = s.dir.path().join("images");
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::write(&root, b"not a directory").unwrap();
+    let (status, v) = health(&s).await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["status"], "degraded");
+    assert_eq!(v["storage"]["reachable"], false);
+    assert_eq!(v["version"], "2.0.0");
+    std::fs::remove_file(&root).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    assert_eq!(health(&s).await.0, 200);
+    s.stop().await;
+}
+
+/// Switches set to false or 0 are the switch left out (the same cached result), and a
+/// watermark's position, opacity and scale default to southeast, 0.5 and 0.25.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switches_off_and_watermark_defaults_are_the_parameters_left_out() {
+    let s = TestServer::start(&Storage::Local).await;
+    s.upload("d/photo.jpg", fixture("large_image.jpg")).await;
+    s.upload(
+        "d/mark.png",
+        samples::png(&RgbaImage::from_pixel(40, 40, Rgba([255, 0, 0, 255]))),
+    )
+    .await;
+    let plain = "/images/resize/d/photo.jpg?width=200&format=png";
+    let (bytes, _, _) = image(&s, plain).await;
+    let off = format!("{plain}&flip=false&flop=0&grayscale=no&sharpen=off&enlarge=false");
+    let r = s.get(&off).await;
+    assert_eq!(r.headers()["x-cache"], "HIT", "the same transformation");
+    assert_eq!(r.bytes().await.unwrap(), bytes);
+
+    let marked = format!("{plain}&watermark=d/mark.png");
+    let (defaults, px, _) = image(&s, &marked).await;
+    let explicit =
+        format!("{marked}&watermarkPosition=southeast&watermarkOpacity=0.5&watermarkScale=0.25");
+    let r = s.get(&explicit).await;
+    assert_eq!(r.headers()["x-cache"], "HIT", "the same transformation");
+    assert_eq!(r.bytes().await.unwrap(), defaults);
+    // Red at half opacity in the bottom-right corner, the photo untouched top-left.
+    let plain_px = pixels(&bytes);
+    let (w, h) = px.dimensions();
+    let corner = px.get_pixel(w - 10, h - 10).0;
+    let under = plain_px.get_pixel(w - 10, h - 10).0;
+    let half_red = (f64::from(under[0]) + 255.0) / 2.0;
+    assert!(
+        (f64::from(corner[0]) - half_red).abs() < 3.0,
+        "{corner:?} over {under:?}"
+    );
+    assert!(
+        (f64::from(corner[1]) - f64::from(under[1]) / 2.0).abs() < 3.0,
+        "{corner:?}"
+    );
+    assert_eq!(px.get_pixel(5, 5), plain_px.get_pixel(5, 5));
+    s.stop().await;
+}
+
+/// The binary itself, configured as deploy/compose.yaml configures it (STORAGE_URL=s3://...
+/// and the AWS_* variables), stores uploads in the bucket and serves resizes from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_reads_s3_settings_from_aws_variables() {
+    let Some(endpoint) = common::s3_endpoint() else {
+        eprintln!("skipped: IMAGE_TEST_S3_ENDPOINT is unset");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::config_for(&Storage::S3(endpoint.clone()), &dir).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_image-server"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("LISTEN", format!("127.0.0.1:{port}"))
+        .env("DATA_DIR", dir.path().join("data"))
+        .env("API_KEY", KEY)
+        .env("STORAGE_URL", &config.storage_url)
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_ALLOW_HTTP", "true")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let mut healthy = false;
+    for _ in 0..100 {
+        if let Ok(r) = client.get(format!("{base}/admin/health")).send().await {
+            healthy = r.status() == 200;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(healthy, "the server did not come up healthy");
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
+        )
+        .text("path", "env/photo.jpg");
+    let r = client
+        .post(format!("{base}/images/upload"))
+        .header("x-api-key", KEY)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client
+        .get(format!(
+            "{base}/images/resize/env/photo.jpg?width=64&format=png"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(pixels(&r.bytes().await.unwrap()).width(), 64);
+    // The upload is in the bucket, where another S3 client finds it.
+    let store = image_server::open_store(&config.storage_url, &config.storage_options).unwrap();
+    let head = store
+        .head(&object_store::path::Path::from("env/photo.jpg"))
+        .await
+        .unwrap();
+    assert_eq!(head.size as usize, fixture("large_image.jpg").len());
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
 }

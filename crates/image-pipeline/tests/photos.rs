@@ -266,6 +266,13 @@ fn rotate_45_fills_the_corners_with_background() {
     let png = pixels(&run(&lake, "width=400&rotate=45&format=png"));
     assert_eq!(png.get_pixel(0, 0).0[3], 0, "transparent corner for PNG");
     assert!(png.width() > 400);
+    let webp = run(&lake, "width=400&rotate=45&format=webp");
+    assert_eq!(webp.format, OutputFormat::Webp);
+    assert_eq!(&webp.bytes[8..12], b"WEBP");
+    let webp = pixels(&webp);
+    assert_eq!(webp.get_pixel(0, 0).0[3], 0, "transparent corner for WebP");
+    let centre = webp.get_pixel(webp.width() / 2, webp.height() / 2);
+    assert_eq!(centre.0[3], 255, "opaque picture inside");
     let jpeg = pixels(&run(&lake, "width=400&rotate=45&format=jpeg"));
     assert!(
         jpeg.get_pixel(0, 0).0[..3].iter().all(|&c| c > 240),

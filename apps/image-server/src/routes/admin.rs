@@ -1,6 +1,7 @@
 //! `GET /admin/health` (open, for load balancers) and `POST /admin/cache/storage/clear`
 //! (needs the key), spec section 4.
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
@@ -68,10 +69,12 @@ struct ClearParams {
 async fn clear(
     State(app): State<AppState>,
     headers: HeaderMap,
-    Query(query): Query<ClearParams>,
+    query: Result<Query<ClearParams>, QueryRejection>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     auth::require_key(&headers, &app.api_key)?;
+    // After the key, so a client without it learns nothing else; in JSON like every other 400.
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
     let from_body = if body.is_empty() {
         ClearParams::default()
     } else {

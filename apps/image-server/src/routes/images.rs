@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -96,14 +97,18 @@ fn if_none_match_hits(headers: &HeaderMap, etag: &str) -> bool {
 async fn resize(
     State(app): State<AppState>,
     uri: Uri,
-    Path(raw_path): Path<String>,
-    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+    raw_path: Result<Path<String>, PathRejection>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if let Some(signer) = &app.signer {
         let target = uri.path().strip_prefix(RESIZE_PREFIX).unwrap_or("");
         signer.verify(target, uri.query())?;
     }
+    // axum's own rejections (a path that is not UTF-8 once percent-decoded, a malformed query)
+    // are plain text; answer them in JSON like every other 400.
+    let Path(raw_path) =
+        raw_path.map_err(|e| ApiError::BadRequest(format!("invalid path: {e}")))?;
     let Query(pairs) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
     let path = object_path(&raw_path)?;
     let spec = TransformSpec::from_query(
