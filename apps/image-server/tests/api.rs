@@ -1350,6 +1350,36 @@ async fn switches_off_and_watermark_defaults_are_the_parameters_left_out() {
     s.stop().await;
 }
 
+/// `dpr` multiplies width and height: the result is the one of the multiplied size, from the
+/// same cache entry; a bad ratio, or one that passes the output limit, is a 400 naming `dpr`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpr_serves_the_multiplied_size_from_the_same_cache_entry() {
+    let s = TestServer::start(&Storage::Local).await;
+    s.upload("p/photo.jpg", fixture("large_image.jpg")).await;
+    let (bytes, px, _) = image(
+        &s,
+        "/images/resize/p/photo.jpg?width=150&height=90&fit=cover&format=png",
+    )
+    .await;
+    assert_eq!(px.dimensions(), (150, 90));
+    let r = s
+        .get("/images/resize/p/photo.jpg?format=png&fit=cover&width=100&height=60&dpr=1.5")
+        .await;
+    assert_eq!(r.headers()["x-cache"], "HIT");
+    assert_eq!(r.bytes().await.unwrap(), bytes);
+    for q in [
+        "width=100&dpr=0",
+        "width=100&dpr=6",
+        "width=100&dpr=x",
+        "width=5000&dpr=2",
+    ] {
+        let (status, msg) = error(&s, &format!("/images/resize/p/photo.jpg?{q}")).await;
+        assert_eq!(status, 400, "{q}");
+        assert!(msg.contains("dpr"), "{q}: {msg}");
+    }
+    s.stop().await;
+}
+
 /// The binary itself, configured as deploy/compose.yaml configures it (STORAGE_URL=s3://...
 /// and the AWS_* variables), stores uploads in the bucket and serves resizes from it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

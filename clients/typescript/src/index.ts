@@ -29,6 +29,11 @@ export interface ResizeOptions {
   width?: number;
   /** Target height in pixels. */
   height?: number;
+  /**
+   * Device pixel ratio, above 0 and at most 5 (`window.devicePixelRatio`): the server
+   * multiplies width and height by it, so `{ width: 400, dpr: 2 }` is served 800 px wide.
+   */
+  dpr?: number;
   format?: Format;
   /** 1..100, server default 80. */
   quality?: number;
@@ -105,6 +110,7 @@ export class ImageClient {
     };
     put("width", options.width);
     put("height", options.height);
+    put("dpr", options.dpr);
     put("format", options.format);
     put("quality", options.quality);
     put("rotate", options.rotate);

@@ -116,6 +116,11 @@ test("uploadImage stores the photo and the resize URL serves it", async () => {
   assert.deepEqual([...bytes.slice(0, 3)], [0xff, 0xd8, 0xff]);
   const blob = await client.getResizedImage(result.path, { width: 100 });
   assert.equal(blob.type, "image/webp");
+  // Asked in CSS pixels for a 2x screen: a PNG 200 px wide (IHDR width, big-endian at 16).
+  const hiDpi = client.getResizeUrl(result.path, { width: 100, dpr: 2, format: "png" });
+  assert.match(hiDpi, /width=100&dpr=2&format=png/);
+  const png = new DataView(await (await fetch(hiDpi)).arrayBuffer());
+  assert.equal(png.getUint32(16), 200);
 });
 
 test("a data URL upload works and a wrong key is refused with the server's message", async () => {

@@ -83,6 +83,9 @@ pub struct ResizeOptions {
     pub width: Option<u32>,
     /// Target height in pixels.
     pub height: Option<u32>,
+    /// Device pixel ratio, above 0 and at most 5: the server multiplies width and height by
+    /// it (`width: 400, dpr: 2.0` is served at 800 px), so a page can ask in CSS pixels.
+    pub dpr: Option<f64>,
     pub format: Option<Format>,
     /// 1..=100 (server default 80).
     pub quality: Option<u8>,
@@ -123,6 +126,9 @@ impl ResizeOptions {
         }
         if let Some(h) = self.height {
             q.push(("height", h.to_string()));
+        }
+        if let Some(d) = self.dpr {
+            q.push(("dpr", d.to_string()));
         }
         if let Some(f) = self.fit {
             let name = match f {

@@ -55,6 +55,20 @@ async fn upload_returns_the_path_and_resize_url_serves_it() {
     let body = reqwest::get(&url).await.unwrap().bytes().await.unwrap();
     let img = image_pipeline::decode_to_rgba(&body, u64::MAX).unwrap();
     assert_eq!(img.dimensions(), (200, 133));
+    // In CSS pixels for a 1.5x screen.
+    let url = client.resize_url(
+        &path,
+        &ResizeOptions {
+            width: Some(120),
+            dpr: Some(1.5),
+            format: Some(Format::Png),
+            ..Default::default()
+        },
+    );
+    assert!(url.contains("width=120&dpr=1.5"), "{url}");
+    let body = reqwest::get(&url).await.unwrap().bytes().await.unwrap();
+    let img = image_pipeline::decode_to_rgba(&body, u64::MAX).unwrap();
+    assert_eq!(img.width(), 180);
 }
 
 #[tokio::test]

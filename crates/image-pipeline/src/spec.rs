@@ -296,9 +296,9 @@ pub struct Watermark {
 /// decode, orient, crop, resize, rotate, flip/flop, blur, sharpen, grayscale, watermark, encode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransformSpec {
-    /// Target width in pixels, 1..=max_output_dimension.
+    /// Target width in pixels, 1..=max_output_dimension, `dpr` already applied.
     pub width: Option<u32>,
-    /// Target height in pixels, 1..=max_output_dimension.
+    /// Target height in pixels, 1..=max_output_dimension, `dpr` already applied.
     pub height: Option<u32>,
     /// Requested format; `None` encodes WebP.
     pub format: Option<FormatParam>,
@@ -397,11 +397,31 @@ fn pixels(name: &str, v: &str, min: u32, max: u32) -> Result<u32, PipelineError>
     u32::try_from(n).map_err(|_| bad(name, "too large"))
 }
 
+/// Largest accepted `dpr`: no display has a denser screen (phones reach 4), and Cloudinary's
+/// `dpr` stops at 5 too.
+const MAX_DPR: f64 = 5.0;
+
+/// `size` (a width or height) times the device pixel ratio `dpr`, rounded to the nearest pixel
+/// (at least 1); over `max` is an error naming `dpr` (`name`), which made it too large.
+fn scaled(name: &str, size: u32, dpr: f64, max: u32) -> Result<u32, PipelineError> {
+    let n = (f64::from(size) * dpr).round().max(1.0);
+    if n > f64::from(max) {
+        return Err(bad(
+            name,
+            format!("{size} x {dpr} = {n} pixels is over the output limit of {max}"),
+        ));
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(n as u32)
+}
+
 impl TransformSpec {
     /// Parses the resize endpoint's query pairs (already percent-decoded).
     ///
     /// Accepts the spec's names plus DESIGN.md's (`fit`, `position`, `background`, `enlarge`,
-    /// crop as `cropLeft`/`cropTop`/`cropWidth`/`cropHeight`, `watermark*`); snake_case and
+    /// crop as `cropLeft`/`cropTop`/`cropWidth`/`cropHeight`, `watermark*`) and `dpr`, the
+    /// device pixel ratio of imgproxy, imgix and Cloudinary (0 < dpr <= 5; it multiplies width
+    /// and height, so `width=400&dpr=2` is `width=800`, cache entry included); snake_case and
     /// camelCase spellings of the multi-word names are both accepted. Unknown names are ignored
     /// (and so never reach the cache key), so clients sending extra parameters keep working;
     /// this includes the original SDK's `watermarkText`: text watermarks are not offered.
@@ -410,7 +430,8 @@ impl TransformSpec {
     ///
     /// # Errors
     /// [`PipelineError::BadParam`] naming the first invalid parameter: a width or height of 0,
-    /// not a number or above `limits.max_output_dimension`; quality outside 1..=100; rotate
+    /// not a number or above `limits.max_output_dimension` (`dpr` when the ratio takes it
+    /// there); a dpr outside (0, 5]; quality outside 1..=100; rotate
     /// outside 0..=360; an unknown format, fit or position; an incomplete crop rectangle.
     pub fn from_query<'a, I>(pairs: I, limits: &Limits) -> Result<Self, PipelineError>
     where
@@ -422,6 +443,7 @@ impl TransformSpec {
         let mut wm_opacity = 0.5_f32;
         let mut wm_scale = 0.25_f32;
         let mut wm_path = None;
+        let mut dpr = None;
         let max = limits.max_output_dimension;
         for (key, v) in pairs {
             let canon: String = key
@@ -431,6 +453,13 @@ impl TransformSpec {
                 .to_ascii_lowercase();
             match canon.as_str() {
                 "width" | "w" => spec.width = Some(pixels(key, v, 1, max)?),
+                "dpr" => {
+                    let d = number(key, v)?;
+                    if !(d > 0.0 && d <= MAX_DPR) {
+                        return Err(bad(key, format!("must be above 0 and at most {MAX_DPR}")));
+                    }
+                    dpr = Some((key, d));
+                }
                 "height" | "h" => spec.height = Some(pixels(key, v, 1, max)?),
                 "format" | "f" => {
                     spec.format = Some(match v.to_ascii_lowercase().as_str() {
@@ -532,6 +561,10 @@ impl TransformSpec {
                 }
                 _ => {}
             }
+        }
+        if let Some((key, d)) = dpr {
+            spec.width = spec.width.map(|w| scaled(key, w, d, max)).transpose()?;
+            spec.height = spec.height.map(|h| scaled(key, h, d, max)).transpose()?;
         }
         spec.crop = match crop {
             [None, None, None, None] => None,
@@ -695,6 +728,42 @@ mod tests {
             .width,
             10
         );
+    }
+
+    #[test]
+    fn dpr_multiplies_width_and_height_and_shares_their_cache_key() {
+        let s = parse(&[("dpr", "2"), ("width", "400"), ("height", "301")]).unwrap();
+        assert_eq!((s.width, s.height), (Some(800), Some(602)));
+        let plain = parse(&[("width", "800"), ("height", "602")]).unwrap();
+        assert_eq!(s.to_string(), plain.to_string());
+        // Android's 2.625 and a ratio under 1; rounding to the nearest pixel, at least 1.
+        let s = parse(&[("width", "411"), ("dpr", "2.625")]).unwrap();
+        assert_eq!(s.width, Some(1079));
+        let s = parse(&[("width", "1"), ("height", "300"), ("dpr", "0.1")]).unwrap();
+        assert_eq!((s.width, s.height), (Some(1), Some(30)));
+        // Without a size it changes nothing.
+        assert_eq!(
+            parse(&[("dpr", "3"), ("rotate", "90")]).unwrap(),
+            parse(&[("rotate", "90")]).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_bad_dpr_or_one_that_passes_the_output_limit_is_refused_naming_dpr() {
+        for v in ["0", "-1", "abc", "5.01", "NaN", "inf", ""] {
+            match parse(&[("width", "100"), ("dpr", v)]) {
+                Err(PipelineError::BadParam { name, .. }) => assert_eq!(name, "dpr", "{v}"),
+                other => panic!("dpr={v}: {other:?}"),
+            }
+        }
+        match parse(&[("height", "5000"), ("dpr", "2")]) {
+            Err(PipelineError::BadParam { name, reason }) => {
+                assert_eq!(name, "dpr");
+                assert!(reason.contains("8192"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&[("width", "4096"), ("dpr", "2")]).is_ok());
     }
 
     #[test]
