@@ -401,6 +401,8 @@ pub fn decode_to_rgba(
 pub use image;
 
 #[cfg(feature = "samples")]
+pub mod fuzzing;
+#[cfg(feature = "samples")]
 pub mod samples;
 
 #[cfg(test)]

@@ -1,0 +1,82 @@
+//! The properties the fuzz targets check (feature `samples`; `fuzz/README.md`), shared with
+//! `tests/fuzz_corpus.rs`, which replays the committed corpus and every past finding in the
+//! ordinary test run.
+
+use crate::{Limits, OutputFormat, TransformSpec, transform};
+
+/// Transformations covering every stage: shrink-on-load, each fit, crop, any-angle rotate,
+/// flips, blur, sharpen, grayscale, padding with a background.
+const QUERIES: [&str; 8] = [
+    "width=40",
+    "width=31&height=17&fit=cover&position=entropy",
+    "width=50&height=50&fit=contain&background=ff000080",
+    "cropLeft=1&cropTop=2&cropWidth=9&cropHeight=7&width=20",
+    "rotate=33&flip=true&width=24",
+    "height=30&flop=true&blur=1.5&sharpen=true",
+    "width=64&height=12&fit=fill&grayscale=true&rotate=270",
+    "width=20&height=20&fit=inside&enlarge=true",
+];
+
+const FORMATS: [OutputFormat; 3] = [OutputFormat::Jpeg, OutputFormat::Webp, OutputFormat::Png];
+
+fn pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
+    query
+        .split('&')
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+}
+
+/// `data[0]` picks one of eight transformations and an output format, the rest is the source
+/// image: [`transform`] must return an error or an output of the format it names, at least
+/// 1x1. Returns whether an output was made; panics when a property fails (that is the finding).
+pub fn check_transform(data: &[u8]) -> bool {
+    let Some((&pick, source)) = data.split_first() else {
+        return false;
+    };
+    // Small limits keep each run fast; the checks against them are part of what is fuzzed.
+    let limits = Limits {
+        max_output_dimension: 256,
+        max_source_pixels: 1 << 20,
+        ..Limits::default()
+    };
+    let query = QUERIES[usize::from(pick) % QUERIES.len()];
+    let format = FORMATS[usize::from(pick / 8) % FORMATS.len()];
+    let Ok(spec) = TransformSpec::from_query(pairs(query), &limits) else {
+        panic!("fixed query {query} must parse");
+    };
+    let Ok(out) = transform(source, &spec, format, None, &limits) else {
+        return false;
+    };
+    assert_eq!(OutputFormat::of(&out.bytes), Some(out.format), "{query}");
+    assert!(out.width >= 1 && out.height >= 1, "{query}");
+    true
+}
+
+/// `data` as the resize endpoint's query string, applied to `source` (with `watermark` for a
+/// query that names one): parsing and planning must return an error or an output within the
+/// 300 px output limit, of the format it names. Returns whether an output was made; panics
+/// when a property fails.
+pub fn check_query(data: &[u8], source: &[u8], watermark: &[u8]) -> bool {
+    let limits = Limits {
+        max_output_dimension: 300,
+        ..Limits::default()
+    };
+    let Ok(query) = std::str::from_utf8(data) else {
+        return false;
+    };
+    let Ok(spec) = TransformSpec::from_query(pairs(query), &limits) else {
+        return false;
+    };
+    let format = spec.output_format("image/webp");
+    let mark = spec.watermark.as_ref().map(|_| watermark);
+    let Ok(out) = transform(source, &spec, format, mark, &limits) else {
+        return false;
+    };
+    assert!(
+        out.width <= 300 && out.height <= 300,
+        "{query}: {}x{}",
+        out.width,
+        out.height
+    );
+    assert_eq!(OutputFormat::of(&out.bytes), Some(out.format), "{query}");
+    true
+}
