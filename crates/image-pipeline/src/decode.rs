@@ -14,6 +14,7 @@ use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage, metadata::Orienta
 
 use crate::colour;
 use crate::error::PipelineError;
+use crate::heif_boxes;
 use crate::shrink::{self, BoxShrink};
 
 /// A decoded image, the scale it was decoded at per axis (decoded width / stored width, decoded
@@ -135,6 +136,20 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
         SourceFormat::Heif | SourceFormat::Avif => {
             let ctx = libheif_rs::HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
             let handle = ctx.primary_image_handle().map_err(undecodable)?;
+            // libheif allocates a grid's or overlay's canvas from the item's data, whatever
+            // `ispe` (the handle's size) says: the limit holds for that canvas too.
+            if let Some((w, h)) = heif_boxes::derived_canvas(bytes) {
+                let pixels = u64::from(w) * u64::from(h);
+                let declared = u64::from(handle.width()) * u64::from(handle.height());
+                // (When they agree, the check below names the upright size, as for any file.)
+                if pixels > max_source_pixels && pixels > declared {
+                    return Err(PipelineError::TooManyPixels {
+                        width: w.into(),
+                        height: h.into(),
+                        limit: max_source_pixels,
+                    });
+                }
+            }
             (handle.width(), handle.height(), 1)
         }
         SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {

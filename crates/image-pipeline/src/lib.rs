@@ -17,6 +17,7 @@ mod colour;
 mod decode;
 mod encode;
 mod error;
+mod heif_boxes;
 mod ops;
 mod reduce;
 mod shrink;

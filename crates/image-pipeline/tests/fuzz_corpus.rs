@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use image_pipeline::fuzzing::{check_query, check_transform};
+use image_pipeline::{Limits, PipelineError, probe};
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
@@ -60,3 +61,20 @@ fn query_corpus_and_past_findings_hold() {
     }
 }
 
+/// The first finding (fuzz/RUNS.md): a 3 KB HEIF whose primary image is an overlay declaring
+/// 96x64 in `ispe` and an 8508x6974 canvas in its own data, which libheif allocated (355 MB
+/// of RSS, 0.6 s). The pixel limit now holds for the canvas, from the header.
+#[test]
+fn an_overlay_canvas_over_the_pixel_limit_is_refused_from_the_header() {
+    let path = fuzz_dir().join("regressions/transform/overlay-canvas-59mp-behind-96x64-ispe");
+    let file = std::fs::read(path).unwrap();
+    let source = &file[1..];
+    match probe(source, Limits::default().max_source_pixels) {
+        Err(PipelineError::TooManyPixels { width, height, .. }) => {
+            assert_eq!((width, height), (8508, 6974));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Under a limit that admits the canvas it is an ordinary (corrupt) source: no panic.
+    let _ = probe(source, 100_000_000);
+}

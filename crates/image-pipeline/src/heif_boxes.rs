@@ -1,0 +1,216 @@
+//! The canvas of a HEIF or AVIF primary image that is derived (a `grid` of tiles or an `iovl`
+//! overlay), read from the file's boxes (ISO/IEC 14496-12 and 23008-12) without libheif.
+//!
+//! libheif 1.15 reports such an image's size from its `ispe` property, but allocates the canvas
+//! it pastes the tiles or layers into from the item's own data. A file may declare 96x64 in
+//! `ispe` and an 8508x6974 overlay canvas (a 3 KB input the fuzzer found: 355 MB of RSS), so
+//! the pixel limit is checked against this canvas too (`decode::probe`).
+
+/// The primary item's canvas `(width, height)` when it is a `grid` or `iovl`; `None` for a
+/// coded image, or when the boxes do not say (libheif then fails on the same boxes).
+pub(crate) fn derived_canvas(file: &[u8]) -> Option<(u32, u32)> {
+    let meta = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
+    let (mut pitm, mut iinf, mut iloc, mut idat) = (None, None, None, None);
+    for (kind, body) in boxes(meta) {
+        match &kind {
+            b"pitm" => pitm = Some(body),
+            b"iinf" => iinf = Some(body),
+            b"iloc" => iloc = Some(body),
+            b"idat" => idat = Some(body),
+            _ => {}
+        }
+    }
+    let primary = {
+        let (version, body) = full_box_body(pitm?)?;
+        let mut r = Reader(body);
+        if version == 0 {
+            u32::from(r.u16()?)
+        } else {
+            r.u32()?
+        }
+    };
+    let kind = item_type(iinf?, primary)?;
+    if kind != *b"grid" && kind != *b"iovl" {
+        return None;
+    }
+    let head = item_head(iloc?, idat, file, primary)?;
+    let mut r = Reader(&head);
+    let _version = r.u8()?;
+    let large = r.u8()? & 1 != 0;
+    // grid: rows - 1 and columns - 1; iovl: canvas_fill_value[4], 16 bits each.
+    r.skip(if kind == *b"grid" { 2 } else { 8 })?;
+    if large {
+        Some((r.u32()?, r.u32()?))
+    } else {
+        Some((u32::from(r.u16()?), u32::from(r.u16()?)))
+    }
+}
+
+/// The boxes of `data` in order, as (type, body); stops at the first malformed one.
+fn boxes(data: &[u8]) -> impl Iterator<Item = ([u8; 4], &[u8])> {
+    let mut rest = data;
+    std::iter::from_fn(move || {
+        let mut r = Reader(rest);
+        let size = r.u32()?;
+        let kind: [u8; 4] = r.take(4)?.try_into().ok()?;
+        let (header, size) = match size {
+            0 => (8, rest.len()),
+            1 => (16, usize::try_from(r.u64()?).ok()?),
+            n => (8, usize::try_from(n).ok()?),
+        };
+        let body = rest.get(header..size)?;
+        rest = rest.get(size..)?;
+        Some((kind, body))
+    })
+}
+
+/// A full box's version and what follows its version and 24 bits of flags.
+fn full_box_body(body: &[u8]) -> Option<(u8, &[u8])> {
+    Some((*body.first()?, body.get(4..)?))
+}
+
+/// The four-character type of item `id` from the `iinf` box (its `infe` entries, version 2
+/// or 3; earlier versions have no item type).
+fn item_type(iinf: &[u8], id: u32) -> Option<[u8; 4]> {
+    let (version, body) = full_box_body(iinf)?;
+    let entries = body.get(if version == 0 { 2 } else { 4 }..)?;
+    boxes(entries)
+        .filter(|(kind, _)| kind == b"infe")
+        .find_map(|(_, infe)| {
+            let (version, body) = full_box_body(infe)?;
+            let mut r = Reader(body);
+            let item = match version {
+                2 => u32::from(r.u16()?),
+                3 => r.u32()?,
+                _ => return None,
+            };
+            r.u16()?; // item_protection_index
+            let kind: [u8; 4] = r.take(4)?.try_into().ok()?;
+            (item == id).then_some(kind)
+        })
+}
+
+/// The first bytes (up to 32) of item `id`'s data, from its `iloc` extents in the file
+/// (construction method 0) or in `idat` (method 1).
+fn item_head(iloc: &[u8], idat: Option<&[u8]>, file: &[u8], id: u32) -> Option<Vec<u8>> {
+    let (version, body) = full_box_body(iloc)?;
+    let mut r = Reader(body);
+    let sizes = r.u8()?;
+    let (offset_size, length_size) = (sizes >> 4, sizes & 15);
+    let sizes = r.u8()?;
+    let base_offset_size = sizes >> 4;
+    let index_size = if version >= 1 { sizes & 15 } else { 0 };
+    let count = if version < 2 {
+        u32::from(r.u16()?)
+    } else {
+        r.u32()?
+    };
+    for _ in 0..count {
+        let item = if version < 2 {
+            u32::from(r.u16()?)
+        } else {
+            r.u32()?
+        };
+        let method = if version >= 1 { r.u16()? & 15 } else { 0 };
+        r.u16()?; // data_reference_index
+        let base = r.uint(base_offset_size)?;
+        let extents = r.u16()?;
+        let mut head = Vec::new();
+        for _ in 0..extents {
+            r.uint(index_size)?;
+            let offset = base.checked_add(r.uint(offset_size)?)?;
+            let length = r.uint(length_size)?;
+            if item != id || head.len() >= 32 {
+                continue;
+            }
+            let source = match method {
+                0 => file,
+                1 => idat?,
+                _ => return None,
+            };
+            let start = source.get(usize::try_from(offset).ok()?..)?;
+            // A length of 0 means "to the end".
+            let len = match usize::try_from(length).ok()? {
+                0 => start.len(),
+                n => n.min(start.len()),
+            };
+            head.extend_from_slice(&start[..len.min(32 - head.len())]);
+        }
+        if item == id {
+            return Some(head);
+        }
+    }
+    None
+}
+
+/// Big-endian fields read off the front of a slice; `None` past its end.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (self.0.get(..n)?, self.0.get(n..)?);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn skip(&mut self, n: usize) -> Option<()> {
+        self.take(n).map(|_| ())
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_be_bytes(self.take(2)?.try_into().ok()?))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_be_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    /// An unsigned field of 0, 4 or 8 bytes (`iloc`'s sizes); 0 bytes reads as 0.
+    fn uint(&mut self, bytes: u8) -> Option<u64> {
+        match bytes {
+            0 => Some(0),
+            4 => self.u32().map(u64::from),
+            8 => self.u64(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!(
+            "{}/tests/fixtures/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn an_iphone_grid_canvas_is_its_declared_size() {
+        // Both photos are grids of 512x512 HEVC tiles; the iPhone's is stored landscape and
+        // turned upright by an `irot` property.
+        assert_eq!(derived_canvas(&fixture("iphone.heic")), Some((4032, 3024)));
+        assert_eq!(derived_canvas(&fixture("window.heic")), Some((4032, 3024)));
+    }
+
+    #[test]
+    fn a_coded_image_or_broken_boxes_have_no_derived_canvas() {
+        assert_eq!(derived_canvas(&fixture("lake.jpg")), None);
+        let heic = fixture("iphone.heic");
+        for cut in [0, 8, 40, 200, 600] {
+            let _ = derived_canvas(&heic[..cut.min(heic.len())]);
+        }
+        assert_eq!(derived_canvas(b""), None);
+    }
+}
