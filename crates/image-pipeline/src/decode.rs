@@ -138,7 +138,8 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
             let handle = ctx.primary_image_handle().map_err(undecodable)?;
             // libheif allocates a grid's or overlay's canvas from the item's data, whatever
             // `ispe` (the handle's size) says: the limit holds for that canvas too.
-            if let Some((w, h)) = heif_boxes::derived_canvas(bytes) {
+            if let Some(canvas) = heif_boxes::derived_canvas(bytes) {
+                let (w, h) = (canvas.width, canvas.height);
                 let pixels = u64::from(w) * u64::from(h);
                 let declared = u64::from(handle.width()) * u64::from(handle.height());
                 // (When they agree, the check below names the upright size, as for any file.)
@@ -148,6 +149,11 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
                         height: h.into(),
                         limit: max_source_pixels,
                     });
+                }
+                if let (true, Some((rows, columns))) = (canvas.has_too_many_tiles(), canvas.grid) {
+                    return Err(PipelineError::Undecodable(format!(
+                        "a grid of {rows} x {columns} tiles for a {w}x{h} canvas: tiles under 64 pixels (MIAF allows none)"
+                    )));
                 }
             }
             (handle.width(), handle.height(), 1)

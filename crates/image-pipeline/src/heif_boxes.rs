@@ -5,10 +5,37 @@
 //! it pastes the tiles or layers into from the item's own data. A file may declare 96x64 in
 //! `ispe` and an 8508x6974 overlay canvas (a 3 KB input the fuzzer found: 355 MB of RSS), so
 //! the pixel limit is checked against this canvas too (`decode::probe`).
+//!
+//! A grid also says how many tiles it has (up to 256 x 256), and libheif decodes every one of
+//! them, even when all point at the same small coded image: the tile count is held to what
+//! the canvas can hold (MIAF, ISO/IEC 23000-22 section 7.3.11.4.2: tiles are at least 64x64).
 
-/// The primary item's canvas `(width, height)` when it is a `grid` or `iovl`; `None` for a
-/// coded image, or when the boxes do not say (libheif then fails on the same boxes).
-pub(crate) fn derived_canvas(file: &[u8]) -> Option<(u32, u32)> {
+/// The canvas of a derived primary image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Canvas {
+    pub width: u32,
+    pub height: u32,
+    /// `(rows, columns)` of a grid; `None` for an overlay.
+    pub grid: Option<(u32, u32)>,
+}
+
+/// MIAF's smallest grid tile, in pixels a side.
+const MIN_TILE: u32 = 64;
+
+impl Canvas {
+    /// Whether a grid has more rows or columns than tiles of at least [`MIN_TILE`] pixels can
+    /// make (all but the last reach inside the canvas): such a file is not MIAF, only a way to
+    /// make libheif decode thousands of tiles.
+    pub fn has_too_many_tiles(&self) -> bool {
+        self.grid.is_some_and(|(rows, columns)| {
+            columns > self.width / MIN_TILE + 1 || rows > self.height / MIN_TILE + 1
+        })
+    }
+}
+
+/// The primary item's canvas when it is a `grid` or `iovl`; `None` for a coded image, or
+/// when the boxes do not say (libheif then fails on the same boxes).
+pub(crate) fn derived_canvas(file: &[u8]) -> Option<Canvas> {
     let meta = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
     let (mut pitm, mut iinf, mut iloc, mut idat) = (None, None, None, None);
     for (kind, body) in boxes(meta) {
@@ -38,12 +65,22 @@ pub(crate) fn derived_canvas(file: &[u8]) -> Option<(u32, u32)> {
     let _version = r.u8()?;
     let large = r.u8()? & 1 != 0;
     // grid: rows - 1 and columns - 1; iovl: canvas_fill_value[4], 16 bits each.
-    r.skip(if kind == *b"grid" { 2 } else { 8 })?;
-    if large {
-        Some((r.u32()?, r.u32()?))
+    let grid = if kind == *b"grid" {
+        Some((u32::from(r.u8()?) + 1, u32::from(r.u8()?) + 1))
     } else {
-        Some((u32::from(r.u16()?), u32::from(r.u16()?)))
-    }
+        r.skip(8)?;
+        None
+    };
+    let (width, height) = if large {
+        (r.u32()?, r.u32()?)
+    } else {
+        (u32::from(r.u16()?), u32::from(r.u16()?))
+    };
+    Some(Canvas {
+        width,
+        height,
+        grid,
+    })
 }
 
 /// The boxes of `data` in order, as (type, body); stops at the first malformed one.
@@ -198,10 +235,36 @@ mod tests {
 
     #[test]
     fn an_iphone_grid_canvas_is_its_declared_size() {
-        // Both photos are grids of 512x512 HEVC tiles; the iPhone's is stored landscape and
-        // turned upright by an `irot` property.
-        assert_eq!(derived_canvas(&fixture("iphone.heic")), Some((4032, 3024)));
-        assert_eq!(derived_canvas(&fixture("window.heic")), Some((4032, 3024)));
+        // Both photos are grids of 8 x 6 HEVC tiles of 512x512; the iPhone's is stored
+        // landscape and turned upright by an `irot` property.
+        let grid = Canvas {
+            width: 4032,
+            height: 3024,
+            grid: Some((6, 8)),
+        };
+        assert_eq!(derived_canvas(&fixture("iphone.heic")), Some(grid));
+        assert_eq!(derived_canvas(&fixture("window.heic")), Some(grid));
+        assert!(!grid.has_too_many_tiles());
+    }
+
+    #[test]
+    fn a_grid_with_tiles_under_64_pixels_has_too_many() {
+        let grid = |width, height, rows, columns| Canvas {
+            width,
+            height,
+            grid: Some((rows, columns)),
+        };
+        // 100 px: two 64 px tiles (the second reaching past the edge), not three.
+        assert!(!grid(100, 100, 2, 2).has_too_many_tiles());
+        assert!(grid(100, 100, 2, 3).has_too_many_tiles());
+        assert!(grid(96, 64, 256, 256).has_too_many_tiles());
+        assert!(!grid(16384, 16384, 256, 256).has_too_many_tiles());
+        let overlay = Canvas {
+            width: 1,
+            height: 1,
+            grid: None,
+        };
+        assert!(!overlay.has_too_many_tiles());
     }
 
     #[test]

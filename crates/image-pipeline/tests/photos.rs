@@ -816,6 +816,36 @@ fn bombs_are_refused_from_the_header() {
     }
 }
 
+/// A grid's tiles are decoded one by one, and its record says how many there are: an iPhone
+/// photo's 8 x 6 grid of 512 px tiles said to cover a 200x200 canvas (tiles under MIAF's
+/// 64 px) is refused from the header, before libheif decodes 48 tiles for it.
+#[test]
+fn a_heif_grid_with_more_tiles_than_its_canvas_holds_is_refused() {
+    let mut heic = fixture("iphone.heic");
+    // The grid record: version 0, flags 0, 6 rows, 8 columns, 4032x3024.
+    let record = [0, 0, 5, 7, 0x0f, 0xc0, 0x0b, 0xd0];
+    let at = heic
+        .windows(record.len())
+        .position(|w| w == record)
+        .unwrap();
+    heic[at + 4..at + 8].copy_from_slice(&[0, 200, 0, 200]);
+    match transform(
+        &heic,
+        &spec("width=100"),
+        OutputFormat::Jpeg,
+        None,
+        &Limits::default(),
+    ) {
+        Err(PipelineError::Undecodable(reason)) => {
+            assert!(
+                reason.contains("6 x 8 tiles for a 200x200 canvas"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn webp_sources_are_scaled_on_load_and_animations_give_their_first_frame() {
     // A still WebP goes through libwebp's scaled decoding (tests/libvips_parity.rs has its
