@@ -365,8 +365,15 @@ pub(crate) fn normalise(img: DynamicImage) -> DynamicImage {
     }
 }
 
+/// Most scans a progressive JPEG may have, as libjpeg-turbo advises for untrusted input
+/// (`djpeg -maxscans`; its report "Two Issues with the JPEG Standard"). Every scan passes over
+/// the whole image, so a small file of thousands of scans costs minutes of CPU; encoders
+/// write about 10.
+const JPEG_MAX_SCANS: u32 = 500;
+
 fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), PipelineError> {
     let mut d = turbojpeg::Decompressor::new().map_err(undecodable)?;
+    d.set_scan_limit(JPEG_MAX_SCANS).map_err(undecodable)?;
     let header = d.read_header(bytes).map_err(undecodable)?;
     let denom = jpeg_denominator(min_scale);
     let factor = turbojpeg::ScalingFactor::new(1, denom);

@@ -816,6 +816,49 @@ fn bombs_are_refused_from_the_header() {
     }
 }
 
+/// A progressive JPEG's scans each pass over the whole image, so the number of scans is
+/// limited (500, libjpeg-turbo's advice): past it decoding stops at once with an error that
+/// says so. The test repeats the file's first scan (which libjpeg-turbo also reports as an
+/// inconsistent progression, once it has read them all).
+#[test]
+fn a_progressive_jpeg_with_too_many_scans_is_stopped_at_the_limit() {
+    let progressive = run(
+        &fixture("large_image.jpg"),
+        "width=300&format=jpeg&progressive=true",
+    );
+    let jpeg = &progressive.bytes;
+    // The first scan: its SOS segment and entropy-coded data, up to the next marker that is
+    // neither a stuffed 0xFF00 nor a restart marker.
+    let sos = jpeg.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+    let header_len = usize::from(u16::from_be_bytes([jpeg[sos + 2], jpeg[sos + 3]]));
+    let mut end = sos + 2 + header_len;
+    while !(jpeg[end] == 0xFF && jpeg[end + 1] != 0 && !(0xD0..=0xD7).contains(&jpeg[end + 1])) {
+        end += 1;
+    }
+    let scan = &jpeg[sos..end];
+    let reason = |repeats: usize| {
+        let mut file = jpeg[..jpeg.len() - 2].to_vec();
+        for _ in 0..repeats {
+            file.extend_from_slice(scan);
+        }
+        file.extend_from_slice(&[0xFF, 0xD9]);
+        match transform(
+            &file,
+            &spec("width=100"),
+            OutputFormat::Png,
+            None,
+            &Limits::default(),
+        ) {
+            Err(PipelineError::Undecodable(reason)) => reason,
+            other => panic!("{repeats} repeats: {other:?}"),
+        }
+    };
+    let under = reason(400);
+    assert!(under.contains("progression"), "{under}");
+    let over = reason(600);
+    assert!(over.contains("500"), "{over}");
+}
+
 /// A grid's tiles are decoded one by one, and its record says how many there are: an iPhone
 /// photo's 8 x 6 grid of 512 px tiles said to cover a 200x200 canvas (tiles under MIAF's
 /// 64 px) is refused from the header, before libheif decodes 48 tiles for it.
