@@ -137,13 +137,15 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
             let ctx = libheif_rs::HeifContext::read_from_bytes(bytes).map_err(undecodable)?;
             let handle = ctx.primary_image_handle().map_err(undecodable)?;
             // libheif allocates a grid's or overlay's canvas from the item's data, whatever
-            // `ispe` (the handle's size) says: the limit holds for that canvas too.
-            if let Some(canvas) = heif_boxes::derived_canvas(bytes) {
+            // `ispe` (the handle's size) says, for the primary image and for the items it
+            // decodes with it (an alpha plane): the limit holds for those canvases too.
+            let declared = u64::from(handle.width()) * u64::from(handle.height());
+            for canvas in heif_boxes::derived_canvases(bytes) {
                 let (w, h) = (canvas.width, canvas.height);
                 let pixels = u64::from(w) * u64::from(h);
-                let declared = u64::from(handle.width()) * u64::from(handle.height());
-                // (When they agree, the check below names the upright size, as for any file.)
-                if pixels > max_source_pixels && pixels > declared {
+                // (A primary canvas that agrees with `ispe` is checked below, which names the
+                // upright size, as for any file.)
+                if pixels > max_source_pixels && (pixels > declared || !canvas.primary) {
                     return Err(PipelineError::TooManyPixels {
                         width: w.into(),
                         height: h.into(),

@@ -1,22 +1,28 @@
-//! The canvas of a HEIF or AVIF primary image that is derived (a `grid` of tiles or an `iovl`
+//! The canvas of each derived image in a HEIF or AVIF file (a `grid` of tiles or an `iovl`
 //! overlay), read from the file's boxes (ISO/IEC 14496-12 and 23008-12) without libheif.
 //!
 //! libheif 1.15 reports such an image's size from its `ispe` property, but allocates the canvas
 //! it pastes the tiles or layers into from the item's own data. A file may declare 96x64 in
 //! `ispe` and an 8508x6974 overlay canvas (a 3 KB input the fuzzer found: 355 MB of RSS), so
-//! the pixel limit is checked against this canvas too (`decode::probe`).
+//! the pixel limit is checked against this canvas too (`decode::probe`), and against those of
+//! the other derived items libheif decodes with the primary image (a grid's alpha plane is a
+//! grid too).
 //!
 //! A grid also says how many tiles it has (up to 256 x 256), and libheif decodes every one of
 //! them, even when all point at the same small coded image: the tile count is held to what
 //! the canvas can hold (MIAF, ISO/IEC 23000-22 section 7.3.11.4.2: tiles are at least 64x64).
 
-/// The canvas of a derived primary image.
+use std::collections::HashMap;
+
+/// The canvas of a derived image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Canvas {
     pub width: u32,
     pub height: u32,
     /// `(rows, columns)` of a grid; `None` for an overlay.
     pub grid: Option<(u32, u32)>,
+    /// Whether this is the primary image (else its alpha plane, depth map, thumbnail...).
+    pub primary: bool,
 }
 
 /// MIAF's smallest grid tile, in pixels a side.
@@ -33,9 +39,15 @@ impl Canvas {
     }
 }
 
-/// The primary item's canvas when it is a `grid` or `iovl`; `None` for a coded image, or
-/// when the boxes do not say (libheif then fails on the same boxes).
-pub(crate) fn derived_canvas(file: &[u8]) -> Option<Canvas> {
+/// The canvas of every `grid` and `iovl` item in the file: the primary image's, and those of
+/// the items libheif decodes with it (a grid's alpha plane is a grid too). Empty for a file of
+/// coded images only, and what the boxes do not say is left out (libheif then fails on the
+/// same boxes).
+pub(crate) fn derived_canvases(file: &[u8]) -> Vec<Canvas> {
+    derived(file).unwrap_or_default()
+}
+
+fn derived(file: &[u8]) -> Option<Vec<Canvas>> {
     let meta = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
     let (mut pitm, mut iinf, mut iloc, mut idat) = (None, None, None, None);
     for (kind, body) in boxes(meta) {
@@ -47,25 +59,41 @@ pub(crate) fn derived_canvas(file: &[u8]) -> Option<Canvas> {
             _ => {}
         }
     }
-    let primary = {
-        let (version, body) = full_box_body(pitm?)?;
+    let primary = pitm.and_then(|pitm| {
+        let (version, body) = full_box_body(pitm)?;
         let mut r = Reader(body);
         if version == 0 {
-            u32::from(r.u16()?)
+            r.u16().map(u32::from)
         } else {
-            r.u32()?
+            r.u32()
         }
-    };
-    let kind = item_type(iinf?, primary)?;
-    if kind != *b"grid" && kind != *b"iovl" {
-        return None;
+    });
+    let derived: HashMap<u32, [u8; 4]> = items(iinf?)
+        .filter(|(_, kind)| kind == b"grid" || kind == b"iovl")
+        .collect();
+    if derived.is_empty() {
+        return Some(Vec::new());
     }
-    let head = item_head(iloc?, idat, file, primary)?;
-    let mut r = Reader(&head);
+    let heads = item_heads(iloc?, idat, file, &derived)?;
+    Some(
+        heads
+            .into_iter()
+            .filter_map(|(id, head)| {
+                let mut canvas = canvas(derived.get(&id)?, &head)?;
+                canvas.primary = Some(id) == primary;
+                Some(canvas)
+            })
+            .collect(),
+    )
+}
+
+/// A `grid` or `iovl` record's canvas (ISO/IEC 23008-12 sections 6.6.2.3 and 6.6.2.4).
+fn canvas(kind: &[u8; 4], record: &[u8]) -> Option<Canvas> {
+    let mut r = Reader(record);
     let _version = r.u8()?;
     let large = r.u8()? & 1 != 0;
     // grid: rows - 1 and columns - 1; iovl: canvas_fill_value[4], 16 bits each.
-    let grid = if kind == *b"grid" {
+    let grid = if kind == b"grid" {
         Some((u32::from(r.u8()?) + 1, u32::from(r.u8()?) + 1))
     } else {
         r.skip(8)?;
@@ -80,6 +108,7 @@ pub(crate) fn derived_canvas(file: &[u8]) -> Option<Canvas> {
         width,
         height,
         grid,
+        primary: false,
     })
 }
 
@@ -106,14 +135,15 @@ fn full_box_body(body: &[u8]) -> Option<(u8, &[u8])> {
     Some((*body.first()?, body.get(4..)?))
 }
 
-/// The four-character type of item `id` from the `iinf` box (its `infe` entries, version 2
-/// or 3; earlier versions have no item type).
-fn item_type(iinf: &[u8], id: u32) -> Option<[u8; 4]> {
-    let (version, body) = full_box_body(iinf)?;
-    let entries = body.get(if version == 0 { 2 } else { 4 }..)?;
+/// The items of the `iinf` box as (item ID, four-character type), from its `infe` entries of
+/// version 2 or 3 (earlier versions have no item type).
+fn items(iinf: &[u8]) -> impl Iterator<Item = (u32, [u8; 4])> + '_ {
+    let entries = full_box_body(iinf)
+        .and_then(|(version, body)| body.get(if version == 0 { 2 } else { 4 }..))
+        .unwrap_or_default();
     boxes(entries)
         .filter(|(kind, _)| kind == b"infe")
-        .find_map(|(_, infe)| {
+        .filter_map(|(_, infe)| {
             let (version, body) = full_box_body(infe)?;
             let mut r = Reader(body);
             let item = match version {
@@ -123,13 +153,18 @@ fn item_type(iinf: &[u8], id: u32) -> Option<[u8; 4]> {
             };
             r.u16()?; // item_protection_index
             let kind: [u8; 4] = r.take(4)?.try_into().ok()?;
-            (item == id).then_some(kind)
+            Some((item, kind))
         })
 }
 
-/// The first bytes (up to 32) of item `id`'s data, from its `iloc` extents in the file
-/// (construction method 0) or in `idat` (method 1).
-fn item_head(iloc: &[u8], idat: Option<&[u8]>, file: &[u8], id: u32) -> Option<Vec<u8>> {
+/// The first bytes (up to 32) of the data of each item in `wanted`, in one pass over the
+/// `iloc` box: from the file (construction method 0) or from `idat` (method 1).
+fn item_heads(
+    iloc: &[u8],
+    idat: Option<&[u8]>,
+    file: &[u8],
+    wanted: &HashMap<u32, [u8; 4]>,
+) -> Option<Vec<(u32, Vec<u8>)>> {
     let (version, body) = full_box_body(iloc)?;
     let mut r = Reader(body);
     let sizes = r.u8()?;
@@ -142,6 +177,7 @@ fn item_head(iloc: &[u8], idat: Option<&[u8]>, file: &[u8], id: u32) -> Option<V
     } else {
         r.u32()?
     };
+    let mut heads = Vec::new();
     for _ in 0..count {
         let item = if version < 2 {
             u32::from(r.u16()?)
@@ -152,12 +188,13 @@ fn item_head(iloc: &[u8], idat: Option<&[u8]>, file: &[u8], id: u32) -> Option<V
         r.u16()?; // data_reference_index
         let base = r.uint(base_offset_size)?;
         let extents = r.u16()?;
+        let want = wanted.contains_key(&item);
         let mut head = Vec::new();
         for _ in 0..extents {
             r.uint(index_size)?;
             let offset = base.checked_add(r.uint(offset_size)?)?;
             let length = r.uint(length_size)?;
-            if item != id || head.len() >= 32 {
+            if !want || head.len() >= 32 {
                 continue;
             }
             let source = match method {
@@ -173,11 +210,11 @@ fn item_head(iloc: &[u8], idat: Option<&[u8]>, file: &[u8], id: u32) -> Option<V
             };
             head.extend_from_slice(&start[..len.min(32 - head.len())]);
         }
-        if item == id {
-            return Some(head);
+        if want {
+            heads.push((item, head));
         }
     }
-    None
+    Some(heads)
 }
 
 /// Big-endian fields read off the front of a slice; `None` past its end.
@@ -241,9 +278,10 @@ mod tests {
             width: 4032,
             height: 3024,
             grid: Some((6, 8)),
+            primary: true,
         };
-        assert_eq!(derived_canvas(&fixture("iphone.heic")), Some(grid));
-        assert_eq!(derived_canvas(&fixture("window.heic")), Some(grid));
+        assert_eq!(derived_canvases(&fixture("iphone.heic")), [grid]);
+        assert_eq!(derived_canvases(&fixture("window.heic")), [grid]);
         assert!(!grid.has_too_many_tiles());
     }
 
@@ -253,6 +291,7 @@ mod tests {
             width,
             height,
             grid: Some((rows, columns)),
+            primary: true,
         };
         // 100 px: two 64 px tiles (the second reaching past the edge), not three.
         assert!(!grid(100, 100, 2, 2).has_too_many_tiles());
@@ -263,17 +302,18 @@ mod tests {
             width: 1,
             height: 1,
             grid: None,
+            primary: true,
         };
         assert!(!overlay.has_too_many_tiles());
     }
 
     #[test]
     fn a_coded_image_or_broken_boxes_have_no_derived_canvas() {
-        assert_eq!(derived_canvas(&fixture("lake.jpg")), None);
+        assert_eq!(derived_canvases(&fixture("lake.jpg")), []);
         let heic = fixture("iphone.heic");
         for cut in [0, 8, 40, 200, 600] {
-            let _ = derived_canvas(&heic[..cut.min(heic.len())]);
+            let _ = derived_canvases(&heic[..cut.min(heic.len())]);
         }
-        assert_eq!(derived_canvas(b""), None);
+        assert_eq!(derived_canvases(b""), []);
     }
 }

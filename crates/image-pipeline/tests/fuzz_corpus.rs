@@ -77,4 +77,16 @@ fn an_overlay_canvas_over_the_pixel_limit_is_refused_from_the_header() {
     }
     // Under a limit that admits the canvas it is an ordinary (corrupt) source: no panic.
     let _ = probe(source, 100_000_000);
+    // The same overlay when it is not the primary image (pitm names item 2 instead): libheif
+    // may still decode it with the primary (as a grid's alpha plane), so it is held too.
+    let mut other = source.to_vec();
+    let pitm = other.windows(4).position(|w| w == b"pitm").unwrap();
+    assert_eq!(other[pitm + 8..pitm + 10], [0, 1]);
+    other[pitm + 9] = 2;
+    match probe(&other, Limits::default().max_source_pixels) {
+        Err(PipelineError::TooManyPixels { width, height, .. }) => {
+            assert_eq!((width, height), (8508, 6974));
+        }
+        other => panic!("{other:?}"),
+    }
 }
