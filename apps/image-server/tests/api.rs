@@ -917,12 +917,12 @@ on_every_storage!(
 /// is answered while the first HEIC is still decoding (before, it waited for that decode).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jpeg_is_not_held_up_behind_heic_requests_waiting_to_decode() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::config_for(&Storage::Local, &dir).await;
-    config.transform_concurrency = 2;
-    config.cache_max_bytes = 0;
-    config.storage_cache = false;
-    let s = TestServer::start_with(config, dir).await;
+    let s = TestServer::start_local_with(|config| {
+        config.transform_concurrency = 2;
+        config.cache_max_bytes = 0;
+        config.storage_cache = false;
+    })
+    .await;
     s.upload("h/window.heic", fixture("window.heic")).await;
     let small = samples::jpeg(
         &image_pipeline::image::RgbImage::from_pixel(
@@ -961,11 +961,11 @@ async fn a_jpeg_is_not_held_up_behind_heic_requests_waiting_to_decode() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn misses_beyond_the_transform_queue_are_refused_429_and_hits_are_still_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::config_for(&Storage::Local, &dir).await;
-    config.transform_concurrency = 1;
-    config.transform_queue_size = 2;
-    let s = TestServer::start_with(config, dir).await;
+    let s = TestServer::start_local_with(|config| {
+        config.transform_concurrency = 1;
+        config.transform_queue_size = 2;
+    })
+    .await;
     s.upload("q/lake.jpg", fixture("lake.jpg")).await;
     let hit = "/images/resize/q/lake.jpg?width=40&format=png";
     assert_eq!(s.get(hit).await.status(), 200);
@@ -1028,10 +1028,10 @@ fn signature(key: &str, message: &str) -> String {
 /// cache and for conditional requests; uploads and health are unaffected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resize_urls_must_be_signed_when_a_signing_key_is_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::config_for(&Storage::Local, &dir).await;
-    config.url_signing_key = Some("old-key, new-key".to_owned().into());
-    let s = TestServer::start_with(config, dir).await;
+    let s = TestServer::start_local_with(|config| {
+        config.url_signing_key = Some("old-key, new-key".to_owned().into());
+    })
+    .await;
     let stored = s
         .upload("signed/a photo.jpg", fixture("large_image.jpg"))
         .await;
@@ -1196,11 +1196,8 @@ async fn a_malformed_clear_query_is_a_json_400_after_the_key_check() {
 /// it across restarts (DESIGN.md, Configuration).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generated_api_key_is_kept_in_the_data_dir_across_restarts() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::config_for(&Storage::Local, &dir).await;
-    config.api_key = None;
-    let file = config.data_dir.join("api-key");
-    let s = TestServer::start_with(config, dir).await;
+    let s = TestServer::start_local_with(|config| config.api_key = None).await;
+    let file = s.config.data_dir.join("api-key");
     let key = std::fs::read_to_string(&file).unwrap().trim().to_owned();
     assert_eq!(key.len(), 64, "{key}");
     #[cfg(unix)]
@@ -1209,25 +1206,21 @@ async fn a_generated_api_key_is_kept_in_the_data_dir_across_restarts() {
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "only the owner may read the key file");
     }
-    let upload = |s: &TestServer, key: &str| {
+    async fn upload(s: &TestServer, key: &str) -> reqwest::Response {
         let form = reqwest::multipart::Form::new()
             .part(
                 "file",
                 reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
             )
             .text("path", "k/photo.jpg");
-        s.client
-            .post(s.url("/images/upload"))
-            .header("x-api-key", key)
-            .multipart(form)
-            .send()
-    };
-    assert_eq!(upload(&s, KEY).await.unwrap().status(), 401);
-    assert_eq!(upload(&s, &key).await.unwrap().status(), 200);
+        s.upload_form_with_key(form, key).await
+    }
+    assert_eq!(upload(&s, KEY).await.status(), 401);
+    assert_eq!(upload(&s, &key).await.status(), 200);
     let (config, dir) = s.stop().await;
     let s = TestServer::start_with(config, dir).await;
     assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), key);
-    assert_eq!(upload(&s, &key).await.unwrap().status(), 200);
+    assert_eq!(upload(&s, &key).await.status(), 200);
     s.stop().await;
 }
 
@@ -1235,11 +1228,11 @@ async fn a_generated_api_key_is_kept_in_the_data_dir_across_restarts() {
 /// transformed, nothing is written under cache/, and the ETag is still the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_both_cache_tiers_off_every_request_is_transformed() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::config_for(&Storage::Local, &dir).await;
-    config.cache_max_bytes = 0;
-    config.storage_cache = false;
-    let s = TestServer::start_with(config, dir).await;
+    let s = TestServer::start_local_with(|config| {
+        config.cache_max_bytes = 0;
+        config.storage_cache = false;
+    })
+    .await;
     s.upload("o/photo.jpg", fixture("large_image.jpg")).await;
     let q = "/images/resize/o/photo.jpg?width=60&format=png";
     let mut etags = Vec::new();
@@ -1265,11 +1258,11 @@ async fn with_both_cache_tiers_off_every_request_is_transformed() {
 /// Memory entries live CACHE_TTL_SECS: a hit within it, a new transformation after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_entries_expire_after_cache_ttl_secs() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::config_for(&Storage::Local, &dir).await;
-    config.cache_ttl_secs = 1;
-    config.storage_cache = false;
-    let s = TestServer::start_with(config, dir).await;
+    let s = TestServer::start_local_with(|config| {
+        config.cache_ttl_secs = 1;
+        config.storage_cache = false;
+    })
+    .await;
     s.upload("e/photo.jpg", fixture("large_image.jpg")).await;
     let q = "/images/resize/e/photo.jpg?width=70&format=png";
     assert_eq!(s.get(q).await.headers()["x-cache"], "MISS");

@@ -105,6 +105,14 @@ impl TestServer {
         Self::start_with(config, dir).await
     }
 
+    /// Starts on local storage with the test defaults changed by `configure`.
+    pub async fn start_local_with(configure: impl FnOnce(&mut Config)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config_for(&Storage::Local, &dir).await;
+        configure(&mut config);
+        Self::start_with(config, dir).await
+    }
+
     pub async fn start_with(config: Config, dir: tempfile::TempDir) -> Self {
         Self::start_serving(config, dir, None).await
     }
@@ -165,9 +173,18 @@ impl TestServer {
 
     /// Posts a multipart upload with the key and returns the response, whatever its status.
     pub async fn upload_form(&self, form: reqwest::multipart::Form) -> reqwest::Response {
+        self.upload_form_with_key(form, KEY).await
+    }
+
+    /// [`Self::upload_form`] with another API key.
+    pub async fn upload_form_with_key(
+        &self,
+        form: reqwest::multipart::Form,
+        key: &str,
+    ) -> reqwest::Response {
         self.client
             .post(self.url("/images/upload"))
-            .header("x-api-key", KEY)
+            .header("x-api-key", key)
             .multipart(form)
             .send()
             .await
