@@ -1139,9 +1139,10 @@ async fn metrics_count_requests_cache_results_and_transforms() {
             1.0,
         ),
         (format!("image_server_http_request_duration_seconds_count{{{resize}}}"), 3.0),
+        // The test's one, and TestServer's readiness check at start.
         (
             r#"image_server_http_requests_total{method="GET",route="/admin/health",status="200"}"#.to_owned(),
-            1.0,
+            2.0,
         ),
         // No route at all: one series, whatever the path.
         (

@@ -144,7 +144,7 @@ impl TestServer {
                 let _ = rx.await;
             },
         ));
-        Self {
+        let server = Self {
             base,
             client: reqwest::Client::new(),
             store,
@@ -152,7 +152,12 @@ impl TestServer {
             config,
             shutdown: Some(tx),
             task: Some(task),
-        }
+        };
+        // The listener is bound, but start-up (the API key file, the store) runs in the task:
+        // a first answer means it is done.
+        let health = server.get("/admin/health").await;
+        assert!(health.status().is_success(), "{}", health.status());
+        server
     }
 
     /// Stops the server gracefully and returns its temp dir and config for a restart.
