@@ -62,6 +62,9 @@ pub enum ChatScript {
     ForbiddenSql,
     /// Queries on every step and never answers (to meet the step cap).
     KeepQuerying,
+    /// A hostile model (or a prompt injection obeyed): runs the text after the last `SQL: ` in
+    /// the user's messages as its query, then answers `Result: <tool result>`.
+    QuestionAsSql,
 }
 
 /// The chat tool the double expects.
@@ -172,7 +175,8 @@ impl Drop for ScriptedModel {
 /// One step of the conversation, normalized from either wire format.
 #[derive(Debug, Clone)]
 enum Item {
-    User,
+    /// A user message, with its text.
+    User(String),
     Call {
         id: String,
         name: String,
@@ -375,6 +379,20 @@ fn decide_chat(script: ChatScript, items: &[Item]) -> Decision {
         (ChatScript::ForbiddenSql, Some((content, _))) => {
             Decision::Text(format!("The database refused my query: {content}"))
         }
+        (ChatScript::QuestionAsSql, None) => {
+            let sql = items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::User(text) => text.rsplit_once("SQL: ").map(|(_, sql)| sql),
+                    _ => None,
+                })
+                .next_back()
+                .unwrap_or("SELECT 'no SQL: in the question'");
+            call(sql)
+        }
+        (ChatScript::QuestionAsSql, Some((content, _))) => {
+            Decision::Text(format!("Result: {content}"))
+        }
     }
 }
 
@@ -532,7 +550,9 @@ async fn anthropic(
         pending.clear();
         for b in blocks {
             match b["type"].as_str() {
-                Some("text") if m["role"] == "user" => items.push(Item::User),
+                Some("text") if m["role"] == "user" => items.push(Item::User(
+                    b["text"].as_str().unwrap_or_default().to_owned(),
+                )),
                 Some("tool_use") => {
                     let id = b["id"].as_str().unwrap_or_default().to_owned();
                     pending.push(id.clone());
@@ -703,7 +723,15 @@ async fn openai(
             );
         }
         match role {
-            "user" => items.push(Item::User),
+            "user" => items.push(Item::User(match &m["content"] {
+                Value::String(t) => t.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            })),
             "assistant" => {
                 for c in m["tool_calls"].as_array().cloned().unwrap_or_default() {
                     let id = c["id"].as_str().unwrap_or_default().to_owned();
@@ -830,7 +858,7 @@ mod tests {
 
     #[test]
     fn reviewer_calls_git_diff_first() {
-        let d = decide(&Behavior::Reviewer, &[Item::User], &[], true);
+        let d = decide(&Behavior::Reviewer, &[Item::User(String::new())], &[], true);
         assert_eq!(
             d,
             Decision::Call {

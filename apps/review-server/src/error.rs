@@ -31,6 +31,9 @@ pub enum ApiError {
     /// 422 `{"error": msg}` naming the field.
     #[error("{0}")]
     Unprocessable(String),
+    /// 429 `{"error": msg}`: a concurrency cap is reached (chat turns).
+    #[error("{0}")]
+    TooManyRequests(String),
     /// 500 `{"error":"internal error"}`; the cause is logged.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -51,6 +54,7 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m.clone()),
             ApiError::NotFound => return (StatusCode::NOT_FOUND, "Not found").into_response(),
             ApiError::Unprocessable(m) => (StatusCode::UNPROCESSABLE_ENTITY, m.clone()),
+            ApiError::TooManyRequests(m) => (StatusCode::TOO_MANY_REQUESTS, m.clone()),
             ApiError::Internal(e) => {
                 tracing::error!(error = format!("{e:#}"), "request failed");
                 (

@@ -380,7 +380,7 @@ async fn rejected_sql_arrives_as_text_in_the_stream_and_the_database_is_unchange
             .unwrap();
         let error = output["output"]["error"].as_str().unwrap();
         assert!(
-            error.starts_with("query refused: only one read-only SELECT"),
+            error.starts_with("query refused: only reads are allowed"),
             "{error}"
         );
         assert!(
@@ -594,4 +594,131 @@ fn files_under(dir: &std::path::Path) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+// ---- the chat tool's guard, through the real binary (docs/security.md) -------------------
+
+const CANARY_KEY: &str = "sk-canary-settings-0123456789abcdef";
+
+/// Peak resident memory of a process, in KiB (Linux `VmHWM`).
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_hostile_query_never_reads_the_settings_table_nor_runs_a_second_statement() {
+    let chat = start(
+        Behavior::Chat(ChatScript::QuestionAsSql),
+        "anthropic/claude-test",
+        true,
+    )
+    .await;
+    let r = chat
+        .server
+        .http
+        .put(format!("{}/api/settings", chat.server.url))
+        .json(&json!({ "third_api_key": CANARY_KEY }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let pwn = chat.server.data_dir.join("pwn.db");
+    let p = pwn.display();
+    let payloads = [
+        format!("SELECT $1(;);ATTACH DATABASE '{p}' AS pwn"),
+        format!("SELECT :a(;);ATTACH DATABASE '{p}' AS pwn"),
+        format!("SELECT @a(;);ATTACH DATABASE '{p}' AS pwn"),
+        format!("SELECT 1 /* ; */ ; ATTACH DATABASE '{p}' AS pwn"),
+        format!("SELECT 1 -- x\n; ATTACH DATABASE '{p}' AS pwn"),
+        "SELECT $1(;);SELECT value FROM settings".to_owned(),
+        "SELECT value FROM settings".to_owned(),
+        "SELECT count(*) FROM settings".to_owned(),
+        "WITH s AS (SELECT * FROM settings) SELECT * FROM s".to_owned(),
+        "SELECT (SELECT group_concat(value) FROM settings)".to_owned(),
+        "SELECT sql FROM sqlite_master".to_owned(),
+        "SELECT * FROM pragma_table_info('settings')".to_owned(),
+        "SELECT name, pgsize FROM dbstat".to_owned(),
+        format!("ATTACH DATABASE '{p}' AS pwn"),
+        "PRAGMA query_only = OFF".to_owned(),
+    ];
+    for sql in &payloads {
+        let s = chat.ask(&question(&format!("SQL: {sql}"))).await;
+        let input = s
+            .parts
+            .iter()
+            .find(|p| p["type"] == "tool-input-available")
+            .unwrap_or_else(|| panic!("{sql}: no tool call in {:?}", s.parts));
+        assert_eq!(input["input"]["sql"], json!(sql), "{sql}");
+        let output = s
+            .parts
+            .iter()
+            .find(|p| p["type"] == "tool-output-available")
+            .unwrap();
+        assert!(
+            output["output"]["error"].is_string(),
+            "{sql} was answered: {output}"
+        );
+        assert!(!s.text().contains(CANARY_KEY), "{sql}");
+    }
+    assert!(!pwn.exists(), "an ATTACH ran");
+    for request in chat.model.requests() {
+        assert!(
+            !request.to_string().contains(CANARY_KEY),
+            "the key reached the model provider"
+        );
+    }
+    // The schema the model is told about stays readable.
+    let s = chat
+        .ask(&question("SQL: SELECT count(*) FROM reviews"))
+        .await;
+    assert!(
+        s.text()
+            .ends_with(r#"Result: {"columns":["count(*)"],"rows":[[0]],"truncated":false}"#),
+        "{}",
+        s.text()
+    );
+}
+
+#[tokio::test]
+async fn a_query_built_to_exhaust_memory_is_bounded() {
+    let chat = start(
+        Behavior::Chat(ChatScript::QuestionAsSql),
+        "anthropic/claude-test",
+        true,
+    )
+    .await;
+    let pid = chat.server.child.id();
+    let before = peak_rss_kib(pid);
+    for sql in [
+        "SELECT printf('%.*c', 500000000, 'x')",
+        "SELECT length(printf('%.*c', 600000000, 'y'))",
+        "SELECT randomblob(1000000000)",
+        "SELECT zeroblob(1000000000)",
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT length(group_concat('xxxxxxxxxx')) FROM c",
+    ] {
+        let s = chat.ask(&question(&format!("SQL: {sql}"))).await;
+        let output = s
+            .parts
+            .iter()
+            .find(|p| p["type"] == "tool-output-available")
+            .unwrap();
+        let o = &output["output"];
+        let bounded = o["error"].as_str().is_some_and(|e| e.contains("too big"))
+            || o["rows"] == json!([[null]]);
+        assert!(bounded, "{sql}: {o}");
+    }
+    let after = peak_rss_kib(pid);
+    println!(
+        "peak RSS of review-server: {before} KiB before the allocation queries, {after} KiB after"
+    );
+    // Each query alone once took the server from 19 MB to 605 MB; now no value passes 1 MiB.
+    assert!(
+        after < before + 64 * 1024,
+        "peak RSS grew from {before} KiB to {after} KiB"
+    );
 }

@@ -3,15 +3,18 @@
 //! timestamps are integer epoch seconds, `enabled` is 0/1. Multi-row writes run in explicit
 //! transactions so a failure never leaves a half-written record.
 
+mod deliveries;
 mod read_query;
 mod rows;
 mod skills;
 mod stats;
 
+pub use deliveries::DELIVERY_WINDOW_SECS;
 pub use stats::*;
 
 pub use read_query::{
-    HIDDEN_TABLES, READ_QUERY_CELL_CHARS, READ_QUERY_MAX_ROWS, READ_QUERY_TIMEOUT, ReadQueryResult,
+    HIDDEN_TABLES, READ_QUERY_CELL_CHARS, READ_QUERY_MAX_ROWS, READ_QUERY_MAX_SQL_BYTES,
+    READ_QUERY_MAX_VALUE_BYTES, READ_QUERY_TIMEOUT, REFUSED_FUNCTIONS, ReadQueryResult,
 };
 pub use skills::NewSkill;
 
@@ -36,6 +39,10 @@ pub enum StoreError {
     /// ([`Store::read_query`]); the message says what to change.
     #[error("query refused: {0}")]
     QueryRefused(String),
+    /// SQLite rejected a read-only query ([`Store::read_query`]): syntax, unknown column, a
+    /// value over [`READ_QUERY_MAX_VALUE_BYTES`]; the message is SQLite's.
+    #[error("query failed: {0}")]
+    Query(String),
     /// A read-only query ran longer than [`READ_QUERY_TIMEOUT`] and was interrupted.
     #[error("query interrupted after {} s: make it cheaper (filter, aggregate or add a LIMIT)", .0.as_secs())]
     QueryTimeout(Duration),
@@ -70,9 +77,8 @@ pub struct Completion {
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
-    /// Options of the read-only connections of [`Store::read_query`]: the same database
-    /// opened with `mode=ro` and `PRAGMA query_only = ON`.
-    read_only: SqliteConnectOptions,
+    /// Where the guarded read-only connections of [`Store::read_query`] open the database.
+    chat_db: read_query::ChatDatabase,
 }
 
 const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
@@ -86,9 +92,8 @@ impl Store {
             url: url.to_owned(),
             message: e.to_string(),
         })?;
-        // Cloned before the writer's settings, so an in-memory database (a shared-cache name)
-        // is the same database for both.
-        let read_only = read_query::read_only_options(base.clone());
+        // An in-memory database is a shared-cache name: the chat connection opens the same one.
+        let chat_db = read_query::ChatDatabase::from_options(&base);
         let opts = base
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -101,7 +106,7 @@ impl Store {
             .connect_with(opts)
             .await?;
         sqlx::migrate!("../../migrations").run(&pool).await?;
-        Ok(Self { pool, read_only })
+        Ok(Self { pool, chat_db })
     }
 
     /// The pool, for read-only queries of other modules of this crate's users (tests).

@@ -105,6 +105,7 @@ pub struct ChatPart {
         (status = 200, description = "AI SDK v5 UI message stream: `data: <json part>` frames ending with `data: [DONE]`",
             content_type = "text/event-stream", body = String),
         (status = 400, description = "no API key for the model, no usable question, or a question over 4000 characters", body = ErrorBody),
+        (status = 429, description = "CHAT_MAX_CONCURRENT chat turns are already running", body = ErrorBody),
         (status = 422, description = "the body breaks the schema; error names the field", body = ErrorBody)))]
 pub async fn chat(
     State(app): State<AppState>,
@@ -119,6 +120,12 @@ pub async fn chat(
             "{e}: set the agent_model setting or AGENT_MODEL to <provider>/<model>"
         ))
     })?;
+    let Ok(permit) = app.chat_turns.clone().try_acquire_owned() else {
+        return Err(ApiError::TooManyRequests(format!(
+            "{} chat turns are already running (CHAT_MAX_CONCURRENT); try again when one ends",
+            app.config.chat_max_concurrent.max(1)
+        )));
+    };
     let providers = app.provider_settings().await?;
     let chat = match Chat::new(&providers, spec, questions) {
         Ok(chat) => chat,
@@ -127,16 +134,18 @@ pub async fn chat(
         }
         Err(e) => return Err(ApiError::Internal(e.into())),
     };
-    Ok(stream(&app, chat))
+    Ok(stream(&app, chat, permit))
 }
 
 /// Starts the turn in its own task and answers with its parts as they come, then `[DONE]`.
-fn stream(app: &AppState, chat: Chat) -> Response {
+/// The turn holds `permit` (one of CHAT_MAX_CONCURRENT) until it ends.
+fn stream(app: &AppState, chat: Chat, permit: tokio::sync::OwnedSemaphorePermit) -> Response {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<UiPart>();
     let cancel = app.shutdown.child_token();
     let cancel_on_drop = cancel.clone().drop_guard();
     let db = ReadOnlyQueries(app.records.store.clone());
     tokio::spawn(async move {
+        let _permit = permit;
         let outcome = chat
             .run(
                 &db,
