@@ -172,6 +172,22 @@ pub struct Config {
     /// callback URL; default: the request's Host (and X-Forwarded-Proto/-Host) headers.
     #[arg(long, env = "AUTH_URL")]
     pub auth_url: Option<String>,
+    /// Chat turns (POST /api/chat) running at once; more are answered 429.
+    #[arg(long, env = "CHAT_MAX_CONCURRENT", default_value_t = 4)]
+    pub chat_max_concurrent: usize,
+    /// Most input plus output tokens one review may use; the review_max_tokens setting
+    /// overrides it. Unset: no limit (docs/security.md, "Review budget").
+    #[arg(long, env = "REVIEW_MAX_TOKENS")]
+    pub review_max_tokens: Option<i64>,
+    /// Most cost one review may reach, in the units of ReviewRow.cost (USD); the
+    /// review_max_cost setting overrides it. Unset: no limit.
+    #[arg(long, env = "REVIEW_MAX_COST")]
+    pub review_max_cost: Option<f64>,
+    /// Host names the API answers besides IP literals, `localhost` and AUTH_URL's host,
+    /// comma-separated (`*`: any, when a proxy in front checks Host). Other Host headers get
+    /// 403, which stops DNS rebinding (docs/security.md, HTTP).
+    #[arg(long, env = "ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Config {

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod guard;
 pub mod improver;
 pub mod models;
 pub mod pipeline;
@@ -73,6 +74,8 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
         shutdown: agent::CancellationToken::new(),
         retries,
         auth: auth::Auth::from_config(&config).map(Arc::new),
+        chat_turns: Arc::new(Semaphore::new(config.chat_max_concurrent.max(1))),
+        hosts: guard::HostPolicy::new(config.auth_url.as_deref(), &config.allowed_hosts),
         config,
     };
     let app = Arc::new(app);

@@ -4,11 +4,11 @@
 
 use crate::config::Config;
 use crate::records::Records;
-use agent::{CancellationToken, Catalog, ProviderSettings, TranscriptStore};
+use agent::{Budget, CancellationToken, Catalog, ProviderSettings, TranscriptStore};
 use forge::Forge;
 use git_cache::GitCache;
 use secrecy::SecretString;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
@@ -72,6 +72,10 @@ pub struct App {
     pub retries: tokio::sync::mpsc::UnboundedSender<crate::pipeline::RetryRequest>,
     /// The OAuth gate; `None` when OAuth is not configured and the API is open (spec section 5).
     pub auth: Option<Arc<crate::auth::Auth>>,
+    /// CHAT_MAX_CONCURRENT permits, one per running chat turn.
+    pub chat_turns: Arc<Semaphore>,
+    /// The Host allow-list of the request guard (AUTH_URL and ALLOWED_HOSTS).
+    pub hosts: crate::guard::HostPolicy,
 }
 
 impl App {
@@ -130,6 +134,41 @@ impl App {
             agent_model.as_deref(),
             &self.config.agent_model,
         ))
+    }
+
+    /// The budget of a review (docs/security.md, "Review budget"): the review_max_tokens and
+    /// review_max_cost settings (in `settings`, the stored settings) win over REVIEW_MAX_TOKENS
+    /// and REVIEW_MAX_COST; a stored value that does not parse is ignored with a warning.
+    pub fn review_budget(&self, settings: &BTreeMap<String, String>) -> Budget {
+        fn stored<T: std::str::FromStr>(
+            settings: &BTreeMap<String, String>,
+            key: &str,
+        ) -> Option<T> {
+            let text = settings.get(key)?.trim();
+            let parsed = text.parse().ok();
+            if parsed.is_none() {
+                tracing::warn!(
+                    key,
+                    value = text,
+                    "ignoring a budget setting that is not a number"
+                );
+            }
+            parsed
+        }
+        let (max_tokens, tokens_source) = match stored::<i64>(settings, "review_max_tokens") {
+            Some(n) => (Some(n), "review_max_tokens setting"),
+            None => (self.config.review_max_tokens, "REVIEW_MAX_TOKENS"),
+        };
+        let (max_cost, cost_source) = match stored::<f64>(settings, "review_max_cost") {
+            Some(c) => (Some(c), "review_max_cost setting"),
+            None => (self.config.review_max_cost, "REVIEW_MAX_COST"),
+        };
+        Budget {
+            max_tokens,
+            max_cost,
+            tokens_source: tokens_source.to_owned(),
+            cost_source: cost_source.to_owned(),
+        }
     }
 
     /// Provider endpoints and keys for a run: stored settings win, the environment is the

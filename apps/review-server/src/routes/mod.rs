@@ -22,9 +22,6 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
-/// Largest request body: GitHub caps deliveries at 25 MB.
-const BODY_LIMIT: usize = 25 * 1024 * 1024;
-
 /// Every route of the server.
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -46,7 +43,11 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             crate::auth::gate,
         ))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::guard::guard,
+        ))
+        .layer(DefaultBodyLimit::max(crate::guard::WEBHOOK_BODY_LIMIT))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let route = req

@@ -14,11 +14,15 @@
 //! - `installation` and `installation_repositories`: the listed repos are registered.
 //! - anything else (including `ping`) is acknowledged and ignored.
 //!
+//! A delivery whose id was seen in the last 24 hours (GitHub redelivers) is answered 200
+//! `{"ok":true}` and not dispatched again; the ids are kept in the database across restarts.
+//!
 //! The reply is 200 `{"ok":true}` and never waits for a review. A verified body that is not
 //! JSON, or a known event whose payload lacks a field we need, is 400 with the parse error.
 
 use crate::error::ApiError;
 use crate::pipeline::{self, PrJob};
+use crate::records::now;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -91,7 +95,37 @@ pub async fn receive(
         .ok_or_else(|| ApiError::BadRequest("missing X-GitHub-Event header".into()))?
         .to_owned();
     let delivery = header(&headers, &["x-github-delivery", "x-forge-delivery"]).map(str::to_owned);
-    let (repo_name, installation_id) = match serde_json::from_slice::<Envelope>(&body) {
+    // A redelivery (same id within 24 hours) is acknowledged and not dispatched again; the claim
+    // is released when handling fails, so the forge's own redelivery can still go through.
+    if let Some(id) = delivery.as_deref().filter(|d| !d.is_empty()) {
+        if !app.records.store.claim_delivery(id, now()).await? {
+            tracing::debug!(
+                delivery = id,
+                event,
+                "redelivery acknowledged, not dispatched"
+            );
+            return Ok(Json(json!({ "ok": true })));
+        }
+        let handled = dispatch(&app, &event, delivery.as_deref(), &body).await;
+        if handled.is_err()
+            && let Err(e) = app.records.store.release_delivery(id).await
+        {
+            tracing::warn!(delivery = id, error = %e, "cannot release a failed delivery's claim");
+        }
+        return handled;
+    }
+    dispatch(&app, &event, delivery.as_deref(), &body).await
+}
+
+/// Everything after the signature check and the redelivery check: publish webhook:received and
+/// act on the event (see the module docs).
+async fn dispatch(
+    app: &AppState,
+    event: &str,
+    delivery: Option<&str>,
+    body: &[u8],
+) -> Result<Json<Value>, ApiError> {
+    let (repo_name, installation_id) = match serde_json::from_slice::<Envelope>(body) {
         Ok(envelope) => (
             envelope
                 .repository
@@ -109,20 +143,20 @@ pub async fn receive(
     );
     tracing::debug!(event, ?delivery, repo = ?repo_name, "webhook verified");
 
-    match event.as_str() {
+    match event {
         "pull_request" => {
             // Most deliveries of an org-wide install are for repos nobody enabled: register
             // and skip those from the envelope, without reading the rest of the payload.
             if let Some(name) = &repo_name
-                && enabled_repo(&app, name, installation_id).await?.is_none()
+                && enabled_repo(app, name, installation_id).await?.is_none()
             {
                 return Ok(Json(json!({ "ok": true })));
             }
-            pull_request(&app, payload(&event, &body)?).await?
+            pull_request(app, payload(event, body)?).await?
         }
-        "issue_comment" => issue_comment(&app, payload(&event, &body)?).await?,
+        "issue_comment" => issue_comment(app, payload(event, body)?).await?,
         "installation" => {
-            let e: InstallationEvent = payload(&event, &body)?;
+            let e: InstallationEvent = payload(event, body)?;
             if matches!(
                 e.action.as_str(),
                 "created" | "new_permissions_accepted" | "unsuspend"
@@ -135,7 +169,7 @@ pub async fn receive(
             }
         }
         "installation_repositories" => {
-            let e: InstallationRepositoriesEvent = payload(&event, &body)?;
+            let e: InstallationRepositoriesEvent = payload(event, body)?;
             for r in &e.repositories_added {
                 app.records
                     .register_repo(&r.full_name, e.installation.id)

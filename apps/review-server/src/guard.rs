@@ -1,0 +1,364 @@
+//! The request guard in front of every route (docs/security.md, "HTTP"): the Host allow-list
+//! against DNS rebinding, the refusal of cross-site state changes, and the body limit of each
+//! route. It holds whether the OAuth gate is on or off: a page in the operator's own browser
+//! must not be able to read `/api/settings` or spend money through `/api/.../improve`.
+//!
+//! 1. **Host.** Every request but the webhook, the internal route and `/health` must name an
+//!    allowed host: an IP literal (a browser that reached us by IP is same-origin with it, so
+//!    DNS rebinding cannot use one), `localhost`, AUTH_URL's host, or a name in ALLOWED_HOSTS
+//!    (`*` allows any, for a proxy that checks Host itself). Otherwise 403.
+//! 2. **Cross-site writes.** A POST, PUT, PATCH or DELETE under `/api` is refused 403 when its
+//!    `Sec-Fetch-Site` is `cross-site` or its `Origin` is another origin than the Host it was
+//!    sent to (or AUTH_URL's origin). Requests without either header (curl, server-to-server)
+//!    pass: browsers always send `Origin` on cross-origin writes.
+//! 3. **Body size.** 25 MiB for the webhook (GitHub's cap), 1 MiB for everything else; over
+//!    it, 413 `{"error": ...}` before the handler runs.
+//!
+//! The webhook and the internal route are exempt from 1 and 2: the forge sends its own Host,
+//! and the internal route has its own secret and loopback check. `/health` is exempt from 1
+//! because orchestrators probe it by pod IP or service name.
+
+use crate::state::AppState;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::json;
+use std::net::IpAddr;
+
+/// Largest webhook delivery: GitHub caps payloads at 25 MiB.
+pub const WEBHOOK_BODY_LIMIT: usize = 25 * 1024 * 1024;
+
+/// Largest body of every other route (`/api` JSON, the internal findings route): 1 MiB.
+pub const API_BODY_LIMIT: usize = 1024 * 1024;
+
+/// The hosts a request may name besides IP literals and `localhost`: AUTH_URL's host and
+/// ALLOWED_HOSTS, lower-cased, without ports.
+#[derive(Debug, Clone, Default)]
+pub struct HostPolicy {
+    names: Vec<String>,
+    any: bool,
+    /// AUTH_URL's origin (`scheme://host[:port]`, lower-cased), accepted as `Origin`.
+    public_origin: Option<String>,
+}
+
+impl HostPolicy {
+    /// From AUTH_URL and ALLOWED_HOSTS (entries may carry a port or a scheme; both are
+    /// ignored, as the check compares host names).
+    pub fn new(auth_url: Option<&str>, allowed_hosts: &[String]) -> Self {
+        let mut names = Vec::new();
+        let mut any = false;
+        for entry in allowed_hosts {
+            let entry = entry.trim();
+            if entry == "*" {
+                any = true;
+            } else if let Some(host) = host_name(strip_scheme(entry)) {
+                names.push(host);
+            }
+        }
+        let public_origin = auth_url.and_then(origin_of);
+        if let Some(host) = public_origin
+            .as_deref()
+            .and_then(|o| host_name(strip_scheme(o)))
+        {
+            names.push(host);
+        }
+        HostPolicy {
+            names,
+            any,
+            public_origin,
+        }
+    }
+
+    /// Whether a request naming `host` (a Host header value) is let through.
+    pub fn allows(&self, host: &str) -> bool {
+        let Some(name) = host_name(host) else {
+            return false;
+        };
+        self.any || name == "localhost" || is_ip_literal(&name) || self.names.contains(&name)
+    }
+}
+
+/// Middleware applying rules 1-3 of the module docs.
+pub async fn guard(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let exempt = path.starts_with("/webhook/") || path.starts_with("/internal/");
+    if !exempt && path != "/health" {
+        let host = request_host(&req);
+        if !app.hosts.allows(host.unwrap_or_default()) {
+            let shown: String = host.unwrap_or("(none)").chars().take(100).collect();
+            return refuse(
+                StatusCode::FORBIDDEN,
+                format!("host {shown:?} is not allowed: add it to ALLOWED_HOSTS (or set AUTH_URL)"),
+            );
+        }
+    }
+    if !exempt
+        && is_api(path)
+        && is_write(req.method())
+        && let Some(why) = cross_site(req.headers(), request_host(&req), &app.hosts)
+    {
+        return refuse(StatusCode::FORBIDDEN, why);
+    }
+    let limit = if path.starts_with("/webhook/") {
+        WEBHOOK_BODY_LIMIT
+    } else {
+        API_BODY_LIMIT
+    };
+    match limit_body(req, limit).await {
+        Ok(req) => next.run(req).await,
+        Err(resp) => resp,
+    }
+}
+
+fn is_api(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
+}
+
+fn is_write(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// The host the request was sent to: the Host header, else the URI's authority (HTTP/2).
+fn request_host(req: &Request) -> Option<&str> {
+    req.headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()))
+}
+
+/// Why a write is cross-site, or `None` when it is not (rule 2).
+fn cross_site(headers: &HeaderMap, host: Option<&str>, hosts: &HostPolicy) -> Option<String> {
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if fetch_site.eq_ignore_ascii_case("cross-site") {
+        return Some("cross-site request refused (Sec-Fetch-Site: cross-site)".into());
+    }
+    let origin = headers.get(header::ORIGIN)?;
+    let Some(origin) = origin.to_str().ok().and_then(origin_of) else {
+        return Some("cross-site request refused: the Origin is opaque or malformed".into());
+    };
+    if hosts.public_origin.as_deref() == Some(origin.as_str()) {
+        return None;
+    }
+    let (scheme, authority) = origin.split_once("://")?;
+    let same = host.is_some_and(|h| {
+        with_default_port(authority, scheme) == with_default_port(&h.to_ascii_lowercase(), scheme)
+    });
+    (!same).then(|| {
+        let shown: String = origin.chars().take(100).collect();
+        format!("cross-site request refused: Origin {shown} is not this server's origin")
+    })
+}
+
+/// `scheme://host[:port]` of a URL or origin, lower-cased; `None` for `null` or a value
+/// that is not an http(s) origin.
+fn origin_of(url: &str) -> Option<String> {
+    let url = url.trim().to_ascii_lowercase();
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if authority.is_empty() || authority.contains(['@', ' ', '\t']) {
+        return None;
+    }
+    Some(format!("{scheme}://{authority}"))
+}
+
+fn with_default_port(authority: &str, scheme: &str) -> String {
+    let has_port = match authority.rfind(':') {
+        Some(i) => !authority[i..].contains(']'),
+        None => false,
+    };
+    if has_port {
+        authority.to_owned()
+    } else {
+        let port = if scheme == "https" { 443 } else { 80 };
+        format!("{authority}:{port}")
+    }
+}
+
+fn strip_scheme(entry: &str) -> &str {
+    entry.split_once("://").map_or(entry, |(_, rest)| rest)
+}
+
+/// The host name of a Host value (`name`, `name:port`, `[v6]`, `[v6]:port`), lower-cased,
+/// without a trailing dot; `None` when empty or not a plausible host.
+fn host_name(host: &str) -> Option<String> {
+    let host = host.trim().split('/').next()?.to_ascii_lowercase();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        format!("[{}]", rest.split(']').next()?)
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name.to_owned(),
+            Some(_) => return None,
+            None => host,
+        }
+    };
+    let name = name.trim_end_matches('.').to_owned();
+    let plausible = !name.is_empty()
+        && name.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':')
+        });
+    plausible.then_some(name)
+}
+
+fn is_ip_literal(name: &str) -> bool {
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<IpAddr>().is_ok()
+}
+
+/// Bytes of an over-limit body read and dropped before the 413 is sent, so the client,
+/// still sending, sees the answer instead of a reset connection (as nginx's lingering close).
+const DRAIN_MAX: u64 = 32 * 1024 * 1024;
+
+/// Longest wait for an over-limit body to drain.
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The request with its body read into memory, at most `limit` bytes; a longer body is a 413
+/// (rule 3), whether its Content-Length says so up front or it streams past the limit.
+async fn limit_body(req: Request, limit: usize) -> Result<Request, Response> {
+    let too_large = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body too large: at most {limit} bytes"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let (parts, body) = req.into_parts();
+    if declared.is_some_and(|n| n > limit as u64) {
+        drain(body).await;
+        return Err(too_large());
+    }
+    let mut body = body.into_data_stream();
+    let mut buffered = bytes::BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| {
+            refuse(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the request body: {e}"),
+            )
+        })?;
+        if buffered.len() + chunk.len() > limit {
+            drain(Body::from_stream(body)).await;
+            return Err(too_large());
+        }
+        buffered.extend_from_slice(&chunk);
+    }
+    Ok(Request::from_parts(parts, Body::from(buffered.freeze())))
+}
+
+/// Reads and drops up to [`DRAIN_MAX`] bytes of `body` within [`DRAIN_TIMEOUT`].
+async fn drain(body: Body) {
+    let mut stream = body.into_data_stream();
+    let mut seen = 0u64;
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while let Some(Ok(chunk)) = stream.next().await {
+            seen += chunk.len() as u64;
+            if seen > DRAIN_MAX {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(json!({ "error": message }))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> HostPolicy {
+        HostPolicy::new(
+            Some("https://reviews.example.com/"),
+            &[
+                "review.internal:8080".into(),
+                "https://ops.example.org".into(),
+            ],
+        )
+    }
+
+    #[test]
+    fn loopback_ip_literals_auth_url_and_listed_hosts_are_allowed() {
+        let p = policy();
+        for host in [
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:3000",
+            "[::1]:8080",
+            "10.1.2.3:8080",
+            "reviews.example.com",
+            "reviews.example.com.",
+            "review.internal:9999",
+            "ops.example.org",
+        ] {
+            assert!(p.allows(host), "{host}");
+        }
+        for host in [
+            "",
+            "evil.example",
+            "rebind.evil.example:8080",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "reviews.example.com.evil",
+            "a b",
+            "host:port",
+        ] {
+            assert!(!p.allows(host), "{host}");
+        }
+        assert!(HostPolicy::new(None, &["*".into()]).allows("anything.example"));
+    }
+
+    #[test]
+    fn writes_from_another_origin_are_cross_site() {
+        let p = policy();
+        let headers = |pairs: &[(&'static str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, v.parse().unwrap());
+            }
+            h
+        };
+        let host = Some("127.0.0.1:8080");
+        for same in [
+            headers(&[]),
+            headers(&[("origin", "http://127.0.0.1:8080")]),
+            headers(&[("sec-fetch-site", "same-origin")]),
+            headers(&[("origin", "https://reviews.example.com")]),
+        ] {
+            assert_eq!(cross_site(&same, host, &p), None, "{same:?}");
+        }
+        for other in [
+            headers(&[("origin", "http://evil.example")]),
+            headers(&[("origin", "http://127.0.0.1:9999")]),
+            headers(&[("origin", "null")]),
+            headers(&[("sec-fetch-site", "cross-site")]),
+        ] {
+            assert!(cross_site(&other, host, &p).is_some(), "{other:?}");
+        }
+        // Default ports are the same origin.
+        assert_eq!(
+            cross_site(
+                &headers(&[("origin", "https://reviews.example.com")]),
+                Some("reviews.example.com:443"),
+                &HostPolicy::default()
+            ),
+            None
+        );
+    }
+}
