@@ -53,14 +53,23 @@ struct Inner {
     commits: HashMap<String, Vec<Commit>>,
     /// The App's OAuth client id and secret (`/login/oauth/access_token`).
     oauth_client: Option<(String, String)>,
-    /// Unused authorization codes -> login.
-    oauth_codes: HashMap<String, String>,
+    /// Unused authorization codes -> the grant they stand for.
+    oauth_codes: HashMap<String, OAuthGrant>,
+    /// The login GitHub's authorize page approves as (`GET /login/oauth/authorize`).
+    oauth_login: Option<String>,
     /// User tokens -> login (`GET /user`).
     user_tokens: HashMap<String, String>,
     /// Inline review comments and replies by `owner/repo#number`, oldest first.
     pull_comments: HashMap<String, Vec<Value>>,
     /// Files written through PUT contents, by `owner/repo:branch:path`.
     written_files: HashMap<String, Vec<u8>>,
+}
+
+/// An authorization code's grant: who approved, and the PKCE challenge of the authorize
+/// request, which the code exchange must then answer with its verifier.
+struct OAuthGrant {
+    login: String,
+    code_challenge: Option<String>,
 }
 
 #[derive(Clone)]
@@ -109,6 +118,7 @@ impl FakeForge {
             .route("/repos/{o}/{r}/pulls/{n}/comments", get(list_pull_comments))
             .route("/repos/{o}/{r}/git/refs", post(create_ref))
             .route("/repos/{o}/{r}/pulls", post(create_pull))
+            .route("/login/oauth/authorize", get(oauth_authorize))
             .route("/login/oauth/access_token", post(oauth_access_token))
             .route("/user", get(oauth_user))
             .fallback(|| async { (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))) })
@@ -186,18 +196,37 @@ impl FakeForge {
     }
 
     /// What GitHub's authorize page does once `login` approves: an authorization code, valid
-    /// once, for the callback's `code` parameter.
+    /// once, for the callback's `code` parameter (an authorize request without PKCE).
     pub fn approve_oauth(&self, login: &str) -> String {
+        self.grant(login, None)
+    }
+
+    /// [`FakeForge::approve_oauth`] for an authorize request that carried a PKCE
+    /// `code_challenge` (method S256): the exchange must send the matching `code_verifier`, as
+    /// GitHub requires.
+    pub fn approve_oauth_pkce(&self, login: &str, code_challenge: &str) -> String {
+        self.grant(login, Some(code_challenge.to_owned()))
+    }
+
+    /// The login the browser-facing `GET /login/oauth/authorize` approves as: it then
+    /// redirects straight back to `redirect_uri` with a code and the state, as GitHub does
+    /// for a user who already authorized the App.
+    pub fn set_oauth_login(&self, login: &str) {
+        self.shared.inner.lock().unwrap().oauth_login = Some(login.to_owned());
+    }
+
+    fn grant(&self, login: &str, code_challenge: Option<String>) -> String {
         let code = format!(
             "code_{}",
             self.shared.next_id.fetch_add(1, Ordering::SeqCst)
         );
-        self.shared
-            .inner
-            .lock()
-            .unwrap()
-            .oauth_codes
-            .insert(code.clone(), login.to_owned());
+        self.shared.inner.lock().unwrap().oauth_codes.insert(
+            code.clone(),
+            OAuthGrant {
+                login: login.to_owned(),
+                code_challenge,
+            },
+        );
         code
     }
 
@@ -718,7 +747,15 @@ async fn oauth_access_token(State(s): State<Shared>, headers: HeaderMap, body: S
         }))
         .into_response();
     }
-    let login = fields.get("code").and_then(|c| inner.oauth_codes.remove(c));
+    let grant = fields.get("code").and_then(|c| inner.oauth_codes.remove(c));
+    let verified = |g: &OAuthGrant| match &g.code_challenge {
+        None => true,
+        Some(challenge) => fields.get("code_verifier").is_some_and(|v| {
+            let digest = <sha2::Sha256 as sha2::Digest>::digest(v.as_bytes());
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest) == *challenge
+        }),
+    };
+    let login = grant.filter(verified).map(|g| g.login);
     let Some(login) = login else {
         return Json(json!({
             "error": "bad_verification_code",
@@ -729,6 +766,61 @@ async fn oauth_access_token(State(s): State<Shared>, headers: HeaderMap, body: S
     let token = format!("ghu_fake_{}", s.next_id.fetch_add(1, Ordering::SeqCst));
     inner.user_tokens.insert(token.clone(), login);
     Json(json!({ "access_token": token, "token_type": "bearer", "scope": "" })).into_response()
+}
+
+/// `GET /login/oauth/authorize` as GitHub answers it for a user who already authorized the
+/// App (the login of [`FakeForge::set_oauth_login`]): 302 to `redirect_uri?code=..&state=..`.
+/// An unknown client, a missing redirect_uri or a `code_challenge_method` other than S256 is
+/// a 400 page; with no login set, 403.
+async fn oauth_authorize(
+    State(s): State<Shared>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let mut inner = s.inner.lock().unwrap();
+    let client_ok = inner
+        .oauth_client
+        .as_ref()
+        .is_some_and(|(id, _)| q.get("client_id") == Some(id));
+    let Some(redirect) = q.get("redirect_uri").filter(|_| client_ok) else {
+        return (StatusCode::BAD_REQUEST, "unknown client or no redirect_uri").into_response();
+    };
+    let challenge = q.get("code_challenge").cloned();
+    if challenge.is_some() && q.get("code_challenge_method").map(String::as_str) != Some("S256") {
+        return (
+            StatusCode::BAD_REQUEST,
+            "code_challenge_method must be S256",
+        )
+            .into_response();
+    }
+    let Some(login) = inner.oauth_login.clone() else {
+        return (
+            StatusCode::FORBIDDEN,
+            "nobody is signed in to the fake forge",
+        )
+            .into_response();
+    };
+    let code = format!("code_{}", s.next_id.fetch_add(1, Ordering::SeqCst));
+    inner.oauth_codes.insert(
+        code.clone(),
+        OAuthGrant {
+            login,
+            code_challenge: challenge,
+        },
+    );
+    let state = q.get("state").cloned().unwrap_or_default();
+    let sep = if redirect.contains('?') { '&' } else { '?' };
+    let enc = |v: &str| {
+        v.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    let location = format!("{redirect}{sep}code={}&state={}", enc(&code), enc(&state));
+    (StatusCode::FOUND, [("location", location)]).into_response()
 }
 
 /// `GET /user` with a user token from the OAuth exchange.

@@ -7,16 +7,18 @@
 //! findings route and everything outside `/api` are never gated (rules 5 and 6).
 //!
 //! Sign-in is the forge App's OAuth authorization-code flow ([`forge::oauth::OAuthApp`]); a
-//! login must be listed in ALLOWED_FORGE_USERS. The session is a cookie signed with a key
-//! derived from AUTH_SECRET (HMAC-SHA256, `cookie` crate) holding the login and an expiry, so
-//! no session table is needed and a restart keeps users signed in.
+//! login must be listed in ALLOWED_FORGE_USERS, and the code exchange is bound to the browser
+//! that started it by PKCE (S256, RFC 7636) as well as the `state`. The session is a cookie
+//! encrypted and authenticated with a key derived from AUTH_SECRET (AES-256-GCM, the `cookie`
+//! crate's private jar) holding the login and an expiry: no session table is needed, a
+//! restart keeps users signed in, and nobody can read the login from the cookie.
 
 use crate::config::Config;
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum_extra::extract::cookie::{Cookie, Key, SameSite, SignedCookieJar};
+use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite};
 use forge::oauth::OAuthApp;
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
@@ -40,10 +42,12 @@ pub struct Session {
     pub expires: i64,
 }
 
-/// A sign-in in progress, as stored in the state cookie.
+/// A sign-in in progress, as stored in the (encrypted) state cookie.
 #[derive(Debug, Serialize, Deserialize)]
 struct PendingSignIn {
     state: String,
+    /// The PKCE code verifier whose S256 challenge went to the authorize URL.
+    pkce_verifier: String,
     /// Same-site path to return to after sign-in.
     return_to: String,
     expires: i64,
@@ -114,8 +118,8 @@ impl Auth {
         self.allowed.contains(&login)
     }
 
-    fn jar(&self, headers: &HeaderMap) -> SignedCookieJar {
-        SignedCookieJar::from_headers(headers, self.key.clone())
+    fn jar(&self, headers: &HeaderMap) -> PrivateCookieJar {
+        PrivateCookieJar::from_headers(headers, self.key.clone())
     }
 
     /// The unexpired session of a request, if its cookie carries a valid signature.
@@ -147,18 +151,22 @@ impl Auth {
         format!("{base}/api/auth/callback/github")
     }
 
-    /// Start a sign-in: the cookie jar with the state cookie set, and the forge's authorize URL.
+    /// Start a sign-in: the cookie jar with the state cookie set (holding the state, the PKCE
+    /// verifier and the return path), and the forge's authorize URL carrying the state and the
+    /// S256 code challenge.
     pub fn begin(
         &self,
         headers: &HeaderMap,
         return_to: Option<&str>,
         now: i64,
-    ) -> Result<(SignedCookieJar, String), forge::ForgeError> {
+    ) -> Result<(PrivateCookieJar, String), forge::ForgeError> {
         let state = hex::encode(rand::random::<[u8; 32]>());
         let callback = self.callback_url(headers);
-        let url = self.oauth.authorize_url(&callback, &state)?;
+        let pkce = forge::oauth::Pkce::new_random();
+        let url = self.oauth.authorize_url(&callback, &state, &pkce)?;
         let pending = PendingSignIn {
             state,
+            pkce_verifier: pkce.verifier().to_owned(),
             return_to: safe_return_path(return_to),
             expires: now + STATE_SECS,
         };
@@ -172,13 +180,14 @@ impl Auth {
     }
 
     /// Check the callback's `state` against the state cookie; returns the jar with the state
-    /// cookie removed and the path to return to. `None`: missing, forged or expired state.
+    /// cookie removed, the path to return to and the PKCE verifier for the code exchange.
+    /// `None`: missing, forged or expired state.
     pub fn take_state(
         &self,
         headers: &HeaderMap,
         state: &str,
         now: i64,
-    ) -> Option<(SignedCookieJar, String)> {
+    ) -> Option<(PrivateCookieJar, String, String)> {
         let jar = self.jar(headers);
         let pending: PendingSignIn = serde_json::from_str(jar.get(STATE_COOKIE)?.value()).ok()?;
         let same = bool::from(subtle::ConstantTimeEq::ct_eq(
@@ -189,17 +198,17 @@ impl Auth {
             return None;
         }
         let jar = jar.remove(Cookie::build(STATE_COOKIE).path("/api/auth"));
-        Some((jar, pending.return_to))
+        Some((jar, pending.return_to, pending.pkce_verifier))
     }
 
     /// `jar` with a session cookie for `login` valid for [`SESSION_SECS`].
     pub fn sign_in(
         &self,
-        jar: SignedCookieJar,
+        jar: PrivateCookieJar,
         headers: &HeaderMap,
         login: &str,
         now: i64,
-    ) -> SignedCookieJar {
+    ) -> PrivateCookieJar {
         let session = Session {
             login: login.to_owned(),
             expires: now + SESSION_SECS,
@@ -212,7 +221,7 @@ impl Auth {
     }
 
     /// `jar` without the session cookie.
-    pub fn sign_out(&self, headers: &HeaderMap) -> SignedCookieJar {
+    pub fn sign_out(&self, headers: &HeaderMap) -> PrivateCookieJar {
         self.jar(headers)
             .remove(Cookie::build(SESSION_COOKIE).path("/"))
     }
@@ -234,12 +243,26 @@ impl Auth {
     }
 }
 
-/// A same-site path to return to after sign-in: absolute paths only (`/...` but not `//...`,
-/// which a browser reads as another host), else `/`.
+/// A same-origin path to return to after sign-in, else `/`: it must start with one `/` (not
+/// `//`, which a browser reads as another host), and hold no backslash, whitespace or control
+/// character (browsers strip tabs and newlines from URLs, so `/\t/evil.example` becomes
+/// `//evil.example`; a newline would also break the Location header). Percent-encoded
+/// forms are decoded once before the check, so `/%09/evil.example` is refused too.
 fn safe_return_path(path: Option<&str>) -> String {
-    match path {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
-        _ => "/".to_owned(),
+    let Some(p) = path else {
+        return "/".to_owned();
+    };
+    let decoded = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
+    let clean = |s: &str| {
+        s.starts_with('/')
+            && !s.starts_with("//")
+            && !s.contains('\\')
+            && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+    };
+    if clean(p) && clean(&decoded) && !decoded[1..].starts_with(['/', '\\']) {
+        p.to_owned()
+    } else {
+        "/".to_owned()
     }
 }
 
@@ -314,5 +337,22 @@ mod tests {
         assert_eq!(safe_return_path(Some("https://evil.example")), "/");
         assert_eq!(safe_return_path(Some("/\\evil.example")), "/");
         assert_eq!(safe_return_path(None), "/");
+        for hostile in [
+            "/\t/evil.example",
+            "/%09/evil.example",
+            "/\n/evil.example",
+            "/%0a/evil.example",
+            "/%0d%0aSet-Cookie:x=1",
+            "/%2f/evil.example",
+            "/%5cevil.example",
+            "/ /evil.example",
+            "/\u{7f}x",
+        ] {
+            assert_eq!(safe_return_path(Some(hostile)), "/", "{hostile:?}");
+        }
+        assert_eq!(
+            safe_return_path(Some("/reviews?status=failed&repo=o%2Fr")),
+            "/reviews?status=failed&repo=o%2Fr"
+        );
     }
 }

@@ -91,7 +91,8 @@ impl Gated {
         let state_cookie = cookies(&r);
         let authorize = location(&r);
         let state = query_param(&authorize, "state");
-        let code = self.forge.approve_oauth(login);
+        let challenge = query_param(&authorize, "code_challenge");
+        let code = self.forge.approve_oauth_pkce(login, &challenge);
         self.get(
             &format!("/api/auth/callback/github?code={code}&state={state}"),
             Some(&state_cookie),
@@ -304,7 +305,10 @@ async fn forged_state_or_cookie_never_opens_the_api() {
     let r = g.sign_in_as("octocat").await;
     let cookie = cookies(&r);
     let (name, value) = cookie.split_once('=').unwrap();
-    let tampered = format!("{name}={}", value.replace("octocat", "mallory"));
+    let mut bytes = value.as_bytes().to_vec();
+    let mid = bytes.len() / 2;
+    bytes[mid] = if bytes[mid] == b'A' { b'B' } else { b'A' };
+    let tampered = format!("{name}={}", String::from_utf8(bytes).unwrap());
     let (status, _, body) = body_text(g.get("/api/repos", Some(&tampered)).await).await;
     assert_eq!((status, body.as_str()), (401, "Unauthorized"));
     let (status, _, body) =
@@ -345,4 +349,130 @@ async fn signing_out_ends_the_session() {
         .find(|c| c.starts_with("review_session="))
         .unwrap();
     assert!(removal.contains("Max-Age=0"), "{removal}");
+}
+
+// ---- sign-in hardening (docs/security.md, Sign-in) --------------------------------------
+
+#[tokio::test]
+async fn the_authorize_redirect_carries_a_pkce_s256_challenge_the_exchange_must_answer() {
+    let g = gated("octocat").await;
+    let r = g.get("/api/auth/signin", None).await;
+    let authorize = location(&r);
+    let challenge = query_param(&authorize, "code_challenge");
+    assert_eq!(challenge.len(), 43, "base64url SHA-256: {authorize}");
+    assert_eq!(query_param(&authorize, "code_challenge_method"), "S256");
+    // A code approved for another challenge (stolen from another browser's sign-in) signs
+    // nobody in: the verifier in this browser's state cookie does not match it.
+    let state_cookie = cookies(&r);
+    let state = query_param(&authorize, "state");
+    let code = g
+        .forge
+        .approve_oauth_pkce("octocat", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+    let r = g
+        .get(
+            &format!("/api/auth/callback/github?code={code}&state={state}"),
+            Some(&state_cookie),
+        )
+        .await;
+    assert_eq!(r.status(), 400);
+    assert!(!cookies(&r).contains("review_session"));
+}
+
+#[tokio::test]
+async fn a_browser_signs_in_through_the_forge_authorize_page() {
+    let g = gated("octocat").await;
+    g.forge.set_oauth_login("octocat");
+    let r = g.get("/api/auth/signin?callbackUrl=/reviews", None).await;
+    let state_cookie = cookies(&r);
+    // The browser follows the redirect to the forge, which redirects back with a code.
+    let r = g.http.get(location(&r)).send().await.unwrap();
+    assert_eq!(r.status(), 302);
+    let callback = location(&r);
+    let path = callback.strip_prefix(&g.server.url).unwrap();
+    let r = g.get(path, Some(&state_cookie)).await;
+    assert_eq!(r.status(), 303, "{:?}", r.text().await);
+    assert_eq!(location(&r), "/reviews");
+    let r = g.get("/api/repos", Some(&cookies(&r))).await;
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn no_cookie_carries_the_login_in_any_encoding() {
+    let g = gated("octocat").await;
+    let r = g.get("/api/auth/signin", None).await;
+    let mut values: Vec<String> = cookies(&r)
+        .split("; ")
+        .map(|c| c.split_once('=').unwrap().1.to_owned())
+        .collect();
+    let r = g.sign_in_as("octocat").await;
+    assert_eq!(r.status(), 303);
+    values.extend(
+        cookies(&r)
+            .split("; ")
+            .map(|c| c.split_once('=').unwrap().1.to_owned()),
+    );
+    assert!(!values.is_empty());
+    use base64::Engine;
+    let engines = [
+        base64::engine::general_purpose::STANDARD,
+        base64::engine::general_purpose::STANDARD_NO_PAD,
+        base64::engine::general_purpose::URL_SAFE,
+        base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    for value in &values {
+        let lower = value.to_ascii_lowercase();
+        let decoded = percent_encoding::percent_decode_str(value)
+            .decode_utf8_lossy()
+            .to_ascii_lowercase();
+        assert!(
+            !lower.contains("octocat") && !decoded.contains("octocat"),
+            "{value}"
+        );
+        assert!(!lower.contains(&hex::encode("octocat")), "{value}");
+        for engine in &engines {
+            // Every alignment of the login inside a base64 text.
+            for pad in 0..3 {
+                let encoded = engine.encode(format!("{}octocat", "x".repeat(pad)));
+                let core = &encoded[(pad * 4).div_ceil(3) + 1..encoded.len().saturating_sub(2)];
+                assert!(!value.contains(core), "{value} holds {core}");
+            }
+            if let Ok(bytes) = engine.decode(decoded.as_bytes()) {
+                let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+                assert!(!text.contains("octocat"), "{value}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn return_paths_with_tabs_newlines_or_other_hosts_go_home() {
+    let g = gated("octocat").await;
+    for hostile in [
+        "/%09/attacker.example/",
+        "/%0a/attacker.example",
+        "/%0d%0aSet-Cookie:%20x=1",
+        "//attacker.example",
+        "/%5Cattacker.example",
+        "/%252f/attacker.example",
+        "https://attacker.example",
+        "/%20/attacker.example",
+    ] {
+        let r = g
+            .get(&format!("/api/auth/signin?callbackUrl={hostile}"), None)
+            .await;
+        assert_eq!(r.status(), 303, "{hostile}");
+        let state_cookie = cookies(&r);
+        let authorize = location(&r);
+        let state = query_param(&authorize, "state");
+        let challenge = query_param(&authorize, "code_challenge");
+        let code = g.forge.approve_oauth_pkce("octocat", &challenge);
+        let r = g
+            .get(
+                &format!("/api/auth/callback/github?code={code}&state={state}"),
+                Some(&state_cookie),
+            )
+            .await;
+        assert_eq!(r.status(), 303, "{hostile}");
+        assert_eq!(location(&r), "/", "{hostile}");
+    }
 }

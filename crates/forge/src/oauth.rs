@@ -5,8 +5,8 @@
 
 use oauth2::basic::BasicClient;
 use oauth2::{
-    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, RedirectUrl,
-    TokenResponse, TokenUrl,
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, TokenResponse, TokenUrl,
 };
 use secrecy::{ExposeSecret, SecretString};
 
@@ -26,27 +26,72 @@ pub struct OAuthApp {
     pub api_url: String,
 }
 
+/// A PKCE pair (RFC 7636, method S256): the challenge goes to the authorize URL, the verifier
+/// stays with the browser that started the sign-in (in its encrypted state cookie) and is
+/// sent with the code exchange, so a stolen code is useless elsewhere.
+#[derive(Debug)]
+pub struct Pkce {
+    challenge: PkceCodeChallenge,
+    verifier: String,
+}
+
+impl Pkce {
+    /// A fresh random verifier (32 random bytes, base64url) and its SHA-256 challenge.
+    pub fn new_random() -> Self {
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        Pkce {
+            challenge,
+            verifier: verifier.secret().to_owned(),
+        }
+    }
+
+    /// The verifier, to keep until the callback.
+    pub fn verifier(&self) -> &str {
+        &self.verifier
+    }
+
+    /// The `code_challenge` parameter: base64url(SHA-256(verifier)), unpadded.
+    pub fn challenge(&self) -> &str {
+        self.challenge.as_str()
+    }
+}
+
 impl OAuthApp {
     fn endpoint(&self, path: &str) -> String {
         format!("{}{path}", self.web_url.trim_end_matches('/'))
     }
 
     /// Where to send the browser: `<web>/login/oauth/authorize?response_type=code&client_id=..
-    /// &state=<state>&redirect_uri=<redirect_uri>`. Errors: a base URL that does not parse.
-    pub fn authorize_url(&self, redirect_uri: &str, state: &str) -> Result<String, ForgeError> {
+    /// &state=<state>&code_challenge=<pkce>&code_challenge_method=S256&redirect_uri=..`.
+    /// Errors: a base URL that does not parse.
+    pub fn authorize_url(
+        &self,
+        redirect_uri: &str,
+        state: &str,
+        pkce: &Pkce,
+    ) -> Result<String, ForgeError> {
         let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
         let client = BasicClient::new(ClientId::new(self.client_id.clone()))
             .set_auth_uri(AuthUrl::new(self.endpoint("/login/oauth/authorize")).map_err(bad)?)
             .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
         let state = state.to_owned();
-        let (url, _) = client.authorize_url(move || CsrfToken::new(state)).url();
+        let (url, _) = client
+            .authorize_url(move || CsrfToken::new(state))
+            .set_pkce_challenge(pkce.challenge.clone())
+            .url();
         Ok(url.to_string())
     }
 
-    /// Exchange the callback's `code` for a user token and return the user's login.
-    /// Errors: [`ForgeError::Api`] when the forge refuses the code (expired, already used,
-    /// wrong client secret), [`ForgeError::Transport`] when it cannot be reached.
-    pub async fn sign_in(&self, code: &str, redirect_uri: &str) -> Result<String, ForgeError> {
+    /// Exchange the callback's `code` (with the PKCE verifier of [`Pkce::verifier`]) for a user
+    /// token and return the user's login. Errors: [`ForgeError::Api`] when the forge refuses
+    /// the code (expired, already used, wrong verifier or client secret),
+    /// [`ForgeError::Transport`] when it cannot be reached.
+    pub async fn sign_in(
+        &self,
+        code: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<String, ForgeError> {
         let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
         let client = BasicClient::new(ClientId::new(self.client_id.clone()))
             .set_client_secret(ClientSecret::new(
@@ -61,6 +106,7 @@ impl OAuthApp {
             .map_err(|e| ForgeError::Transport(e.to_string()))?;
         let token = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
             .request_async(&http)
             .await
             .map_err(|e| ForgeError::Api {
@@ -126,12 +172,17 @@ mod tests {
             web_url: "https://github.com/".into(),
             api_url: "https://api.github.com".into(),
         };
+        let pkce = Pkce::new_random();
         let url = app
             .authorize_url(
                 "https://reviews.example.com/api/auth/callback/github",
                 "xyz",
+                &pkce,
             )
             .unwrap();
+        assert!(url.contains(&format!("code_challenge={}", pkce.challenge())));
+        assert!(url.contains("code_challenge_method=S256"));
+        assert!(!url.contains(pkce.verifier()));
         assert!(url.starts_with("https://github.com/login/oauth/authorize?"));
         assert!(url.contains("client_id=Iv1.abc"));
         assert!(url.contains("state=xyz"));

@@ -82,7 +82,8 @@ async fn callback(
         return not_found().await;
     };
     let now = now();
-    let Some((jar, return_to)) = auth.take_state(&headers, q.state.as_deref().unwrap_or(""), now)
+    let Some((jar, return_to, pkce_verifier)) =
+        auth.take_state(&headers, q.state.as_deref().unwrap_or(""), now)
     else {
         return text(
             StatusCode::BAD_REQUEST,
@@ -108,7 +109,7 @@ async fn callback(
     };
     let login = match auth
         .oauth
-        .sign_in(&code, &auth.callback_url(&headers))
+        .sign_in(&code, &pkce_verifier, &auth.callback_url(&headers))
         .await
     {
         Ok(login) => login,
