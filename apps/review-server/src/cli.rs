@@ -90,6 +90,12 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
     let session_id = format!("local-{}", uuid::Uuid::new_v4().simple());
     let mut job = ReviewJob::new(&session_id, worktree.path(), diff.clone(), model, pr);
     job.focus = args.prompt.clone().unwrap_or_default();
+    job.budget = agent::Budget {
+        max_tokens: config.review_max_tokens,
+        max_cost: config.review_max_cost,
+        tokens_source: "REVIEW_MAX_TOKENS".into(),
+        cost_source: "REVIEW_MAX_COST".into(),
+    };
     let providers = ProviderSettings {
         anthropic_base_url: config.anthropic_base_url.clone(),
         openai_base_url: config.openai_base_url.clone(),

@@ -200,10 +200,13 @@ async fn run(
             let row = app.records.store.complete_review(id, &done, now()).await;
             log_store_error(id, &row);
             app.records.review_updated(row.ok().flatten());
-            let summary = format!(
+            let mut summary = format!(
                 "Model {}: {} tokens, ${:.4}; {} inline comment(s) folded into the summary.",
                 outcome.model, outcome.tokens, outcome.cost, outcome.folded_comments
             );
+            if let Some(reason) = &outcome.cut_short {
+                summary.push_str(&format!(" Cut short at its budget: {reason}."));
+            }
             (
                 CheckConclusion::Success,
                 "Review posted".to_owned(),
@@ -239,7 +242,11 @@ async fn run(
                 .await;
             log_store_error(id, &row);
             app.records.review_updated(row.ok().flatten());
-            if !cancelled {
+            // A stop at the budget is the operator's limit working, not a failure to retry.
+            let budget = error
+                .downcast_ref::<agent::AgentError>()
+                .is_some_and(agent::AgentError::is_budget);
+            if !cancelled && !budget {
                 after_genuine_failure(app, &review, &job, &message).await;
             }
             let conclusion = if cancelled {
@@ -498,6 +505,7 @@ async fn execute(
     agent_job.focus = focus;
     agent_job.earlier_findings = earlier_findings;
     agent_job.skills = crate::skills::enabled_skills(app).await;
+    agent_job.budget = app.review_budget(&settings);
 
     let providers = app.provider_settings().await?;
     let poster = ForgePoster {

@@ -44,6 +44,11 @@ pub enum AgentError {
     /// The run used all its model steps.
     #[error("the agent used its step limit of {0} model calls without finishing")]
     StepLimit(u32),
+    /// The run reached its budget (REVIEW_MAX_TOKENS / REVIEW_MAX_COST or their settings)
+    /// before anything was posted; the message names the limit. Not a genuine failure: no
+    /// automatic retry (docs/security.md, "Review budget").
+    #[error("budget exceeded: {0}")]
+    BudgetExceeded(String),
     /// The transcript could not be written or read.
     #[error("transcript: {0}")]
     Transcript(String),
@@ -66,6 +71,11 @@ impl AgentError {
     /// treat as a genuine failure (no automatic retry, spec section 3).
     pub fn is_cancelled(&self) -> bool {
         matches!(self, AgentError::Cancelled)
+    }
+
+    /// True when the run stopped at its budget: not a genuine failure, never retried.
+    pub fn is_budget(&self) -> bool {
+        matches!(self, AgentError::BudgetExceeded(_))
     }
 
     /// True for timeouts (a genuine failure, DESIGN.md Lifecycle extras).

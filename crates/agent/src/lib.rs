@@ -20,7 +20,7 @@ pub use catalog::{Catalog, CatalogModel, CatalogProvider, Cost, Limit};
 pub use chat::{Chat, ChatDatabase, ChatEnd, ChatOutcome, UiPart};
 pub use error::AgentError;
 pub use provider::{ProviderSettings, Usage, complete_text};
-pub use review::{PrContext, ReviewJob, ReviewOutcome, Skill, run_review};
+pub use review::{Budget, PrContext, ReviewJob, ReviewOutcome, Skill, run_review};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::ReviewPoster;
 pub use transcript::{TranscriptStore, validate_session_id};

@@ -81,6 +81,48 @@ pub struct ReviewJob {
     pub idle_timeout: Duration,
     /// Longest run; default 45 minutes.
     pub total_timeout: Duration,
+    /// Token and cost limits; default none.
+    pub budget: Budget,
+}
+
+/// The budget of one review (docs/security.md, "Review budget"): once the tokens (input plus
+/// output, cache reads and writes included, as ReviewRow.tokens counts them) or the cost
+/// (USD, as ReviewRow.cost) reach a limit, the run stops calling the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budget {
+    /// Most tokens; `None`: no limit.
+    pub max_tokens: Option<i64>,
+    /// Most cost in USD; `None`: no limit.
+    pub max_cost: Option<f64>,
+    /// Where `max_tokens` came from, for messages (`review_max_tokens` setting or
+    /// `REVIEW_MAX_TOKENS`).
+    pub tokens_source: String,
+    /// Where `max_cost` came from, for messages.
+    pub cost_source: String,
+}
+
+impl Budget {
+    /// Which limit `tokens` and `cost` reached, in words that name it, or `None` while both
+    /// are under their limits.
+    pub fn reached(&self, tokens: i64, cost: f64) -> Option<String> {
+        if let Some(max) = self.max_tokens
+            && tokens >= max
+        {
+            return Some(format!(
+                "{tokens} tokens used, limit {max} ({})",
+                self.tokens_source
+            ));
+        }
+        if let Some(max) = self.max_cost
+            && cost >= max
+        {
+            return Some(format!(
+                "${cost:.4} spent, limit ${max} ({})",
+                self.cost_source
+            ));
+        }
+        None
+    }
 }
 
 impl ReviewJob {
@@ -106,6 +148,7 @@ impl ReviewJob {
             diff_cap_bytes: 400_000,
             idle_timeout: Duration::from_secs(5 * 60),
             total_timeout: Duration::from_secs(45 * 60),
+            budget: Budget::default(),
         }
     }
 }
@@ -137,6 +180,9 @@ pub struct ReviewOutcome {
     pub folded_comments: u32,
     /// The diff was over `diff_cap_bytes` and cut for the model.
     pub diff_capped: bool,
+    /// The run reached its budget and stopped calling the model: which limit, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
 }
 
 /// Runs one review to completion.
@@ -187,6 +233,7 @@ pub async fn run_review(
         cap_bytes: job.diff_cap_bytes,
         poster,
         state: Mutex::new(PostState::default()),
+        budget_note: Mutex::new(None),
     };
     let registry = ToolRegistry::review_tools();
     writer.record(json!({"type": "system", "text": system}));
@@ -201,7 +248,7 @@ pub async fn run_review(
     let mut usage = Usage::default();
     let mut steps = 0u32;
     let run = tool_loop(
-        &client, request, &registry, &ctx, &writer, &job, &mut usage, &mut steps,
+        &client, request, &registry, &ctx, &writer, &job, catalog, &mut usage, &mut steps,
     );
     let result = tokio::select! {
         biased;
@@ -225,6 +272,7 @@ pub async fn run_review(
         posted_comments: state.comments,
         folded_comments: state.folded,
         diff_capped,
+        cut_short: ctx.budget_note(),
     };
     let outcome_json = serde_json::to_value(&outcome).ok();
     match result {
@@ -262,6 +310,7 @@ async fn tool_loop(
     ctx: &ToolContext<'_>,
     writer: &TranscriptWriter,
     job: &ReviewJob,
+    catalog: &Catalog,
     usage: &mut Usage,
     steps: &mut u32,
 ) -> Result<(), AgentError> {
@@ -289,7 +338,21 @@ async fn tool_loop(
             text: response.text.clone(),
             tool_calls: response.tool_calls.clone(),
         });
+        // The budget: this answer's tool calls still run (a post_review in it is posted,
+        // saying it was cut short), but the model is not called again.
+        let over_budget = job
+            .budget
+            .reached(usage.total(), catalog.cost(&job.model, usage));
+        if let Some(reason) = &over_budget {
+            writer.record(json!({"type": "budget", "step": *steps, "reason": reason}));
+            if let Ok(mut note) = ctx.budget_note.lock() {
+                *note = Some(reason.clone());
+            }
+        }
         if response.tool_calls.is_empty() {
+            if let Some(reason) = over_budget {
+                return budget_end(ctx, reason).await;
+            }
             if ctx.state().posted_anything() {
                 return Ok(());
             }
@@ -318,5 +381,25 @@ async fn tool_loop(
             results.push(result);
         }
         request.messages.push(Message::Tool { results });
+        if let Some(reason) = over_budget {
+            return budget_end(ctx, reason).await;
+        }
     }
+}
+
+/// How a run that reached its budget ends: completed when something is on the forge (a review
+/// posted before the budget step gets a comment saying it was cut short, since its summary
+/// could not say so), else [`AgentError::BudgetExceeded`].
+async fn budget_end(ctx: &ToolContext<'_>, reason: String) -> Result<(), AgentError> {
+    let state = ctx.state();
+    if !state.posted_anything() {
+        return Err(AgentError::BudgetExceeded(reason));
+    }
+    if !state.budget_noted {
+        let body = format!("_This review was cut short at its budget: {reason}._");
+        if let Err(e) = ctx.poster.post_comment(&body).await {
+            tracing::warn!(error = %e, "cannot post the budget note");
+        }
+    }
+    Ok(())
 }

@@ -5,7 +5,8 @@
 //! unknown key or a value that is not a string is 422 naming the field, and nothing is written);
 //! a value that is empty after trimming counts as empty (rule 2: the row is deleted so the
 //! fallback applies; rule 3: a no-op for `default_prompt`); the four model fields must read as
-//! `<provider>/<model>` so a typo cannot break every later review.
+//! `<provider>/<model>` so a typo cannot break every later review; the two budget keys must be
+//! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`).
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -18,8 +19,10 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The keys the dashboard writes (spec section 2, Settings).
-pub const SETTING_KEYS: [&str; 8] = [
+/// The keys the dashboard writes (spec section 2, Settings), and the two keys of the review
+/// budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
+/// REVIEW_MAX_COST.
+pub const SETTING_KEYS: [&str; 10] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -28,6 +31,8 @@ pub const SETTING_KEYS: [&str; 8] = [
     "implement_model",
     "default_prompt",
     "improver_model",
+    "review_max_tokens",
+    "review_max_cost",
 ];
 
 /// Keys whose value is a model spec `<provider>/<model>`.
@@ -73,6 +78,14 @@ pub struct SettingsUpdate {
     pub default_prompt: Option<String>,
     #[schema(nullable = false)]
     pub improver_model: Option<String>,
+    /// Most input plus output tokens one review may use, a positive integer as a string;
+    /// empty: REVIEW_MAX_TOKENS applies (unset: no limit).
+    #[schema(nullable = false)]
+    pub review_max_tokens: Option<String>,
+    /// Most cost one review may reach, in the units of ReviewRow.cost (USD), a positive
+    /// number as a string; empty: REVIEW_MAX_COST applies (unset: no limit).
+    #[schema(nullable = false)]
+    pub review_max_cost: Option<String>,
 }
 
 /// The body of GET /api/settings/test (spec section 4): `{ok: true, text}` with the reply cut to
@@ -149,6 +162,21 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
                 "{key}: expected a model spec <provider>/<model>, got {text:?}"
             )));
         }
+        if key == "review_max_tokens" && !text.trim().parse::<i64>().is_ok_and(|n| n > 0) {
+            return Err(ApiError::Unprocessable(format!(
+                "{key}: expected a positive whole number of tokens, got {text:?}"
+            )));
+        }
+        if key == "review_max_cost"
+            && !text
+                .trim()
+                .parse::<f64>()
+                .is_ok_and(|c| c.is_finite() && c > 0.0)
+        {
+            return Err(ApiError::Unprocessable(format!(
+                "{key}: expected a positive cost in USD, got {text:?}"
+            )));
+        }
         let stored = if key == "default_prompt" {
             text.to_owned()
         } else {
@@ -216,6 +244,12 @@ mod tests {
             (json!({"agent_model": 3}), "agent_model"),
             (json!({"nope": "x"}), "nope"),
             (json!({"improver_model": "no-slash"}), "improver_model"),
+            (json!({"review_max_tokens": "0"}), "review_max_tokens"),
+            (json!({"review_max_tokens": "1.5"}), "review_max_tokens"),
+            (json!({"review_max_tokens": "lots"}), "review_max_tokens"),
+            (json!({"review_max_cost": "-1"}), "review_max_cost"),
+            (json!({"review_max_cost": "NaN"}), "review_max_cost"),
+            (json!({"review_max_cost": "inf"}), "review_max_cost"),
         ] {
             match plan_writes(&body) {
                 Err(ApiError::Unprocessable(m)) => assert!(m.starts_with(field), "{m}"),

@@ -25,6 +25,8 @@ pub struct PostState {
     pub comments: u32,
     /// Inline comments folded into the review body (outside the diff).
     pub folded: u32,
+    /// The review's summary says the run was cut short at its budget.
+    pub budget_noted: bool,
 }
 
 impl PostState {
@@ -48,12 +50,20 @@ pub struct ToolContext<'a> {
     pub poster: &'a dyn ReviewPoster,
     /// What was posted so far.
     pub state: Mutex<PostState>,
+    /// Set when the run reached its budget: why, in words. post_review then says in the
+    /// summary that the review was cut short (docs/security.md, "Review budget").
+    pub budget_note: Mutex<Option<String>>,
 }
 
 impl ToolContext<'_> {
     /// A copy of the post state.
     pub fn state(&self) -> PostState {
         self.state.lock().map(|s| *s).unwrap_or_default()
+    }
+
+    /// The budget note, if the run reached its budget.
+    pub fn budget_note(&self) -> Option<String> {
+        self.budget_note.lock().ok().and_then(|n| n.clone())
     }
 
     fn update(&self, f: impl FnOnce(&mut PostState)) {
@@ -191,6 +201,7 @@ mod tests {
             cap_bytes: 1000,
             poster: &NoPoster,
             state: Mutex::new(PostState::default()),
+            budget_note: Default::default(),
         };
         let reg = ToolRegistry::review_tools();
         let abs = outer.path().join("secret.txt");

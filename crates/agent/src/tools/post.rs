@@ -190,6 +190,12 @@ impl ToolHandler for PostReview {
                 ctx.capped.omitted.join(", ")
             ));
         }
+        let budget_note = ctx.budget_note();
+        if let Some(note) = &budget_note {
+            extra.push(format!(
+                "_This review was cut short at its budget: {note}._"
+            ));
+        }
         let summary = insert_before_verdict(&args.summary, &extra);
         let submission = ReviewSubmission {
             summary,
@@ -205,6 +211,7 @@ impl ToolHandler for PostReview {
         ctx.update(|s| {
             s.review = true;
             s.folded += n_folded;
+            s.budget_noted = budget_note.is_some();
         });
         let mut out = format!(
             "review posted{} with event {}: {} inline comment(s)",
