@@ -57,6 +57,12 @@ struct Inner {
     oauth_codes: HashMap<String, OAuthGrant>,
     /// The login GitHub's authorize page approves as (`GET /login/oauth/authorize`).
     oauth_login: Option<String>,
+    /// The installation each repository belongs to: its token is the only one GitHub accepts
+    /// on the repository (others get 404, as on GitHub).
+    installations: HashMap<String, i64>,
+    /// `git diff base...head` of a pull request by `owner/repo@head_sha`: inline review
+    /// comments must sit on its lines (GitHub answers 422 otherwise).
+    diffs: HashMap<String, String>,
     /// User tokens -> login (`GET /user`).
     user_tokens: HashMap<String, String>,
     /// Inline review comments and replies by `owner/repo#number`, oldest first.
@@ -230,6 +236,29 @@ impl FakeForge {
         code
     }
 
+    /// Make `installation_id` the installation of `full_name`: calls on the repository then
+    /// need that installation's token, as on GitHub.
+    pub fn set_installation(&self, full_name: &str, installation_id: i64) {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .installations
+            .insert(full_name.to_owned(), installation_id);
+    }
+
+    /// The diff of a pull request whose head is `head_sha` (`git diff base...head`): a review
+    /// with `commit_id` = `head_sha` is then refused 422 when an inline comment is not on a line
+    /// of it, as GitHub refuses it. Reviews on commits without a diff set are not checked.
+    pub fn set_diff(&self, full_name: &str, head_sha: &str, diff: &str) {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .diffs
+            .insert(format!("{full_name}@{head_sha}"), diff.to_owned());
+    }
+
     /// Serve `pull` (GitHub's pull request JSON) at GET /repos/{full_name}/pulls/{number}.
     pub fn set_pull(&self, full_name: &str, number: i64, pull: Value) {
         self.shared
@@ -391,6 +420,16 @@ impl Shared {
         {
             return Err(gh_error(401, "Bad credentials"));
         }
+        // An installation token reaches only the repositories of its installation.
+        if let Some(repo) = path.strip_prefix("/repos/") {
+            let full_name: String = repo.split('/').take(2).collect::<Vec<_>>().join("/");
+            if let Some(id) = inner.installations.get(&full_name)
+                && auth.starts_with("Bearer ghs_fake_")
+                && auth != format!("Bearer ghs_fake_{id}")
+            {
+                return Err(gh_error(404, "Not Found"));
+            }
+        }
         Ok(())
     }
 }
@@ -494,11 +533,37 @@ async fn post_review(
     ) {
         return resp;
     }
-    if !matches!(
-        body["event"].as_str(),
-        Some("COMMENT" | "APPROVE" | "REQUEST_CHANGES")
-    ) {
+    let event = body["event"].as_str().unwrap_or_default();
+    if !matches!(event, "COMMENT" | "APPROVE" | "REQUEST_CHANGES") {
         return gh_error(422, "Unprocessable Entity");
+    }
+    let body_text = body["body"].as_str().unwrap_or_default();
+    if body_text.trim().is_empty() && event != "APPROVE" {
+        return gh_error(
+            422,
+            &format!("Unprocessable Entity: body is required for a {event} review"),
+        );
+    }
+    let Some(commit) = body["commit_id"].as_str().filter(|c| !c.is_empty()) else {
+        return gh_error(422, "Unprocessable Entity: commit_id is required");
+    };
+    let diff = s
+        .inner
+        .lock()
+        .unwrap()
+        .diffs
+        .get(&format!("{o}/{r}@{commit}"))
+        .cloned();
+    if let Some(diff) = diff {
+        let lines = DiffLines::parse(&diff);
+        for c in body["comments"].as_array().cloned().unwrap_or_default() {
+            if !lines.contains(&c) {
+                return gh_error(
+                    422,
+                    "Unprocessable Entity: Pull request review thread line must be part of the diff",
+                );
+            }
+        }
     }
     let id = s.id();
     let comments: Vec<Value> = body["comments"]
@@ -592,8 +657,81 @@ async fn patch_check_run(
     ) {
         return resp;
     }
+    if body["status"] == "completed" && !body["conclusion"].is_string() {
+        return gh_error(
+            422,
+            "Unprocessable Entity: conclusion is required when status is completed",
+        );
+    }
     Json(json!({ "id": id, "status": body["status"], "conclusion": body["conclusion"] }))
         .into_response()
+}
+
+/// The lines of a unified diff a review comment may sit on, by path: new-file numbers of
+/// added and context lines (side RIGHT), old-file numbers of removed and context lines (LEFT).
+#[derive(Debug, Default)]
+struct DiffLines {
+    right: BTreeSet<(String, i64)>,
+    left: BTreeSet<(String, i64)>,
+}
+
+impl DiffLines {
+    fn parse(diff: &str) -> DiffLines {
+        let mut out = DiffLines::default();
+        let (mut path, mut old_line, mut new_line) = (String::new(), 0i64, 0i64);
+        for l in diff.lines() {
+            if let Some(p) = l.strip_prefix("+++ ") {
+                path = p.strip_prefix("b/").unwrap_or(p).to_owned();
+            } else if l.starts_with("--- ") || l.starts_with("diff --git") {
+            } else if let Some(h) = l.strip_prefix("@@ ") {
+                let nums: Vec<i64> = h
+                    .split(' ')
+                    .take(2)
+                    .map(|r| {
+                        r[1..]
+                            .split(',')
+                            .next()
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                (old_line, new_line) = (nums[0], nums[1]);
+            } else if let Some(first) = l.chars().next() {
+                match first {
+                    '+' => {
+                        out.right.insert((path.clone(), new_line));
+                        new_line += 1;
+                    }
+                    '-' => {
+                        out.left.insert((path.clone(), old_line));
+                        old_line += 1;
+                    }
+                    ' ' => {
+                        out.right.insert((path.clone(), new_line));
+                        out.left.insert((path.clone(), old_line));
+                        new_line += 1;
+                        old_line += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a review comment (`path`, `line`, optional `start_line`, `side`) is on the diff.
+    fn contains(&self, comment: &Value) -> bool {
+        let path = comment["path"].as_str().unwrap_or_default().to_owned();
+        let set = if comment["side"] == "LEFT" {
+            &self.left
+        } else {
+            &self.right
+        };
+        let on = |line: Option<i64>| line.is_some_and(|n| set.contains(&(path.clone(), n)));
+        on(comment["line"].as_i64())
+            && (comment.get("start_line").is_none_or(Value::is_null)
+                || on(comment["start_line"].as_i64()))
+    }
 }
 
 /// The commit of `full_name` that `name` (branch, tag or SHA) resolves to.
@@ -953,4 +1091,91 @@ async fn create_pull(
         })),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn call(forge: &FakeForge, method: &str, path: &str, token: &str, body: Value) -> u16 {
+        let client = reqwest::Client::new();
+        let url = format!("{}{path}", forge.api_url());
+        let req = match method {
+            "GET" => client.get(url),
+            "PATCH" => client.patch(url).json(&body),
+            _ => client.post(url).json(&body),
+        };
+        req.header("authorization", format!("Bearer {token}"))
+            .header("x-github-api-version", "2022-11-28")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
+    const DIFF: &str = "diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,3 +1,4 @@\n fn a() {\n-    old();\n+    new();\n+    more();\n }\n";
+
+    #[tokio::test]
+    async fn reviews_are_refused_where_github_refuses_them() {
+        let forge = FakeForge::start().await;
+        forge.set_diff("o/r", "abc", DIFF);
+        let review = |comments: Value| json!({"commit_id": "abc", "body": "Summary", "event": "COMMENT", "comments": comments});
+        let path = "/repos/o/r/pulls/1/reviews";
+        let t = "ghs_fake_1";
+        // On the diff: added and context lines on the right, removed and context on the left.
+        let on = json!([
+            {"path": "src/a.rs", "line": 2, "side": "RIGHT", "body": "x"},
+            {"path": "src/a.rs", "line": 1, "start_line": 1, "side": "RIGHT", "body": "x"},
+            {"path": "src/a.rs", "line": 2, "side": "LEFT", "body": "x"},
+        ]);
+        assert_eq!(call(&forge, "POST", path, t, review(on)).await, 200);
+        for off in [
+            json!([{"path": "src/a.rs", "line": 9, "side": "RIGHT", "body": "x"}]),
+            json!([{"path": "src/b.rs", "line": 2, "side": "RIGHT", "body": "x"}]),
+            json!([{"path": "src/a.rs", "line": 4, "side": "LEFT", "body": "x"}]),
+            json!([{"path": "src/a.rs", "line": 2, "start_line": 7, "body": "x"}]),
+        ] {
+            assert_eq!(
+                call(&forge, "POST", path, t, review(off.clone())).await,
+                422,
+                "{off}"
+            );
+        }
+        let no_body = json!({"commit_id": "abc", "event": "REQUEST_CHANGES", "comments": []});
+        assert_eq!(call(&forge, "POST", path, t, no_body).await, 422);
+        let no_commit = json!({"body": "S", "event": "COMMENT", "comments": []});
+        assert_eq!(call(&forge, "POST", path, t, no_commit).await, 422);
+    }
+
+    #[tokio::test]
+    async fn check_runs_complete_only_with_a_conclusion() {
+        let forge = FakeForge::start().await;
+        let path = "/repos/o/r/check-runs/5";
+        let t = "ghs_fake_1";
+        let done = json!({"status": "completed", "conclusion": "success"});
+        assert_eq!(call(&forge, "PATCH", path, t, done).await, 200);
+        let bare = json!({"status": "completed"});
+        assert_eq!(call(&forge, "PATCH", path, t, bare).await, 422);
+    }
+
+    #[tokio::test]
+    async fn an_installation_token_reaches_only_its_installations_repositories() {
+        let forge = FakeForge::start().await;
+        forge.set_installation("o/r", 5);
+        forge.set_pull("o/r", 1, json!({"number": 1}));
+        let path = "/repos/o/r/pulls/1";
+        assert_eq!(
+            call(&forge, "GET", path, "ghs_fake_5", Value::Null).await,
+            200
+        );
+        assert_eq!(
+            call(&forge, "GET", path, "ghs_fake_6", Value::Null).await,
+            404
+        );
+        assert_eq!(
+            call(&forge, "GET", path, "not-a-token", Value::Null).await,
+            401
+        );
+    }
 }

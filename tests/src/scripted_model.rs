@@ -67,6 +67,9 @@ pub enum ChatScript {
     QuestionAsSql,
 }
 
+/// The `anthropic-version` values the Messages API accepts.
+pub const ANTHROPIC_VERSIONS: &[&str] = &["2023-06-01", "2023-01-01"];
+
 /// The chat tool the double expects.
 pub const CHAT_TOOL: &str = "query_database";
 
@@ -500,11 +503,31 @@ async fn anthropic(
             "x-api-key header is required",
         );
     }
-    if headers.get("anthropic-version").is_none() {
+    match headers
+        .get("anthropic-version")
+        .and_then(|v| v.to_str().ok())
+    {
+        None => {
+            return err(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "anthropic-version header is required",
+            );
+        }
+        Some(v) if !ANTHROPIC_VERSIONS.contains(&v) => {
+            return err(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &format!("anthropic-version: invalid version {v:?}"),
+            );
+        }
+        Some(_) => {}
+    }
+    if body["model"].as_str().is_none_or(str::is_empty) {
         return err(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
-            "anthropic-version header is required",
+            "model: Field required",
         );
     }
     if shared.behavior == Behavior::Fail500 {
@@ -538,6 +561,15 @@ async fn anthropic(
             .filter(|b| b["type"] == "tool_result")
             .filter_map(|b| b["tool_use_id"].as_str().map(str::to_owned))
             .collect();
+        if let Some(unknown) = answered.iter().find(|id| !pending.contains(id)) {
+            return err(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &format!(
+                    "messages: unexpected `tool_use_id` found in `tool_result` blocks: {unknown}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                ),
+            );
+        }
         if let Some(missing) = pending.iter().find(|id| !answered.contains(id)) {
             return err(
                 StatusCode::BAD_REQUEST,
@@ -699,6 +731,13 @@ async fn openai(
             "The engine is currently overloaded, please try again later",
         );
     }
+    if body["model"].as_str().is_none_or(str::is_empty) {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "you must provide a model parameter",
+        );
+    }
     let stream = body["stream"] == true;
     if !stream && body.get("stream_options").is_some_and(|v| !v.is_null()) {
         return err(
@@ -746,6 +785,13 @@ async fn openai(
             }
             "tool" => {
                 let id = m["tool_call_id"].as_str().unwrap_or_default().to_owned();
+                if !pending.contains(&id) {
+                    return err(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_request_error",
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                    );
+                }
                 pending.retain(|p| *p != id);
                 let content = text_of(&m["content"]);
                 let is_error = content.starts_with("error:");
@@ -853,6 +899,76 @@ mod tests {
                 ("a.rs".into(), 2, "blocking".into()),
                 ("a.rs".into(), 3, "nit".into())
             ]
+        );
+    }
+
+    /// POSTs `body` to the double's `path` with `headers`; returns status and body.
+    async fn post(path: &str, headers: &[(&str, &str)], body: Value) -> (u16, Value) {
+        let model = ScriptedModel::start(Behavior::Reviewer);
+        let mut req = reqwest::Client::new()
+            .post(format!("{}{path}", model.base_url()))
+            .json(&body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.unwrap();
+        (
+            resp.status().as_u16(),
+            resp.json().await.unwrap_or(Value::Null),
+        )
+    }
+
+    const ANTHROPIC: &[(&str, &str)] = &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")];
+    const OPENAI: &[(&str, &str)] = &[("authorization", "Bearer k")];
+
+    #[tokio::test]
+    async fn anthropic_requests_are_checked_as_the_messages_api_checks_them() {
+        let ok = json!({"model": "claude-test", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(post("/v1/messages", ANTHROPIC, ok.clone()).await.0, 200);
+        let bad_version = &[("x-api-key", "k"), ("anthropic-version", "2024-99-99")];
+        assert_eq!(post("/v1/messages", bad_version, ok.clone()).await.0, 400);
+        let mut no_model = ok.clone();
+        no_model.as_object_mut().unwrap().remove("model");
+        let (status, body) = post("/v1/messages", ANTHROPIC, no_model).await;
+        assert_eq!(
+            (status, body["error"]["message"].as_str()),
+            (400, Some("model: Field required"))
+        );
+        let unknown_result = json!({"model": "claude-test", "max_tokens": 10, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "git_diff", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "toolu_other", "content": "y"}
+            ]}
+        ]});
+        let (status, body) = post("/v1/messages", ANTHROPIC, unknown_result).await;
+        assert_eq!(status, 400);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("toolu_other")
+        );
+    }
+
+    #[tokio::test]
+    async fn openai_requests_are_checked_as_chat_completions_checks_them() {
+        let ok = json!({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(post("/v1/chat/completions", OPENAI, ok).await.0, 200);
+        let no_model = json!({"messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(post("/v1/chat/completions", OPENAI, no_model).await.0, 400);
+        let orphan_tool = json!({"model": "gpt-test", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "tool", "tool_call_id": "call_1", "content": "x"}
+        ]});
+        let (status, body) = post("/v1/chat/completions", OPENAI, orphan_tool).await;
+        assert_eq!(status, 400);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("role 'tool'")
         );
     }
 

@@ -319,3 +319,30 @@ async fn draft_pull_request_waits_for_ready_for_review() {
     let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
     assert_eq!(rows[0]["status"], "completed");
 }
+
+/// GitHub refuses a whole review (422) when one inline comment is off the diff; the fake forge
+/// refuses it the same way. A comment the model puts on an unchanged line must reach the PR
+/// folded into the summary, and the rest of the review must still be posted inline.
+#[tokio::test]
+async fn an_inline_comment_off_the_diff_is_folded_and_the_review_still_posts() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    // README.md line 1 is not part of the PR's diff.
+    w.model.push_extra_comment(serde_json::json!({
+        "path": "README.md", "line": 1, "side": "RIGHT", "severity": "question",
+        "body": "Should the README mention parse()?"
+    }));
+    w.server.enable(&w.full_name(), None).await;
+    w.deliver_pull_request("opened").await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
+    let reviews = w.forge.reviews();
+    assert_eq!(reviews.len(), 1);
+    let body = reviews[0]["body"].as_str().unwrap();
+    assert!(body.contains("Comments outside the diff"), "{body}");
+    assert!(body.contains("README.md:1"), "{body}");
+    let (base, head) = (w.upstream.sha("main"), w.upstream.sha("feature"));
+    assert_eq!(
+        inline_positions(&reviews[0]),
+        w.upstream.flagged_lines(&base, &head)
+    );
+}

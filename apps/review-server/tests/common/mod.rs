@@ -414,6 +414,7 @@ impl World {
         extra: &[(&str, String)],
     ) -> World {
         let forge = FakeForge::start().await;
+        forge.set_installation(&format!("{OWNER}/{REPO}"), INSTALLATION);
         let model = ScriptedModel::start(behavior);
         let data = tempfile::tempdir().unwrap();
         let data_dir = data.path().join("data");
@@ -455,8 +456,18 @@ impl World {
         assert_eq!(r.status(), 200);
     }
 
-    /// GitHub's example pull_request delivery, rewritten for our repo and PR 1.
+    /// GitHub's example pull_request delivery, rewritten for our repo and PR 1. The fake forge
+    /// learns the PR's diff at `head`, so it refuses inline comments off it as GitHub does.
     pub fn pull_request_payload(&self, action: &str, head: &str) -> Vec<u8> {
+        let diff = Command::new("git")
+            .args(["diff", &format!("main...{head}")])
+            .current_dir(&self.upstream.work)
+            .output()
+            .unwrap();
+        if diff.status.success() {
+            let diff = String::from_utf8_lossy(&diff.stdout);
+            self.forge.set_diff(&self.full_name(), head, &diff);
+        }
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/webhooks/pull_request.opened.json"
