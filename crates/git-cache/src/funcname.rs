@@ -8,6 +8,11 @@
 //! the text is the first group when it took part in the match, else the whole match, cut to 80
 //! bytes and stripped of trailing whitespace. The POSIX bracket expressions are translated to
 //! the `regex` crate's syntax (a `]` first, `[` and `\` are literal inside POSIX brackets).
+//!
+//! One difference is left: the `regex` crate takes the leftmost-first match where POSIX takes
+//! the leftmost-longest. The patterns are anchored and greedy, so the two agree on the code the
+//! tests compare with git; where they would not, only a hunk header's text differs, never the
+//! patch id (which skips hunk headers).
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
