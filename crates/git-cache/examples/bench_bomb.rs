@@ -5,6 +5,7 @@
 //! files), runs the review's `diff_bytes main...bomb` with the default [`Limits`], and prints
 //! one Markdown table row: levels, files, pack size, outcome, milliseconds, and the process's
 //! peak resident memory (VmHWM) before and after. One process per row keeps the peaks apart.
+//! `bench_bomb flat <files>` times the same check on a tree of distinct files instead.
 
 use std::error::Error;
 use std::path::Path;
@@ -31,7 +32,52 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kib| kib / 1024.0)
 }
 
+/// `flat <files>`: a real-shaped tree of `files` distinct files in directories of 100, built
+/// with `git fast-import`; prints how long the limits check (`Repo::tree_size`) and a checkout
+/// take on it, the overhead the check adds to a legitimate large repository.
+fn flat(files: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let repo_dir = dir.path();
+    git(repo_dir, &["init", "-q", "-b", "main"])?;
+    let mut stream = String::from(
+        "commit refs/heads/main\ncommitter Bench <bench@example.com> 0 +0000\ndata 4\nbig\n",
+    );
+    for i in 0..files {
+        let content = format!("file {i}\n");
+        stream += &format!(
+            "M 644 inline d{}/f{i}.txt\ndata {}\n{content}\n",
+            i / 100,
+            content.len()
+        );
+    }
+    test_doubles::git_bomb::git_stdin(repo_dir, &["fast-import", "--quiet"], stream.as_bytes())?;
+    git(repo_dir, &["gc", "-q"])?;
+    let repo = Repo::open(repo_dir)?;
+    let never = AtomicBool::new(false);
+    let start = Instant::now();
+    let size = repo.tree_size("main", Limits::default(), &never)?;
+    let check_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let start = Instant::now();
+    let worktree = repo.checkout("main", None, Limits::default(), &never)?;
+    let checkout_ms = start.elapsed().as_secs_f64() * 1000.0;
+    drop(worktree);
+    println!(
+        "| {files} distinct files ({} entries) | {check_ms:.1} ms | {checkout_ms:.1} ms |",
+        size.entries
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
+    let mut args = std::env::args().skip(1);
+    if std::env::args().nth(1).as_deref() == Some("flat") {
+        let files = args
+            .nth(1)
+            .map(|a| a.parse())
+            .transpose()?
+            .unwrap_or(100_000);
+        return flat(files);
+    }
     let levels: u32 = std::env::args()
         .nth(1)
         .map(|a| a.parse())
