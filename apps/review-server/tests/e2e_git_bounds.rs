@@ -74,6 +74,26 @@ async fn a_git_bomb_fails_the_review_with_a_clear_error_before_any_checkout() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_empty_diff_is_skipped_before_any_checkout() {
+    let up = Upstream::new();
+    // The PR's head is its base: nothing to review.
+    up.publish_pull(1, "main");
+    let head = up.sha("main");
+    let w = World::start_with(up, Behavior::Reviewer, MODEL, true, &[]).await;
+    open_pr(&w, &head).await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(rows[0]["status"], "skipped", "{}", rows[0]);
+    let check = &w.forge.completed_check_runs()[0];
+    assert_eq!(check["conclusion"], "skipped");
+    assert_eq!(
+        check["output"]["summary"],
+        "The pull request's diff against its base is empty; nothing to review."
+    );
+    assert_eq!(w.model.requests(), Vec::<Value>::new());
+    assert!(!w.server.data_dir.join("worktrees").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_stop_interrupts_a_long_checkout_and_removes_it() {
     let up = Upstream::new();
     // 100 000 files: within the limits, and long to check out.
