@@ -19,6 +19,7 @@ test:
 bench:
     bash bench/review/run.sh
     bash bench/git-cache/run.sh
+    bash bench/git-cache/bomb.sh
     bash bench/image/run.sh
     bash bench/image/burst.sh
 

@@ -2,4 +2,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_forge;
+pub mod git_bomb;
 pub mod scripted_model;

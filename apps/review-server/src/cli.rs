@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use git_cache::Repo;
 use review_domain::{ModelSpec, PostedReview, ReviewSubmission};
 use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// `review-server session export <id>`: the transcript JSON on stdout.
 pub fn session_export(config: &Config, session_id: &str) -> anyhow::Result<()> {
@@ -49,25 +50,48 @@ impl ReviewPoster for CollectingPoster {
 }
 
 /// `review-server review --repo PATH --base REV --head REV [--model SPEC]`.
+///
+/// The head is checked out into the system temp dir (TMPDIR) for the agent's file tools, held
+/// to REVIEW_MAX_TREE_ENTRIES and REVIEW_MAX_TREE_BYTES. SIGINT or SIGTERM at any point stops
+/// the git work or the agent, removes the checkout and ends with an error (issue 16 item 6).
 pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<()> {
+    let interrupted = interrupt_signal()?;
+    tokio::pin!(interrupted);
     let path = args.repo.clone();
     let (base, head) = (args.base.clone(), args.head.clone());
+    let range = format!("{}...{}", args.base, args.head);
     let worktrees = std::env::temp_dir();
-    let (base_sha, head_sha, diff, commits, worktree) =
-        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-            let repo = Repo::open(&path)
-                .with_context(|| format!("{} is not a git repository", path.display()))?;
-            let base_sha = repo.resolve(&base)?;
-            let head_sha = repo.resolve(&head)?;
-            let diff = repo.diff(&base_sha, &head_sha)?;
-            let commits = repo.log(&base_sha, &head_sha, 50).unwrap_or_default();
-            let worktree = repo.checkout(&head_sha, Some(&worktrees))?;
-            Ok((base_sha, head_sha, diff, commits, worktree))
-        })
-        .await??;
-    if diff.is_empty() {
-        anyhow::bail!("{}...{} has no changes to review", args.base, args.head);
-    }
+    let limits = config.tree_limits();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let mut prepare = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let repo = Repo::open(&path)
+            .with_context(|| format!("{} is not a git repository", path.display()))?;
+        let base_sha = repo.resolve(&base)?;
+        let head_sha = repo.resolve(&head)?;
+        let diff = repo.diff_bytes(&base_sha, &head_sha, limits, &flag)?;
+        if diff.is_empty() {
+            anyhow::bail!("{range} has no changes to review");
+        }
+        let commits = repo.log(&base_sha, &head_sha, 50).unwrap_or_default();
+        let worktree = repo.checkout(&head_sha, Some(&worktrees), limits, &flag)?;
+        Ok((
+            base_sha,
+            head_sha,
+            git_cache::diff_text(&diff),
+            commits,
+            worktree,
+        ))
+    });
+    let (base_sha, head_sha, diff, commits, worktree) = tokio::select! {
+        prepared = &mut prepare => prepared??,
+        _ = &mut interrupted => {
+            stop.store(true, Ordering::Relaxed);
+            // The git work stops at its next check and removes any partial checkout.
+            let _ = prepare.await;
+            anyhow::bail!("interrupted by a signal; nothing is left behind");
+        }
+    };
     let model: ModelSpec = args
         .model
         .as_deref()
@@ -107,18 +131,48 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
     };
     let poster = CollectingPoster::default();
     let transcripts = TranscriptStore::new(config.data_dir.join("sessions"));
-    let outcome = agent::run_review(
+    let catalog = Catalog::bundled();
+    let review = agent::run_review(
         job,
         &providers,
-        &Catalog::bundled(),
+        &catalog,
         &poster,
         &transcripts,
         CancellationToken::new(),
-    )
-    .await?;
+    );
+    let outcome = tokio::select! {
+        outcome = review => outcome?,
+        _ = &mut interrupted => {
+            drop(worktree);
+            anyhow::bail!("interrupted by a signal; the checkout was removed");
+        }
+    };
     drop(worktree);
     print!("{}", render_markdown(&poster, &outcome, &diff, &session_id));
     Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM. The handlers are installed before this returns, so a signal
+/// arriving at any later point is seen (and no longer kills the process outright).
+fn interrupt_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
 }
 
 /// The local review as markdown: summary, inline comments (file:line, severity, body),

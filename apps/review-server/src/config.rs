@@ -148,6 +148,15 @@ pub struct Config {
     /// Event-stream heartbeat, seconds of silence.
     #[arg(long, env = "HEARTBEAT_SECS", default_value_t = 25)]
     pub heartbeat_secs: u64,
+    /// Most entries (files, symlinks, submodules and directories, counted recursively) of a
+    /// tree a review diffs or checks out; a larger tree (a "git bomb") fails the review before
+    /// any diff or checkout. Default 1000000.
+    #[arg(long, env = "REVIEW_MAX_TREE_ENTRIES", default_value_t = git_cache::Limits::DEFAULT_MAX_ENTRIES)]
+    pub review_max_tree_entries: u64,
+    /// Most bytes of the files of a tree a review diffs or checks out, counted recursively.
+    /// Default 8589934592 (8 GiB).
+    #[arg(long, env = "REVIEW_MAX_TREE_BYTES", default_value_t = git_cache::Limits::DEFAULT_MAX_BYTES)]
+    pub review_max_tree_bytes: u64,
     /// Agent runs at once; the rest wait as pending, in order.
     #[arg(long, env = "MAX_CONCURRENT_REVIEWS", default_value_t = 4)]
     pub max_concurrent_reviews: usize,
@@ -215,6 +224,14 @@ impl Config {
             "forge".to_owned()
         } else {
             host.replace(':', "_")
+        }
+    }
+
+    /// REVIEW_MAX_TREE_ENTRIES and REVIEW_MAX_TREE_BYTES as git-cache's limits.
+    pub fn tree_limits(&self) -> git_cache::Limits {
+        git_cache::Limits {
+            max_entries: self.review_max_tree_entries,
+            max_bytes: self.review_max_tree_bytes,
         }
     }
 

@@ -79,8 +79,38 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
         config,
     };
     let app = Arc::new(app);
+    sweep_worktrees(&app.worktrees_dir());
     pipeline::spawn_retry_worker(app.clone(), retry_rx);
     Ok(app)
+}
+
+/// Removes every checkout left under DATA_DIR/worktrees by a process that died mid-review
+/// (issue 16 item 6): at boot no review is running, so none of them is in use. Failures are
+/// logged, never fatal.
+fn sweep_worktrees(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut removed = 0usize;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let result = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        match result {
+            Ok(()) => removed += 1,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove a leftover worktree")
+            }
+        }
+    }
+    if removed > 0 {
+        tracing::warn!(
+            count = removed,
+            "worktrees left by an earlier process removed"
+        );
+    }
 }
 
 fn app_credentials(config: &Config) -> anyhow::Result<Option<AppCredentials>> {

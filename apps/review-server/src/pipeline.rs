@@ -10,17 +10,22 @@ use agent::{CancellationToken, PrContext, ReviewJob, ReviewOutcome, ReviewPoster
 use anyhow::{Context, anyhow};
 use async_trait::async_trait;
 use forge::{CheckConclusion, RepoRef};
-use git_cache::{Repo, RepoKey};
+use git_cache::{GitError, Repo, RepoKey};
 use review_domain::{
     FindingKind, ModelSpec, NewFinding, PostedReview, ReviewRow, ReviewSubmission, Trigger,
 };
 use review_store::{Completion, NewReview};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
 use tracing::Instrument;
 
 /// The check run's name on the PR.
 const CHECK_RUN_NAME: &str = "review-server";
+/// The longest a running review may take in all, git work included (DESIGN.md, Lifecycle
+/// extras: 45 minutes; issue 16 item 5).
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
 /// What a review is about: the PR at the moment the review was requested.
 #[derive(Debug, Clone)]
@@ -65,7 +70,8 @@ impl PrJob {
 /// How a run ended without an error.
 enum Finished {
     Completed(ReviewOutcome, String),
-    Skipped(String),
+    /// Nothing to review: the patch id (None for an empty diff) and the check run's summary.
+    Skipped(Option<String>, &'static str),
 }
 
 /// An error of a run, with what the run had spent when it failed.
@@ -184,8 +190,9 @@ async fn run(
         }
     };
 
+    let deadline = tokio::time::Instant::now() + REVIEW_TIMEOUT;
     let result = tokio::select! {
-        r = execute(app, &review, &job, &session_id, cancel.clone()) => r,
+        r = execute(app, &review, &job, &session_id, cancel.clone(), deadline) => r,
         _ = cancel.cancelled() => Err(RunError { error: anyhow!("cancelled"), spent: None }),
     };
 
@@ -213,18 +220,18 @@ async fn run(
                 summary,
             )
         }
-        Ok(Finished::Skipped(patch_id)) => {
+        Ok(Finished::Skipped(patch_id, why)) => {
             let row = app
                 .records
                 .store
-                .skip_review(id, Some(&patch_id), now())
+                .skip_review(id, patch_id.as_deref(), now())
                 .await;
             log_store_error(id, &row);
             app.records.review_updated(row.ok().flatten());
             (
                 CheckConclusion::Skipped,
                 "No new changes".to_owned(),
-                "The patch id equals the last reviewed one; nothing new to review.".to_owned(),
+                why.to_owned(),
             )
         }
         Err(RunError { error, spent }) => {
@@ -385,14 +392,17 @@ fn log_store_error<T>(id: i64, r: &Result<T, review_store::StoreError>) {
     }
 }
 
-/// Sync, diff, skip check, checkout, agent. The worktree guard drops at the end of this
-/// function on every path, removing the checkout.
+/// Sync, diff, skip check, checkout, agent. The git work is held to the tree limits
+/// (REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES) and to `deadline`, and stops when this
+/// future is dropped (stop, supersede, shutdown). An empty diff is skipped before any checkout.
+/// The worktree guard drops at the end of this function on every path, removing the checkout.
 async fn execute(
     app: &AppState,
     review: &ReviewRow,
     job: &PrJob,
     session_id: &str,
     cancel: CancellationToken,
+    deadline: Instant,
 ) -> Result<Finished, RunError> {
     let full_name = job.repo.full_name();
     let token = match app.forge.installation_token(job.repo.installation_id).await {
@@ -420,42 +430,36 @@ async fn execute(
         format!("+refs/pull/{0}/head:refs/pull/{0}/head", job.number),
         format!("+refs/heads/{0}:refs/heads/{0}", job.base_ref),
     ];
-    let stop = Arc::new(AtomicBool::new(false));
+    // Raised when this future is dropped or the deadline passes: the blocking git work polls it.
+    let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+    let limits = app.config.tree_limits();
     let git = app.git.clone();
     let (base_sha, head_sha) = (job.base_sha.clone(), job.head_sha.clone());
-    let worktrees = app.worktrees_dir();
-    let stop2 = stop.clone();
-    let watcher = {
-        let cancel = cancel.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            cancel.cancelled().await;
-            stop.store(true, Ordering::Relaxed);
-        })
-    };
-    let prepared = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+    let (cloned, repo, diff, commits) = git_phase(deadline, &stop.0, move |stop| {
         let synced = git
-            .sync(&key, &url, &refspecs, token.as_ref(), &stop2)
+            .sync(&key, &url, &refspecs, token.as_ref(), stop)
             .with_context(|| format!("fetching {url}"))?;
         let repo = Repo::open(&synced.path)?;
-        let diff = repo.diff(&base_sha, &head_sha)?;
+        let diff = repo
+            .diff_bytes(&base_sha, &head_sha, limits, stop)
+            .map_err(refusal)?;
         let commits = repo.log(&base_sha, &head_sha, 50).unwrap_or_default();
-        std::fs::create_dir_all(&worktrees)?;
-        let worktree = repo.checkout(&head_sha, Some(&worktrees))?;
-        Ok((synced.cloned, diff, commits, worktree))
+        Ok((synced.cloned, repo, diff, commits))
     })
-    .await;
-    watcher.abort();
-    let (cloned, diff, commits, worktree) =
-        prepared.map_err(|e| anyhow!("git task failed: {e}"))??;
+    .await?;
     tracing::info!(
         review_id = review.id,
         cloned,
         diff_bytes = diff.len(),
-        "repository ready"
+        "diff ready"
     );
-
-    let patch_id = git_cache::patch_id(&diff).unwrap_or_default();
+    if diff.is_empty() {
+        return Ok(Finished::Skipped(
+            None,
+            "The pull request's diff against its base is empty; nothing to review.",
+        ));
+    }
+    let patch_id = git_cache::patch_id_bytes(&diff).unwrap_or_default();
     if job.trigger == Trigger::Synchronize
         && !patch_id.is_empty()
         && app
@@ -466,8 +470,20 @@ async fn execute(
             .as_deref()
             == Some(patch_id.as_str())
     {
-        return Ok(Finished::Skipped(patch_id));
+        return Ok(Finished::Skipped(
+            Some(patch_id),
+            "The patch id equals the last reviewed one; nothing new to review.",
+        ));
     }
+    let worktrees = app.worktrees_dir();
+    let head_sha = job.head_sha.clone();
+    let worktree = git_phase(deadline, &stop.0, move |stop| {
+        std::fs::create_dir_all(&worktrees)?;
+        repo.checkout(&head_sha, Some(&worktrees), limits, stop)
+            .map_err(refusal)
+    })
+    .await?;
+    let diff = git_cache::diff_text(&diff);
 
     let repo_row = app.records.repo(&full_name).await?;
     let settings = app.records.store.settings().await?;
@@ -502,6 +518,7 @@ async fn execute(
         commits,
     };
     let mut agent_job = ReviewJob::new(session_id, worktree.path(), diff, model, pr);
+    agent_job.total_timeout = deadline.saturating_duration_since(Instant::now());
     agent_job.focus = focus;
     agent_job.earlier_findings = earlier_findings;
     agent_job.skills = crate::skills::enabled_skills(app).await;
@@ -530,6 +547,56 @@ async fn execute(
     })?;
     drop(worktree);
     Ok(Finished::Completed(outcome, patch_id))
+}
+
+/// Raises its flag when dropped, so blocking git work stops when the review's future is dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs blocking git work with the review's stop flag; past `deadline` the flag is raised and
+/// the review fails with the timeout error while the work winds down on its own.
+async fn git_phase<T: Send + 'static>(
+    deadline: Instant,
+    stop: &Arc<AtomicBool>,
+    work: impl FnOnce(&AtomicBool) -> anyhow::Result<T> + Send + 'static,
+) -> Result<T, RunError> {
+    let flag = stop.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let result = work(&flag);
+        if let Err(e) = &result
+            && flag.load(Ordering::Relaxed)
+        {
+            // The review has already ended (stop, supersede, shutdown, timeout).
+            tracing::info!(error = %format!("{e:#}"), "git work stopped");
+        }
+        result
+    });
+    match tokio::time::timeout_at(deadline, task).await {
+        Ok(joined) => Ok(joined.map_err(|e| anyhow!("git task failed: {e}"))??),
+        Err(_) => {
+            stop.store(true, Ordering::Relaxed);
+            Err(anyhow!(
+                "the review ran longer than its total limit of {} s (in the git phase)",
+                REVIEW_TIMEOUT.as_secs()
+            )
+            .into())
+        }
+    }
+}
+
+/// A tree over the limits, with the settings that raise them named (issue 16 item 5).
+fn refusal(e: GitError) -> anyhow::Error {
+    match e {
+        GitError::TooLarge { .. } => {
+            anyhow!("{e} (limits: REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES)")
+        }
+        other => other.into(),
+    }
 }
 
 /// The agent's two posting tools, backed by the forge and the findings write-back.

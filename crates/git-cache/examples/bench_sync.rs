@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use git_cache::{GitCache, Repo, RepoKey};
+use git_cache::{GitCache, Limits, Repo, RepoKey};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -226,11 +226,14 @@ fn main() -> Result<()> {
     let mut checkout_times = Vec::new();
     let mut diff_len = 0;
     for _ in 0..runs {
-        let (t, diff) = timed(|| Ok(repo.diff("main", "refs/pull/1/head")?))?;
+        let (t, diff) = timed(|| {
+            Ok(repo.diff_bytes("main", "refs/pull/1/head", Limits::default(), &never)?)
+        })?;
         diff_len = diff.len();
-        let (tp, _) = timed(|| Ok(git_cache::patch_id(&diff)))?;
+        let (tp, _) = timed(|| Ok(git_cache::patch_id_bytes(&diff)))?;
         diff_times.push(t + tp);
-        let (t, wt) = timed(|| Ok(repo.checkout("refs/pull/1/head", None)?))?;
+        let (t, wt) =
+            timed(|| Ok(repo.checkout("refs/pull/1/head", None, Limits::default(), &never)?))?;
         checkout_times.push(t);
         drop(wt);
     }

@@ -6,6 +6,10 @@
 //! headers (git's default `def_ff`: a line starting with a letter, `_` or `$`), mode, rename and
 //! binary headers, `index` lines abbreviated like git's, quoted paths (`core.quotePath`), and
 //! `\ No newline at end of file`. The rules follow git's `diff.c` and `xdiff/xemit.c`.
+//!
+//! The `diff` attribute is honoured as git's `userdiff.c` does (issue 16 item 7): `-diff` (and
+//! the `binary` macro) prints "Binary files ... differ", `diff` forces a text diff, and
+//! `diff=<driver>` takes the hunk-header patterns of git's built-in driver of that name.
 
 use std::rc::Rc;
 
@@ -15,6 +19,7 @@ use gix::diff::blob::{Algorithm, InternedInput, diff_with_slider_heuristics, sou
 use gix::objs::tree::EntryKind;
 
 use crate::GitError;
+use crate::funcname::{FUNC_LINE_MAX, FuncName};
 use crate::quote::{quote, quote_two};
 
 /// Lines of context around each change (`diff.context`, default 3).
@@ -23,8 +28,26 @@ const CONTEXT: u32 = 3;
 pub(crate) const MAX_SCORE: f64 = 60000.0;
 /// git's binary sniffing window (`FIRST_FEW_BYTES`).
 const FIRST_FEW_BYTES: usize = 8000;
-/// git's function-name buffer (`struct func_line`).
-const FUNC_LINE_MAX: usize = 80;
+/// `core.bigFileThreshold`: larger files are binary without looking (512 MiB).
+const BIG_FILE_THRESHOLD: usize = 512 << 20;
+
+/// What the `diff` attribute of a path says (git's `userdiff_find_by_path`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Driver {
+    /// `Some(true)` for `-diff` (or `binary`), `Some(false)` for `diff`; `None`: look at the
+    /// content.
+    pub binary: Option<bool>,
+    /// The hunk-header patterns of `diff=<built-in driver>`; `None`: git's default rule.
+    pub funcname: Option<&'static FuncName>,
+}
+
+impl Driver {
+    /// git's `diff_filespec_is_binary`.
+    fn is_binary(&self, data: &[u8]) -> bool {
+        self.binary
+            .unwrap_or_else(|| data.len() > BIG_FILE_THRESHOLD || is_binary(data))
+    }
+}
 
 /// One side of a file pair: where it lives, its mode and its object id.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,6 +108,10 @@ pub(crate) trait Blobs {
     fn get(&mut self, side: &Side) -> Result<Rc<[u8]>, GitError>;
     /// The object id abbreviated as git prints it on `index` lines.
     fn abbrev(&mut self, id: &ObjectId) -> String;
+    /// The diff driver of `path`, from the `.gitattributes` of the head commit.
+    fn driver(&mut self, path: &BString) -> Driver;
+    /// [`GitError::Interrupted`] once the caller's cancel flag is raised.
+    fn interrupted(&self) -> Result<(), GitError>;
 }
 
 /// git's `buffer_is_binary`: a NUL byte in the first 8000 bytes.
@@ -215,7 +242,8 @@ fn write_file(
         None => empty,
     };
 
-    if is_binary(&old_data) || is_binary(&new_data) {
+    let (driver_a, driver_b) = (blobs.driver(&name_a.path), blobs.driver(&name_b.path));
+    if driver_a.is_binary(&old_data) || driver_b.is_binary(&new_data) {
         if old_data == new_data {
             if must_show_header {
                 out.extend_from_slice(&header);
@@ -232,7 +260,8 @@ fn write_file(
     }
 
     let mut body = Vec::new();
-    if !write_hunks(&mut body, &old_data, &new_data) {
+    let funcname = driver_a.funcname.or(driver_b.funcname);
+    if !write_hunks(&mut body, &old_data, &new_data, funcname) {
         if must_show_header {
             out.extend_from_slice(&header);
         }
@@ -262,8 +291,9 @@ struct Change {
     c2: u32,
 }
 
-/// Writes the hunks of `old` -> `new` as xdiff's `xdl_emit_diff` does; false when equal.
-fn write_hunks(out: &mut Vec<u8>, old: &[u8], new: &[u8]) -> bool {
+/// Writes the hunks of `old` -> `new` as xdiff's `xdl_emit_diff` does, function lines found by
+/// `funcname` (else git's default rule); false when equal.
+fn write_hunks(out: &mut Vec<u8>, old: &[u8], new: &[u8], funcname: Option<&FuncName>) -> bool {
     let old_lines: Vec<&[u8]> = byte_lines(old).collect();
     let new_lines: Vec<&[u8]> = byte_lines(new).collect();
     let input = InternedInput::new(byte_lines(old), byte_lines(new));
@@ -309,7 +339,12 @@ fn write_hunks(out: &mut Vec<u8>, old: &[u8], new: &[u8]) -> bool {
         let start = i64::from(s1) - 1;
         let mut line = start;
         while line > func_search_limit && line >= 0 {
-            if let Some(found) = def_ff(old_lines[line as usize]) {
+            let record = old_lines[line as usize];
+            let found = match funcname {
+                Some(f) => f.find(record),
+                None => def_ff(record),
+            };
+            if let Some(found) = found {
                 func_line = found;
                 break;
             }
@@ -391,7 +426,7 @@ mod tests {
 
     fn hunks(old: &str, new: &str) -> String {
         let mut out = Vec::new();
-        write_hunks(&mut out, old.as_bytes(), new.as_bytes());
+        write_hunks(&mut out, old.as_bytes(), new.as_bytes(), None);
         String::from_utf8(out).unwrap()
     }
 

@@ -61,6 +61,27 @@ pub enum GitError {
         /// The remote URL, without credentials.
         url: String,
     },
+    /// The caller's cancel flag was raised during a diff, a checkout or the measuring of a
+    /// tree; nothing is left behind (a partial checkout is removed).
+    #[error("{operation} was cancelled")]
+    Interrupted {
+        /// What was being done, e.g. `checkout of 1f2e...`.
+        operation: String,
+    },
+    /// A tree the review would diff or check out is over a [`crate::Limits`] cap (issue 16
+    /// item 5: git bombs); nothing was diffed or written.
+    #[error(
+        "the tree of commit {commit} has more than {limit} {what}; a tree this large is not \
+         diffed or checked out"
+    )]
+    TooLarge {
+        /// The commit whose tree is too large.
+        commit: String,
+        /// `entries` or `bytes`.
+        what: &'static str,
+        /// The cap it is over.
+        limit: u64,
+    },
     /// Reading objects or computing a diff, merge base or log failed.
     #[error("{operation} failed in {path}: {message}")]
     Object {

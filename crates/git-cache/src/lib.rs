@@ -13,6 +13,10 @@
 //!   revisions, finds merge bases, prints `git diff base...head` byte for byte, and checks a
 //!   commit out into a [`Worktree`] that is removed when dropped.
 //! - [`patch_id`] computes `git patch-id --stable` from a diff's text.
+//! - [`Limits`] caps the trees a diff or checkout may touch (git bombs), and every long
+//!   operation takes a cancel flag.
+//! - [`diff_text`] turns the diff's bytes into the text the model reads, marking bytes that
+//!   are not UTF-8 instead of replacing them.
 //!
 //! Everything blocks: async callers run it in `spawn_blocking`.
 
@@ -21,14 +25,19 @@
 mod cache;
 mod diff;
 mod error;
+mod funcname;
+mod limits;
 mod patch_id;
 mod quote;
 mod rename;
 mod repo;
+mod text;
 mod worktree;
 
 pub use cache::{GitCache, RepoKey, Synced};
 pub use error::GitError;
+pub use limits::{Limits, TreeSize};
 pub use patch_id::{patch_id, patch_id_bytes};
 pub use repo::Repo;
+pub use text::diff_text;
 pub use worktree::Worktree;

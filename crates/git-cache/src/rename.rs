@@ -243,6 +243,7 @@ pub(crate) fn detect_renames(
     if !srcs.is_empty() && !open_dests.is_empty() && limit_ok {
         let mut matrix: Vec<Candidate> = Vec::with_capacity(open_dests.len() * CANDIDATES);
         for &d in &open_dests {
+            prints.blobs.interrupted()?;
             let empty = Candidate {
                 dst: None,
                 src: 0,

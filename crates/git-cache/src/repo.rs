@@ -3,14 +3,19 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use gix::ObjectId;
-use gix::bstr::{BStr, ByteSlice};
+use gix::attrs::StateRef;
+use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::TreeRefIter;
 use gix::prelude::ObjectIdExt;
+use gix::worktree::stack::state::attributes::Source as AttributeSource;
 
-use crate::diff::{Blobs, FilePair, Side, write_pair};
+use crate::diff::{Blobs, Driver, FilePair, Side, write_pair};
 use crate::error::chain;
+use crate::funcname;
+use crate::limits::{Limits, Meter, TreeSize};
 use crate::rename::detect_renames;
 use crate::{GitError, Worktree};
 
@@ -114,27 +119,34 @@ impl Repo {
         Ok(self.merge_base_in(&repo, a, b)?.0.to_string())
     }
 
-    /// `git diff base...head` (from the merge base of `base` and `head` to `head`) with git's
-    /// default options, byte for byte; see [`Repo::diff_bytes`]. Content that is not UTF-8 is
-    /// converted lossily: use `diff_bytes` (and [`crate::patch_id_bytes`]) to keep it exact.
-    pub fn diff(&self, base: &str, head: &str) -> Result<String, GitError> {
-        let bytes = self.diff_bytes(base, head)?;
-        Ok(match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })
-    }
-
-    /// The bytes `git diff base...head` prints with default options: no color, renames
-    /// detected (`diff.renames=true`, 50%), `a/` `b/` prefixes, 3 context lines, function-name
-    /// context, git's `index` abbreviations and path quoting. Empty when nothing changed.
+    /// The bytes `git diff base...head` prints (from the merge base of `base` and `head` to
+    /// `head`) with default options, in a working copy checked out at `head`: no color,
+    /// renames detected (`diff.renames=true`, 50%), `a/` `b/` prefixes, 3 context lines,
+    /// function-name context, git's `index` abbreviations and path quoting, and the `diff`
+    /// attribute of the head commit's `.gitattributes` (`binary`, `-diff`, `diff`,
+    /// `diff=<built-in driver>`). Empty when nothing changed. Give the model
+    /// [`crate::diff_text`] of it and compute [`crate::patch_id_bytes`] from it.
     ///
-    /// Errors: [`GitError::UnknownRevision`], [`GitError::NoMergeBase`], or
-    /// [`GitError::Object`] when an object cannot be read.
-    pub fn diff_bytes(&self, base: &str, head: &str) -> Result<Vec<u8>, GitError> {
+    /// Both trees are first held to `limits`, and `cancel` is polled throughout: a git bomb is
+    /// refused before any diff work, and a stop ends the diff within one file's work.
+    ///
+    /// Errors: [`GitError::UnknownRevision`], [`GitError::NoMergeBase`],
+    /// [`GitError::TooLarge`], [`GitError::Interrupted`], or [`GitError::Object`] when an
+    /// object cannot be read.
+    pub fn diff_bytes(
+        &self,
+        base: &str,
+        head: &str,
+        limits: Limits,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<u8>, GitError> {
         let repo = self.local();
         let (merge_base, head_id) = self.merge_base_in(&repo, base, head)?;
-        self.diff_commits(&repo, merge_base, head_id)
+        let mut meter = Meter::new(&repo, limits);
+        meter.check_commit(merge_base, cancel)?;
+        meter.check_commit(head_id, cancel)?;
+        drop(meter);
+        self.diff_commits(&repo, merge_base, head_id, cancel)
             .map_err(|e| match e {
                 GitError::Object { message, path, .. } => GitError::Object {
                     operation: format!("diff {base}...{head}"),
@@ -151,6 +163,7 @@ impl Repo {
         repo: &gix::Repository,
         old: ObjectId,
         new: ObjectId,
+        cancel: &AtomicBool,
     ) -> Result<Vec<u8>, GitError> {
         let fail = |e: &(dyn std::error::Error + 'static)| self.object_error("diff".into(), e);
         let tree_of = |id: ObjectId| {
@@ -217,14 +230,25 @@ impl Repo {
                 .then_with(|| matches!(a, FilePair::Added(_)).cmp(&matches!(b, FilePair::Added(_))))
         });
 
+        // git reads attributes from the working copy; ours is the head commit's tree.
+        let index = repo.index_from_tree(&new_tree.id).map_err(|e| fail(&e))?;
+        let attributes = repo
+            .attributes_only(&index, AttributeSource::IdMapping)
+            .map_err(|e| fail(&e))?;
+        let matches = attributes.selected_attribute_matches(["diff"]);
         let mut blobs = RepoBlobs {
             repo,
             cache: HashMap::new(),
             hex_len: None,
+            attributes,
+            matches,
+            cancel,
         };
+        blobs.interrupted()?;
         let queue = detect_renames(queue, &mut blobs)?;
         let mut out = Vec::new();
         for pair in &queue {
+            blobs.interrupted()?;
             write_pair(&mut out, pair, &mut blobs)?;
         }
         Ok(out)
@@ -236,11 +260,38 @@ impl Repo {
     /// as symlinks). The directory is removed when the [`Worktree`] drops, and nothing is
     /// left behind when this call fails.
     ///
-    /// Errors: [`GitError::UnknownRevision`], [`GitError::Checkout`].
-    pub fn checkout(&self, commit: &str, parent: Option<&Path>) -> Result<Worktree, GitError> {
+    /// The tree is first held to `limits` (nothing is written for a tree over them), and
+    /// raising `cancel` stops the checkout after the file being written.
+    ///
+    /// Errors: [`GitError::UnknownRevision`], [`GitError::TooLarge`],
+    /// [`GitError::Interrupted`], [`GitError::Checkout`].
+    pub fn checkout(
+        &self,
+        commit: &str,
+        parent: Option<&Path>,
+        limits: Limits,
+        cancel: &AtomicBool,
+    ) -> Result<Worktree, GitError> {
         let repo = self.local();
         let id = self.resolve_in(&repo, commit)?;
-        crate::worktree::checkout(&repo, id, parent)
+        Meter::new(&repo, limits).check_commit(id, cancel)?;
+        crate::worktree::checkout(&repo, id, parent, cancel)
+    }
+
+    /// The size of the tree of `rev` as [`Limits`] counts it (entries and bytes, recursively),
+    /// measured only as far as the limits: a tree over them is an error, not a count.
+    ///
+    /// Errors: [`GitError::UnknownRevision`], [`GitError::TooLarge`],
+    /// [`GitError::Interrupted`], [`GitError::Object`].
+    pub fn tree_size(
+        &self,
+        rev: &str,
+        limits: Limits,
+        cancel: &AtomicBool,
+    ) -> Result<TreeSize, GitError> {
+        let repo = self.local();
+        let id = self.resolve_in(&repo, rev)?;
+        Meter::new(&repo, limits).check_commit(id, cancel)
     }
 
     /// Subjects (first lines) of the commits in `base..head`, oldest first: the `max` most
@@ -270,14 +321,59 @@ impl Repo {
     }
 }
 
-/// Blob contents for the diff printer, read once per object id.
+/// Blob contents and attributes for the diff printer, each blob read once per object id.
 struct RepoBlobs<'r> {
     repo: &'r gix::Repository,
     cache: HashMap<ObjectId, Rc<[u8]>>,
     hex_len: Option<usize>,
+    attributes: gix::AttributeStack<'r>,
+    matches: gix::attrs::search::Outcome,
+    cancel: &'r AtomicBool,
 }
 
 impl Blobs for RepoBlobs<'_> {
+    fn driver(&mut self, path: &BString) -> Driver {
+        let platform = match self.attributes.at_entry(path.as_bstr(), None) {
+            Ok(platform) => platform,
+            Err(e) => {
+                // Only a .gitattributes blob that cannot be read gets here; git would fail
+                // the diff. Diff as if the path had no attributes, and say so.
+                tracing::warn!(path = %path, error = %chain(&e), "cannot read the attributes of a path");
+                return Driver::default();
+            }
+        };
+        platform.matching_attributes(&mut self.matches);
+        let state = self
+            .matches
+            .iter_selected()
+            .next()
+            .map(|m| m.assignment.state);
+        match state {
+            Some(StateRef::Set) => Driver {
+                binary: Some(false),
+                funcname: None,
+            },
+            Some(StateRef::Unset) => Driver {
+                binary: Some(true),
+                funcname: None,
+            },
+            Some(StateRef::Value(name)) => Driver {
+                binary: None,
+                funcname: funcname::builtin(name.as_bstr()),
+            },
+            Some(StateRef::Unspecified) | None => Driver::default(),
+        }
+    }
+
+    fn interrupted(&self) -> Result<(), GitError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(GitError::Interrupted {
+                operation: "diff".into(),
+            });
+        }
+        Ok(())
+    }
+
     fn get(&mut self, side: &Side) -> Result<Rc<[u8]>, GitError> {
         if side.kind == gix::objs::tree::EntryKind::Commit {
             return Ok(Rc::from(

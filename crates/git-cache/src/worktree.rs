@@ -1,7 +1,7 @@
 //! Checkouts of a commit's tree into temporary directories that never outlive their guard.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use gix::ObjectId;
 
@@ -34,6 +34,7 @@ pub(crate) fn checkout(
     repo: &gix::Repository,
     commit: ObjectId,
     parent: Option<&Path>,
+    cancel: &AtomicBool,
 ) -> Result<Worktree, GitError> {
     let fail = |message: String| GitError::Checkout {
         commit: commit.to_string(),
@@ -74,10 +75,16 @@ pub(crate) fn checkout(
         objects,
         &gix::progress::Discard,
         &gix::progress::Discard,
-        &AtomicBool::new(false),
+        cancel,
         options,
     )
     .map_err(|e| fail(chain(&e)))?;
+    // gix returns Ok when interrupted: what was written so far is removed with `dir`.
+    if cancel.load(Ordering::Relaxed) {
+        return Err(GitError::Interrupted {
+            operation: format!("checkout of {commit}"),
+        });
+    }
     if let Some(first) = outcome.errors.first() {
         return Err(fail(format!(
             "{} file(s) could not be written, first {}: {}",

@@ -8,7 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::Fixture;
+use common::{Fixture, NEVER};
+use git_cache::Limits;
 
 #[derive(Debug, PartialEq, Eq)]
 enum Entry {
@@ -84,7 +85,9 @@ fn checkout_has_the_same_files_and_modes_as_git_archive() {
     git_archive(&f, &commit, expected_dir.path());
 
     let repo = git_cache::Repo::open(&f.repo).unwrap();
-    let wt = repo.checkout("main", None).unwrap();
+    let wt = repo
+        .checkout("main", None, Limits::default(), &NEVER)
+        .unwrap();
     assert_eq!(wt.commit(), commit);
     pretty_assertions::assert_eq!(snapshot(wt.path()), snapshot(expected_dir.path()));
     assert!(!wt.path().join(".git").exists());
@@ -103,7 +106,9 @@ fn checkout_from_a_bare_clone_works_under_the_given_parent() {
     ]);
     let parent = tempfile::tempdir().unwrap();
     let repo = git_cache::Repo::open(&bare).unwrap();
-    let wt = repo.checkout(&commit, Some(parent.path())).unwrap();
+    let wt = repo
+        .checkout(&commit, Some(parent.path()), Limits::default(), &NEVER)
+        .unwrap();
     assert_eq!(wt.path().parent().unwrap(), parent.path());
     assert_eq!(
         std::fs::read_to_string(wt.path().join("src/main.rs")).unwrap(),
@@ -115,7 +120,9 @@ fn checkout_from_a_bare_clone_works_under_the_given_parent() {
 fn worktree_directory_is_removed_on_drop() {
     let (f, _) = fixture();
     let repo = git_cache::Repo::open(&f.repo).unwrap();
-    let wt = repo.checkout("HEAD", None).unwrap();
+    let wt = repo
+        .checkout("HEAD", None, Limits::default(), &NEVER)
+        .unwrap();
     let path = wt.path().to_owned();
     assert!(path.join("README.md").exists());
     drop(wt);
@@ -129,16 +136,18 @@ fn worktree_is_removed_when_a_later_step_fails_or_panics() {
     let parent = tempfile::tempdir().unwrap();
 
     let review = || -> Result<(), git_cache::GitError> {
-        let wt = repo.checkout("HEAD", Some(parent.path()))?;
+        let wt = repo.checkout("HEAD", Some(parent.path()), Limits::default(), &NEVER)?;
         assert!(wt.path().exists());
-        repo.diff("HEAD", "no-such-revision")?; // fails, `?` drops the worktree
+        repo.diff_bytes("HEAD", "no-such-revision", Limits::default(), &NEVER)?; // fails, `?` drops the worktree
         Ok(())
     };
     assert!(review().is_err());
     assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
 
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _wt = repo.checkout("HEAD", Some(parent.path())).unwrap();
+        let _wt = repo
+            .checkout("HEAD", Some(parent.path()), Limits::default(), &NEVER)
+            .unwrap();
         panic!("agent crashed");
     }));
     assert!(panicked.is_err());
@@ -151,7 +160,12 @@ fn failed_checkout_leaves_nothing_behind() {
     let repo = git_cache::Repo::open(&f.repo).unwrap();
     let parent = tempfile::tempdir().unwrap();
     let err = repo
-        .checkout("does-not-exist", Some(parent.path()))
+        .checkout(
+            "does-not-exist",
+            Some(parent.path()),
+            Limits::default(),
+            &NEVER,
+        )
         .unwrap_err();
     assert!(
         err.to_string()

@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::Fixture;
+use common::{Fixture, NEVER};
+use git_cache::Limits;
 
 fn numbered(n: usize, prefix: &str) -> String {
     (1..=n).map(|i| format!("{prefix} line {i}\n")).collect()
@@ -242,7 +243,9 @@ fn identical_commits_have_an_empty_diff_and_no_patch_id() {
 fn unknown_revisions_are_named_in_the_error() {
     let f = fixture_with(&[("a", "a\n")]);
     let repo = git_cache::Repo::open(&f.repo).unwrap();
-    let err = repo.diff("main", "no-such-branch").unwrap_err();
+    let err = repo
+        .diff_bytes("main", "no-such-branch", Limits::default(), &NEVER)
+        .unwrap_err();
     assert!(
         err.to_string()
             .starts_with("unknown revision 'no-such-branch'"),

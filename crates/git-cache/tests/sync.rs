@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use common::Fixture;
-use git_cache::{GitCache, Repo, RepoKey};
+use git_cache::{GitCache, Limits, Repo, RepoKey};
 use secrecy::SecretString;
 
 fn key() -> RepoKey {
@@ -70,7 +70,10 @@ fn first_sync_clones_bare_and_later_syncs_fetch_new_commits_and_pull_refs() {
     assert_eq!(repo.resolve("refs/pull/1/head").unwrap(), pr_head);
     assert_eq!(repo.resolve(&second).unwrap(), second);
     // And the PR's diff is available from the cache.
-    let diff = repo.diff("main", "refs/pull/1/head").unwrap();
+    let diff = repo
+        .diff_bytes("main", "refs/pull/1/head", Limits::default(), &never)
+        .unwrap();
+    let diff = git_cache::diff_text(&diff);
     assert!(diff.contains("+++ b/pr.txt"), "{diff}");
 }
 

@@ -1,6 +1,7 @@
 //! Read-only tools over the worktree: read_file, list_files, grep, and git_diff over the job's
 //! base...head diff. Output is capped so one call cannot flood the context.
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -12,6 +13,8 @@ use crate::provider::ToolSpec;
 
 /// read_file returns at most this many bytes of a file's text.
 const READ_CAP_BYTES: usize = 128 * 1024;
+/// read_file's read buffer: lines before `start_line` pass through it without being kept.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// read_file returns at most this many lines per call.
 const READ_CAP_LINES: usize = 2000;
 /// list_files returns at most this many entries.
@@ -78,46 +81,86 @@ impl ToolHandler for ReadFile {
     }
 }
 
+/// Reads `args.path` from `start_line` on, holding at most one 64 KiB buffer plus
+/// `READ_CAP_BYTES + 1` bytes of the file in memory whatever its size (issue 16 item 6): the
+/// lines before `start_line` are skipped through the buffer without being kept, and the rest
+/// is read through `Read::take(READ_CAP_BYTES + 1)`, so a larger file is never read whole.
 fn read_file(root: &Root, args: &ReadArgs) -> Result<String, String> {
     let path = root.resolve(&args.path)?;
     if path.is_dir() {
         return Err(format!("{} is a directory; use list_files", args.path));
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", args.path))?;
-    if is_binary(&bytes) {
-        return Err(format!(
-            "{} is a binary file ({} bytes)",
-            args.path,
-            bytes.len()
-        ));
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", args.path);
+    let file = std::fs::File::open(&path).map_err(cannot)?;
+    let size = file.metadata().map_err(cannot)?.len();
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    if is_binary(reader.fill_buf().map_err(cannot)?) {
+        return Err(format!("{} is a binary file ({size} bytes)", args.path));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len();
     let start = args.start_line.unwrap_or(1).max(1);
-    if start > total.max(1) {
-        return Err(format!(
-            "start_line {start} is past the end of {} ({total} lines)",
-            args.path
-        ));
+    let mut skipped = 0usize;
+    while skipped + 1 < start {
+        if reader.skip_until(b'\n').map_err(cannot)? == 0 {
+            return Err(format!(
+                "start_line {start} is past the end of {} ({skipped} lines)",
+                args.path
+            ));
+        }
+        skipped += 1;
     }
-    let want_end = args.end_line.unwrap_or(total).min(total);
-    if want_end < start && total > 0 {
-        return Err(format!("end_line {want_end} is before start_line {start}"));
+    if let Some(end) = args.end_line
+        && end < start
+    {
+        return Err(format!("end_line {end} is before start_line {start}"));
     }
+    let mut bytes = Vec::new();
+    (&mut reader)
+        .take(READ_CAP_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    // All of the rest of the file fits under the cap: the line count is known.
+    let complete = bytes.len() <= READ_CAP_BYTES;
+    bytes.truncate(READ_CAP_BYTES);
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut cut_line = false;
+    if !complete && lines.last().is_some_and(|l| !l.ends_with('\n')) {
+        if lines.len() > 1 {
+            lines.pop();
+        } else {
+            cut_line = true;
+        }
+    }
+    let total = complete.then(|| skipped + lines.len());
+    let want_end = match (args.end_line, total) {
+        (Some(end), Some(total)) => end.min(total),
+        (Some(end), None) => end,
+        (None, Some(total)) => total,
+        (None, None) => usize::MAX,
+    };
     let rel = root.relative(&path);
     let mut out = String::new();
-    let mut last = start.saturating_sub(1);
-    for (i, line) in lines.iter().enumerate().take(want_end).skip(start - 1) {
-        let n = i + 1;
-        if n - start >= READ_CAP_LINES || out.len() + line.len() > READ_CAP_BYTES {
+    let mut last = start - 1;
+    for (i, line) in lines.iter().enumerate() {
+        let n = start + i;
+        if n > want_end || n - start >= READ_CAP_LINES {
             break;
         }
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
         out.push_str(&format!("{n:>6}\t{line}\n"));
         last = n;
     }
-    let mut header = format!("{rel} (lines {start}-{last} of {total})\n");
-    if last < want_end {
+    let mut header = match total {
+        Some(total) => format!("{rel} (lines {start}-{last} of {total})\n"),
+        None => format!("{rel} (lines {start}-{last} of a {size}-byte file)\n"),
+    };
+    if cut_line {
+        header.push_str(&format!(
+            "[line {start} is longer than {} KiB; only its start is shown]\n",
+            READ_CAP_BYTES / 1024
+        ));
+    } else if last < want_end {
         header.push_str(&format!(
             "[output capped; continue with start_line {}]\n",
             last + 1
@@ -405,5 +448,100 @@ impl ToolHandler for GitDiff {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(root: &Root, path: &str, start: Option<usize>, end: Option<usize>) -> String {
+        let args = ReadArgs {
+            path: path.into(),
+            start_line: start,
+            end_line: end,
+        };
+        read_file(root, &args).unwrap_or_else(|e| format!("error: {e}"))
+    }
+
+    /// 40 000 lines of 100 bytes: 4 MB, thirty times the cap.
+    fn large(dir: &Path) -> Root {
+        let line = format!("{}\n", "x".repeat(99));
+        std::fs::write(dir.join("big.txt"), line.repeat(40_000)).unwrap();
+        Root::new(dir).unwrap()
+    }
+
+    #[test]
+    fn a_large_file_is_read_up_to_the_cap_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = large(dir.path());
+        let out = read(&root, "big.txt", None, None);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "big.txt (lines 1-1310 of a 4000000-byte file)");
+        assert_eq!(lines[1], "[output capped; continue with start_line 1311]");
+        assert_eq!(lines.len(), 2 + 1310);
+        assert!(
+            out.len() <= READ_CAP_BYTES + READ_CAP_BYTES / 8,
+            "{}",
+            out.len()
+        );
+    }
+
+    #[test]
+    fn a_start_line_deep_in_a_large_file_is_reached_by_skipping() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = large(dir.path());
+        let out = read(&root, "big.txt", Some(39_999), None);
+        assert!(
+            out.starts_with("big.txt (lines 39999-40000 of 40000)\n 39999\txxx"),
+            "{}",
+            &out[..80]
+        );
+        assert_eq!(
+            read(&root, "big.txt", Some(40_002), None),
+            "error: start_line 40002 is past the end of big.txt (40000 lines)"
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_cut_and_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("one.min.js"), "y".repeat(1 << 20)).unwrap();
+        let root = Root::new(dir.path()).unwrap();
+        let out = read(&root, "one.min.js", None, None);
+        let mut lines = out.lines();
+        assert_eq!(
+            lines.next(),
+            Some("one.min.js (lines 1-1 of a 1048576-byte file)")
+        );
+        assert_eq!(
+            lines.next(),
+            Some("[line 1 is longer than 128 KiB; only its start is shown]")
+        );
+        assert_eq!(lines.next().map(str::len), Some(7 + READ_CAP_BYTES));
+    }
+
+    #[test]
+    fn small_files_keep_their_line_count_and_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\r\ntwo\nthree").unwrap();
+        let root = Root::new(dir.path()).unwrap();
+        assert_eq!(
+            read(&root, "a.txt", None, None),
+            "a.txt (lines 1-3 of 3)\n     1\tone\n     2\ttwo\n     3\tthree\n"
+        );
+        assert_eq!(
+            read(&root, "a.txt", Some(2), Some(2)),
+            "a.txt (lines 2-2 of 3)\n     2\ttwo\n"
+        );
+        assert_eq!(
+            read(&root, "a.txt", Some(3), Some(1)),
+            "error: end_line 1 is before start_line 3"
+        );
+        std::fs::write(dir.path().join("bin"), b"\x7fELF\x00\x01").unwrap();
+        assert_eq!(
+            read(&root, "bin", None, None),
+            "error: bin is a binary file (6 bytes)"
+        );
     }
 }

@@ -3,6 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+
+/// A cancel flag nobody raises.
+pub static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// A scratch folder with its own HOME and a repository at `repo`.
 pub struct Fixture {
@@ -113,7 +117,9 @@ impl Fixture {
         let range = format!("{base}...{head}");
         let expected = self.git_bytes(&["diff", &range]);
         let repo = git_cache::Repo::open(&self.repo).unwrap();
-        let actual = repo.diff_bytes(base, head).unwrap();
+        let actual = repo
+            .diff_bytes(base, head, git_cache::Limits::default(), &NEVER)
+            .unwrap();
         pretty_assertions::assert_eq!(
             String::from_utf8_lossy(&actual),
             String::from_utf8_lossy(&expected),
