@@ -249,11 +249,7 @@ async fn run(
                 .await;
             log_store_error(id, &row);
             app.records.review_updated(row.ok().flatten());
-            // A stop at the budget is the operator's limit working, not a failure to retry.
-            let budget = error
-                .downcast_ref::<agent::AgentError>()
-                .is_some_and(agent::AgentError::is_budget);
-            if !cancelled && !budget {
+            if !cancelled && !is_operator_limit(&error) {
                 after_genuine_failure(app, &review, &job, &message).await;
             }
             let conclusion = if cancelled {
@@ -376,6 +372,18 @@ async fn delayed_retry(app: AppState, RetryRequest { failed, job }: RetryRequest
             tracing::error!(review_id = failed.id, error = %e, "cannot start the automatic retry")
         }
     }
+}
+
+/// Whether a run failed at a limit the operator set: its budget (REVIEW_MAX_TOKENS,
+/// REVIEW_MAX_COST) or the tree caps (REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES). That is
+/// the limit working, not a genuine failure: a retry would stop at the same place.
+fn is_operator_limit(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<agent::AgentError>()
+            .is_some_and(agent::AgentError::is_budget)
+            || cause.downcast_ref::<TreeRefused>().is_some()
+    })
 }
 
 fn cancel_reason(reason: &Mutex<Option<CancelReason>>) -> CancelReason {
@@ -592,12 +600,15 @@ async fn git_phase<T: Send + 'static>(
 /// A tree over the limits, with the settings that raise them named (issue 16 item 5).
 fn refusal(e: GitError) -> anyhow::Error {
     match e {
-        GitError::TooLarge { .. } => {
-            anyhow!("{e} (limits: REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES)")
-        }
+        GitError::TooLarge { .. } => TreeRefused(e).into(),
         other => other.into(),
     }
 }
+
+/// A review refused because a tree is over REVIEW_MAX_TREE_ENTRIES or REVIEW_MAX_TREE_BYTES.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} (limits: REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES)")]
+struct TreeRefused(GitError);
 
 /// The agent's two posting tools, backed by the forge and the findings write-back.
 struct ForgePoster {

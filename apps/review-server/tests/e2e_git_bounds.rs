@@ -52,7 +52,8 @@ async fn a_git_bomb_fails_the_review_with_a_clear_error_before_any_checkout() {
     let up = Upstream::new();
     // 10^9 files from about 2 KB of trees.
     let bomb = push_bomb(&up, 9);
-    let w = World::start_with(up, Behavior::Reviewer, MODEL, true, &[]).await;
+    let retry_after_1s = [("RETRY_DELAY_SECS", "1".to_owned())];
+    let w = World::start_with(up, Behavior::Reviewer, MODEL, true, &retry_after_1s).await;
     open_pr(&w, &bomb).await;
     let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
     let error = rows[0]["error"].as_str().unwrap();
@@ -71,6 +72,13 @@ async fn a_git_bomb_fails_the_review_with_a_clear_error_before_any_checkout() {
     assert_eq!(w.model.requests(), Vec::<Value>::new());
     assert_eq!(w.forge.reviews(), Vec::<Value>::new());
     assert!(!w.server.data_dir.join("worktrees").exists());
+    // The cap is the operator's limit working: no automatic retry runs into it again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rows = w
+        .server
+        .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
+        .await;
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -442,9 +442,13 @@ impl World {
         format!("{OWNER}/{REPO}")
     }
 
-    /// Deliver `pull_request` `action` for PR 1 at the feature branch's head, signed; asserts 200.
+    /// Deliver `pull_request` `action` for PR 1 at the feature branch's head, signed; asserts
+    /// 200. The fake forge learns the PR's diff, so it refuses inline comments off it as GitHub
+    /// does.
     pub async fn deliver_pull_request(&self, action: &str) {
         let head = self.upstream.sha("feature");
+        let diff = git(&self.upstream.work, &["diff", &format!("main...{head}")]);
+        self.forge.set_diff(&self.full_name(), &head, &diff);
         let r = self
             .server
             .deliver(
@@ -456,18 +460,8 @@ impl World {
         assert_eq!(r.status(), 200);
     }
 
-    /// GitHub's example pull_request delivery, rewritten for our repo and PR 1. The fake forge
-    /// learns the PR's diff at `head`, so it refuses inline comments off it as GitHub does.
+    /// GitHub's example pull_request delivery, rewritten for our repo and PR 1.
     pub fn pull_request_payload(&self, action: &str, head: &str) -> Vec<u8> {
-        let diff = Command::new("git")
-            .args(["diff", &format!("main...{head}")])
-            .current_dir(&self.upstream.work)
-            .output()
-            .unwrap();
-        if diff.status.success() {
-            let diff = String::from_utf8_lossy(&diff.stdout);
-            self.forge.set_diff(&self.full_name(), head, &diff);
-        }
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/webhooks/pull_request.opened.json"
