@@ -91,6 +91,8 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         max_source_pixels: config.max_source_pixels,
         webp_effort: config.webp_effort,
         avif_max_pixels: config.avif_max_pixels,
+        max_enlarge: None,
+        max_grown_output_pixels: None,
     };
     let etags = moka::future::Cache::builder()
         .max_capacity(100_000)
