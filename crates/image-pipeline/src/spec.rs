@@ -14,7 +14,8 @@ use crate::error::PipelineError;
 /// `max_enlarge` and `max_grown_output_pixels` bound what a request may cost beyond its source
 /// (image-server sets them for unsigned resize URLs only: its README "Deployment"). Without
 /// them a 77-byte PNG asked for `width=8192&height=8192&fit=fill&enlarge=true&blur=100&
-/// format=png` took 24 s of CPU and 410 MB (bench/image/AMPLIFICATION.md). Every step after
+/// format=png` took 24 s of CPU and 410 MB in a security review (8.5 s of CPU and 399 MB here:
+/// bench/image/AMPLIFICATION.md). Every step after
 /// the decode (resize, padding, rotation, blur, sharpen, watermark, encode) costs in proportion
 /// to the output's area, whatever its parameters, so the area bound bounds them all.
 #[derive(Debug, Clone, Copy, PartialEq)]
