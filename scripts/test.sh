@@ -26,6 +26,22 @@ fi
 
 cargo test --workspace --no-fail-fast
 
+# Supply chain (deny.toml, README "Supply chain"): licences, sources and bans without touching the
+# network; advisories only against a local RustSec copy named by CARGO_DENY_ADVISORY_DBS.
+# The fetch brings the crates of deny.toml's other targets (cargo test only brought this one's).
+if command -v cargo-deny >/dev/null 2>&1; then
+  cargo fetch --locked --quiet
+  cargo deny --offline check licenses sources bans
+  if [ -n "${CARGO_DENY_ADVISORY_DBS:-}" ]; then
+    deny_cfg=$(mktemp)
+    sed "/^\[advisories\]/a db-path = \"$CARGO_DENY_ADVISORY_DBS\"" deny.toml >"$deny_cfg"
+    cargo deny --offline --config "$deny_cfg" check advisories
+    rm -f "$deny_cfg"
+  fi
+else
+  echo "cargo-deny not installed (cargo install --locked cargo-deny): supply-chain checks skipped"
+fi
+
 # The OpenAPI document against the running server (issue 4: no 5xx, no response that breaks it).
 if command -v schemathesis >/dev/null 2>&1; then
   bash scripts/schemathesis.sh "$CARGO_TARGET_DIR/debug/review-server"

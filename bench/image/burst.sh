@@ -15,26 +15,9 @@ WRITE=""
 if [ "${1:-}" = "--write" ]; then WRITE=1; shift; fi
 N="${1:-300}"
 PORT=3211
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
-WORK="$(mktemp -d)"
-SERVER=""
-cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-echo "building image-server (release)..." >&2
-cargo build --release -p image-server >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; exit 1; }
-BIN="$CARGO_TARGET_DIR/release/image-server"
-mkdir -p "$WORK/images"
+# shellcheck source=one-server.sh
+source "$HERE/one-server.sh"
 cp "$SHARED/crate_webp-0.3.1__lake.jpg" "$WORK/images/lake.jpg"
-
-start() { # env assignments for the server
-  env STORAGE_URL="file://$WORK/images" CACHE_MAX_BYTES=0 STORAGE_CACHE=false API_KEY=bench \
-    DATA_DIR="$WORK/data" LISTEN="127.0.0.1:$PORT" RUST_LOG=error "$@" "$BIN" &
-  SERVER=$!
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/admin/health" -o /dev/null && break; sleep 0.1; done
-}
-stop() { kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""; }
-hwm() { awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$SERVER/status"; }
 
 report() {
 echo "# Bursts of misses, and AVIF by size"

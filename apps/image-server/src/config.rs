@@ -85,6 +85,22 @@ pub struct Config {
     #[arg(long, env = "MAX_OUTPUT_DIMENSION", default_value_t = 8192)]
     pub max_output_dimension: u32,
 
+    /// Largest enlargement an unsigned resize URL may ask for with `enlarge`, per side: the
+    /// output's width (height) over that of the source region it shows; more: 400 naming
+    /// `enlarge`. Signed URLs (URL_SIGNING_KEY) are not held to it. Default 4 (a 4x screen
+    /// showing a picture at its own size); 0: no limit (README "Deployment").
+    #[arg(long, env = "MAX_UNSIGNED_ENLARGE", default_value_t = 4.0, value_parser = enlarge_factor)]
+    pub max_unsigned_enlarge: f64,
+
+    /// Largest output in pixels (width x height, after padding and rotation) an unsigned resize
+    /// URL may ask for when it is larger than the source region it shows (enlarged, padded by
+    /// `fit=contain`, turned by `rotate`); outputs up to the source's size are always allowed.
+    /// More: 400 naming `width`, `height` or `rotate` (a size nobody asked for is shrunk to
+    /// fit). Signed URLs are not held to it. Default 8388608 (8 MP: a 3840x2160 frame fits);
+    /// 0: no limit (README "Deployment").
+    #[arg(long, env = "MAX_UNSIGNED_OUTPUT_PIXELS", default_value_t = 8_388_608)]
+    pub max_unsigned_output_pixels: u64,
+
     /// Transformations run at once (CPU-bound, on blocking threads); the rest queue.
     /// Default 0: the number of CPUs.
     #[arg(long, env = "TRANSFORM_CONCURRENCY", default_value_t = 0)]
@@ -115,6 +131,16 @@ impl Config {
     }
 }
 
+/// MAX_UNSIGNED_ENLARGE: 0 (no limit) or a finite factor of at least 1.
+fn enlarge_factor(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(f) if f == 0.0 || (f.is_finite() && f >= 1.0) => Ok(f),
+        _ => Err(format!(
+            "{v:?}: expected 0 (no limit) or a factor of at least 1, such as 4"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +149,17 @@ mod tests {
     fn cli_is_well_formed() {
         use clap::CommandFactory;
         Config::command().debug_assert();
+    }
+
+    #[test]
+    fn the_enlargement_cap_is_0_or_a_factor_of_at_least_1() {
+        let parse = |v: &str| Config::try_parse_from(["image-server", "--max-unsigned-enlarge", v]);
+        assert_eq!(parse("2.5").map(|c| c.max_unsigned_enlarge).ok(), Some(2.5));
+        assert_eq!(parse("0").map(|c| c.max_unsigned_enlarge).ok(), Some(0.0));
+        for bad in ["0.5", "-1", "inf", "NaN", "four", ""] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Config::defaults().max_unsigned_enlarge, 4.0);
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub(crate) struct App {
     /// Set when resize URLs must be signed (URL_SIGNING_KEY).
     pub signer: Option<signing::UrlSigner>,
     pub limits: image_pipeline::Limits,
+    /// What a resize URL is held to: `limits` when URLs must be signed (every served URL was
+    /// verified), `limits` with the MAX_UNSIGNED_* caps when they are open (README "Deployment").
+    pub resize_limits: image_pipeline::Limits,
     /// Bounds CPU-bound transformations running at once.
     pub transforms: Semaphore,
     /// One HEIF transformation at a time, taken before a `transforms` slot: image-pipeline
@@ -91,6 +94,19 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         max_source_pixels: config.max_source_pixels,
         webp_effort: config.webp_effort,
         avif_max_pixels: config.avif_max_pixels,
+        max_enlarge: None,
+        max_grown_output_pixels: None,
+    };
+    let resize_limits = if signer.is_some() {
+        limits
+    } else {
+        let caps = unsigned_caps(&config, limits);
+        tracing::info!(
+            max_enlarge = ?caps.max_enlarge,
+            max_grown_output_pixels = ?caps.max_grown_output_pixels,
+            "resize URLs are unsigned: enlargement and grown outputs are capped"
+        );
+        caps
     };
     let etags = moka::future::Cache::builder()
         .max_capacity(100_000)
@@ -105,6 +121,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         api_key,
         signer,
         limits,
+        resize_limits,
         transforms: Semaphore::new(workers),
         heif_transforms: Semaphore::new(1),
         admission: (queue_size > 0).then(|| Semaphore::new(workers + queue_size)),
@@ -137,6 +154,17 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         ))
         .layer(trace);
     Ok((router, state))
+}
+
+/// `limits` with MAX_UNSIGNED_ENLARGE and MAX_UNSIGNED_OUTPUT_PIXELS (0: no limit), for
+/// unsigned resize URLs.
+fn unsigned_caps(config: &Config, limits: image_pipeline::Limits) -> image_pipeline::Limits {
+    image_pipeline::Limits {
+        max_enlarge: (config.max_unsigned_enlarge > 0.0).then_some(config.max_unsigned_enlarge),
+        max_grown_output_pixels: (config.max_unsigned_output_pixels > 0)
+            .then_some(config.max_unsigned_output_pixels),
+        ..limits
+    }
 }
 
 /// How long one request may take before it is answered 503 (the transformation it started

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{KEY, Storage, TestServer, fixture, magic, shared_image};
+use common::{KEY, Storage, TestServer, fixture, magic, shared_image, signature};
 use image_pipeline::image::{Rgba, RgbaImage};
 use image_pipeline::{OutputFormat, decode_to_rgba, samples};
 use pretty_assertions::assert_eq;
@@ -1013,16 +1013,6 @@ async fn misses_beyond_the_transform_queue_are_refused_429_and_hits_are_still_se
     s.stop().await;
 }
 
-/// base64url (no padding) of HMAC-SHA256: the signature README "Signed URLs" documents,
-/// computed here independently of the server's code.
-fn signature(key: &str, message: &str) -> String {
-    use base64::Engine;
-    use hmac::Mac;
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).unwrap();
-    mac.update(message.as_bytes());
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
-}
-
 /// With URL_SIGNING_KEY set, resize URLs are served only with a valid signature of their path
 /// and query (any of the configured keys, the signature anywhere in the query), also from the
 /// cache and for conditional requests; uploads and health are unaffected.
@@ -1384,50 +1374,20 @@ async fn the_binary_reads_s3_settings_from_aws_variables() {
     };
     let dir = tempfile::tempdir().unwrap();
     let config = common::config_for(&Storage::S3(endpoint.clone()), &dir).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_image-server"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("LISTEN", format!("127.0.0.1:{port}"))
-        .env("DATA_DIR", dir.path().join("data"))
-        .env("API_KEY", KEY)
-        .env("STORAGE_URL", &config.storage_url)
-        .env("AWS_ENDPOINT_URL", &endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_ALLOW_HTTP", "true")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    let (mut child, base) = common::spawn_binary(&[
+        ("DATA_DIR", dir.path().join("data").display().to_string()),
+        ("API_KEY", KEY.to_owned()),
+        ("STORAGE_URL", config.storage_url.clone()),
+        ("AWS_ENDPOINT_URL", endpoint.clone()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "local".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "local".to_owned()),
+        ("AWS_ALLOW_HTTP", "true".to_owned()),
+    ]);
     let client = reqwest::Client::new();
-    let mut healthy = false;
-    for _ in 0..100 {
-        if let Ok(r) = client.get(format!("{base}/admin/health")).send().await {
-            healthy = r.status() == 200;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let healthy = common::wait_healthy(&base).await;
     assert!(healthy, "the server did not come up healthy");
-    let form = reqwest::multipart::Form::new()
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
-        )
-        .text("path", "env/photo.jpg");
-    let r = client
-        .post(format!("{base}/images/upload"))
-        .header("x-api-key", KEY)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+    let r = common::upload_to(&base, "env/photo.jpg", fixture("large_image.jpg")).await;
     assert_eq!(r.status(), 200);
     let r = client
         .get(format!(

@@ -52,7 +52,11 @@ export interface ResizeOptions {
   position?: string;
   /** Hex colour for contain padding and rotation corners. */
   background?: string;
-  /** Allow upscaling. */
+  /**
+   * Allow upscaling. Unsigned URLs may enlarge at most MAX_UNSIGNED_ENLARGE (default 4) times a
+   * side and grow past the source to at most MAX_UNSIGNED_OUTPUT_PIXELS (8 MP); more is a 400.
+   * URLs signed with `signingKey` have the full range (image-server README "Deployment").
+   */
   enlarge?: boolean;
   /** A stored image composited onto the output (`text` is accepted and ignored by the server). */
   watermark?: { image?: string; text?: string; position?: string; opacity?: number; scale?: number };

@@ -104,7 +104,10 @@ pub struct ResizeOptions {
     pub position: Option<String>,
     /// Hex colour for contain padding and rotation corners.
     pub background: Option<String>,
-    /// Allow upscaling.
+    /// Allow upscaling. Unsigned URLs may enlarge at most MAX_UNSIGNED_ENLARGE (default 4)
+    /// times a side and grow past the source to at most MAX_UNSIGNED_OUTPUT_PIXELS (8 MP); more
+    /// is a 400. A client with the signing key (`with_signing_key`) has the full range
+    /// (image-server README "Deployment").
     pub enlarge: bool,
     /// Progressive JPEG.
     pub progressive: bool,

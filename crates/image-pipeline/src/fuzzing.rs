@@ -78,5 +78,39 @@ pub fn check_query(data: &[u8], source: &[u8], watermark: &[u8]) -> bool {
         out.height
     );
     assert_eq!(OutputFormat::of(&out.bytes), Some(out.format), "{query}");
+    check_capped(query, source, mark, &limits);
     true
+}
+
+/// The same query as an unsigned URL, under the caps image-server sets for those (here 2 times
+/// a side and 20,000 pixels): refused, or an output no larger than the caps allow, which is
+/// at most 20,000 pixels unless the source itself is larger.
+fn check_capped(query: &str, source: &[u8], mark: Option<&[u8]>, limits: &Limits) {
+    let capped = Limits {
+        max_enlarge: Some(2.0),
+        max_grown_output_pixels: Some(20_000),
+        ..*limits
+    };
+    let Ok(spec) = TransformSpec::from_query(pairs(query), &capped) else {
+        return;
+    };
+    let Ok(out) = transform(
+        source,
+        &spec,
+        spec.output_format("image/webp"),
+        mark,
+        &capped,
+    ) else {
+        return;
+    };
+    let (w, h) = crate::probe(source, capped.max_source_pixels)
+        .map(|info| info.oriented_size())
+        .unwrap_or((0, 0));
+    let most = (u64::from(w) * u64::from(h)).max(20_000);
+    assert!(
+        u64::from(out.width) * u64::from(out.height) <= most,
+        "{query}: {}x{} from {w}x{h}",
+        out.width,
+        out.height
+    );
 }

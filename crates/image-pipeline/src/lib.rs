@@ -55,8 +55,9 @@ pub struct Output {
 /// - [`PipelineError::TooManyPixels`]: above `limits.max_source_pixels`, from the header (422);
 /// - [`PipelineError::Undecodable`]: truncated or corrupt (422);
 /// - [`PipelineError::BadParam`]: the crop lies outside the image, the planned output
-///   exceeds `limits.max_output_dimension`, or an explicit AVIF output exceeds
-///   `limits.avif_max_pixels` (400);
+///   exceeds `limits.max_output_dimension`, enlarges more than `limits.max_enlarge` or grows
+///   past `limits.max_grown_output_pixels`, or an explicit AVIF output exceeds
+///   `limits.avif_max_pixels` (400); all decided from the header, before decoding;
 /// - [`PipelineError::Encode`]: the encoder failed (500).
 pub fn transform(
     source: &[u8],
@@ -90,7 +91,7 @@ pub fn transform(
             (c.left, c.top, c.width, c.height)
         }
     };
-    let plan = output_plan((crop.2, crop.3), spec, limits.max_output_dimension)?;
+    let plan = output_plan((crop.2, crop.3), spec, limits)?;
     // An explicit AVIF over the cap is refused from the plan, before anything is decoded.
     if format == OutputFormat::Avif && spec.format == Some(FormatParam::Avif) {
         avif_fits(
@@ -263,51 +264,123 @@ impl ResizeJob<'_> {
     }
 }
 
-/// The resize plan for a `crop`-sized region, held to `max` pixels a side after padding and
-/// rotation (MAX_OUTPUT_DIMENSION, DESIGN.md "Configuration").
+/// The resize plan for a `crop`-sized region, held to `limits.max_output_dimension` pixels a
+/// side after padding and rotation (MAX_OUTPUT_DIMENSION, DESIGN.md "Configuration"), and to
+/// `limits.max_enlarge` and `limits.max_grown_output_pixels` when they are set (image-server's
+/// caps for unsigned URLs, README "Deployment").
 ///
 /// Without `width` and `height` the size comes from the source, so a larger source (a
 /// panorama, a rotation's bounding box) is shrunk to fit rather than refused: every parameter
 /// is optional (spec section 4).
 ///
 /// # Errors
-/// [`PipelineError::BadParam`] naming the parameter that asked for more: `rotate` when only the
-/// turned bounding box is too large, otherwise `width` or `height`.
+/// [`PipelineError::BadParam`] naming the parameter that asked for more: `enlarge` when the
+/// enlargement is over its cap, `rotate` when only the turned bounding box is too large,
+/// otherwise `width` or `height`.
 fn output_plan(
     crop: (u32, u32),
     spec: &TransformSpec,
-    max: u32,
+    limits: &Limits,
 ) -> Result<ops::Plan, PipelineError> {
+    let max = limits.max_output_dimension;
+    // Any output up to the size of the region it shows; a larger one only up to the cap.
+    let max_area = limits
+        .max_grown_output_pixels
+        .map(|cap| cap.max(area(crop)));
+    let fits = |size: (u32, u32)| {
+        size.0.max(size.1) <= max && max_area.is_none_or(|most| area(size) <= most)
+    };
     let plan = |w, h, fit, enlarge| ops::plan(crop, w, h, fit, enlarge);
     let mut chosen = plan(spec.width, spec.height, spec.fit, spec.enlarge);
     let outer = |p: &ops::Plan| ops::rotated_size(p.pad_to.unwrap_or(p.resize), spec.rotate);
     let (ow, oh) = outer(&chosen);
-    if ow.max(oh) > max && spec.width.is_none() && spec.height.is_none() {
+    if !fits((ow, oh)) && spec.width.is_none() && spec.height.is_none() {
         // The turned box grows in proportion to the picture: scale the picture by the share
-        // of the limit the box may take, rounded down.
-        let share = f64::from(max) / f64::from(ow.max(oh));
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let (w, h) = (
-            ((f64::from(chosen.resize.0) * share).floor() as u32).max(1),
-            ((f64::from(chosen.resize.1) * share).floor() as u32).max(1),
-        );
-        chosen = plan(Some(w), Some(h), Fit::Inside, false);
+        // of the limits the box may take, rounded down.
+        let mut share = f64::from(max) / f64::from(ow.max(oh));
+        if let Some(most) = max_area {
+            #[allow(clippy::cast_precision_loss)]
+            let by_area = (most as f64 / area((ow, oh)) as f64).sqrt();
+            share = share.min(by_area);
+        }
+        let from = chosen.resize;
+        // The turned box's sides are rounded to whole pixels, which can leave it a sliver over
+        // an area; a percent less then fits.
+        for _ in 0..8 {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let (w, h) = (
+                ((f64::from(from.0) * share).floor() as u32).max(1),
+                ((f64::from(from.1) * share).floor() as u32).max(1),
+            );
+            chosen = plan(Some(w), Some(h), Fit::Inside, false);
+            if fits(outer(&chosen)) {
+                break;
+            }
+            share *= 0.99;
+        }
+    }
+    if spec.enlarge
+        && let Some(most) = limits.max_enlarge
+    {
+        enlargement_fits(&chosen, crop, most)?;
     }
     let (pw, ph) = chosen.pad_to.unwrap_or(chosen.resize);
     let (ow, oh) = outer(&chosen);
-    if ow.max(oh) <= max {
+    if fits((ow, oh)) {
         return Ok(chosen);
     }
-    let name = if pw.max(ph) <= max {
+    let name = if fits((pw, ph)) {
         "rotate"
     } else if spec.height.is_some() && (ph > pw || spec.width.is_none()) {
         "height"
     } else {
         "width"
     };
+    let reason = if ow.max(oh) > max {
+        format!("the output would be {ow}x{oh}, above the limit of {max} pixels a side")
+    } else {
+        format!(
+            "the output would be {ow}x{oh} ({} pixels) from a {}x{} source region; an \
+             unsigned URL may ask for an output larger than its source only up to {} pixels \
+             (MAX_UNSIGNED_OUTPUT_PIXELS): ask for less, or sign the URL",
+            area((ow, oh)),
+            crop.0,
+            crop.1,
+            limits.max_grown_output_pixels.unwrap_or(0),
+        )
+    };
     Err(PipelineError::BadParam {
         name: name.into(),
-        reason: format!("the output would be {ow}x{oh}, above the limit of {max} pixels a side"),
+        reason,
+    })
+}
+
+/// Width times height, in pixels.
+fn area((w, h): (u32, u32)) -> u64 {
+    u64::from(w) * u64::from(h)
+}
+
+/// Refuses a `plan` that enlarges the source region it shows (`crop`, of which the plan keeps
+/// its `keep` share) more than `most` times on either side, naming `enlarge`. Each side may
+/// reach its region's size times `most`, rounded to the nearest pixel.
+fn enlargement_fits(plan: &ops::Plan, crop: (u32, u32), most: f64) -> Result<(), PipelineError> {
+    let region = (
+        f64::from(crop.0) * plan.keep.0,
+        f64::from(crop.1) * plan.keep.1,
+    );
+    let over = |size: u32, region: f64| f64::from(size) > (region * most).round().max(1.0);
+    if !over(plan.resize.0, region.0) && !over(plan.resize.1, region.1) {
+        return Ok(());
+    }
+    let factor = (f64::from(plan.resize.0) / region.0).max(f64::from(plan.resize.1) / region.1);
+    Err(PipelineError::BadParam {
+        name: "enlarge".into(),
+        reason: format!(
+            "the output would enlarge the {:.0}x{:.0} source region {factor:.1} times to {}x{}; \
+             an unsigned URL may enlarge at most {most} times a side (MAX_UNSIGNED_ENLARGE): \
+             ask for a smaller size, leave enlarge out, or sign the URL",
+            region.0, region.1, plan.resize.0, plan.resize.1,
+        ),
     })
 }
 

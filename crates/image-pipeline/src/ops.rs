@@ -417,33 +417,34 @@ fn box_radii(sigma: f32) -> [usize; 3] {
     r
 }
 
-/// One running-sum box blur pass with clamp-to-edge: `lines` lines of `len` samples of `ch`
-/// channels, samples `step` bytes apart, lines `stride` bytes apart.
-#[allow(clippy::too_many_arguments)]
-fn box_pass(
-    src: &[u8],
-    dst: &mut [u8],
-    len: usize,
-    lines: usize,
-    ch: usize,
-    r: usize,
-    stride: usize,
-    step: usize,
-) {
-    let div = u32::try_from(2 * r + 1).unwrap_or(u32::MAX);
+/// The running sum's starting value for a window of radius `r` centred on sample 0 of a line
+/// of `len` samples, with clamp-to-edge: the window left of 0 and right of the last sample
+/// repeats the edge samples, which are counted instead of visited, so a line costs `len` steps
+/// whatever the radius. `at(i)` is sample `i`.
+fn window_start(at: impl Fn(usize) -> u32, len: usize, r: usize) -> u32 {
     let last = len - 1;
-    for line in 0..lines {
-        let base = line * stride;
+    let inside = r.min(last);
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let mut acc = at(0) * count(r + 1) + at(last) * count(r - inside);
+    for k in 1..=inside {
+        acc += at(k);
+    }
+    acc
+}
+
+/// One running-sum box blur pass with clamp-to-edge along the rows of a `w` x `h` image of
+/// `ch` interleaved channels.
+fn box_pass_rows(src: &[u8], dst: &mut [u8], w: usize, ch: usize, r: usize) {
+    let div = u32::try_from(2 * r + 1).unwrap_or(u32::MAX);
+    let last = w - 1;
+    for (row, out) in src.chunks_exact(w * ch).zip(dst.chunks_exact_mut(w * ch)) {
         for c in 0..ch {
-            let at = |i: usize| u32::from(src[base + i * step + c]);
-            let mut acc = at(0) * (u32::try_from(r).unwrap_or(0) + 1);
-            for k in 1..=r {
-                acc += at(k.min(last));
-            }
-            for i in 0..len {
+            let at = |i: usize| u32::from(row[i * ch + c]);
+            let mut acc = window_start(at, w, r);
+            for i in 0..w {
                 #[allow(clippy::cast_possible_truncation)]
                 let v = ((acc + div / 2) / div) as u8;
-                dst[base + i * step + c] = v;
+                out[i * ch + c] = v;
                 acc += at((i + r + 1).min(last));
                 acc -= at(i.saturating_sub(r));
             }
@@ -451,23 +452,64 @@ fn box_pass(
     }
 }
 
+/// [`box_pass_rows`] down the columns: one running sum per column and channel, moved a whole
+/// row at a time, so memory is read in order (a column at a time strides a row per sample,
+/// which on a large picture misses the cache at every step).
+fn box_pass_columns(src: &[u8], dst: &mut [u8], row_len: usize, r: usize) {
+    let div = u32::try_from(2 * r + 1).unwrap_or(u32::MAX);
+    let h = src.len() / row_len;
+    let last = h - 1;
+    let row = |y: usize| &src[y * row_len..(y + 1) * row_len];
+    // `window_start` for every column at once, a row at a time.
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let inside = r.min(last);
+    let mut acc: Vec<u32> = row(0)
+        .iter()
+        .zip(row(last))
+        .map(|(&first, &end)| u32::from(first) * count(r + 1) + u32::from(end) * count(r - inside))
+        .collect();
+    for y in 1..=inside {
+        for (a, &v) in acc.iter_mut().zip(row(y)) {
+            *a += u32::from(v);
+        }
+    }
+    for (y, out) in dst.chunks_exact_mut(row_len).enumerate() {
+        for (o, a) in out.iter_mut().zip(&acc) {
+            #[allow(clippy::cast_possible_truncation)]
+            let v = ((a + div / 2) / div) as u8;
+            *o = v;
+        }
+        let (add, sub) = (row((y + r + 1).min(last)), row(y.saturating_sub(r)));
+        for ((a, &p), &m) in acc.iter_mut().zip(add).zip(sub) {
+            *a = *a + u32::from(p) - u32::from(m);
+        }
+    }
+}
+
 /// Gaussian blur approximated by three box blurs in each direction (error under 3%).
+///
+/// Each box pass keeps a running sum along the line, so the blur costs a fixed number of steps
+/// per pixel and channel whatever `sigma` is: its cost is bounded by the output's area, which
+/// image-server bounds for unsigned URLs (README "Deployment").
 pub(crate) fn blur(img: DynamicImage, sigma: f32) -> DynamicImage {
     let ch = usize::from(img.color().channel_count());
-    let (w, h) = (img.width() as usize, img.height() as usize);
+    let w = img.width() as usize;
     let mut img = img;
     let buf: &mut [u8] = match &mut img {
         DynamicImage::ImageRgb8(b) => b.as_mut(),
         DynamicImage::ImageRgba8(b) => b.as_mut(),
         _ => return img,
     };
+    if buf.is_empty() {
+        return img;
+    }
     let mut tmp = vec![0u8; buf.len()];
     for r in box_radii(sigma) {
         if r == 0 {
             continue;
         }
-        box_pass(buf, &mut tmp, w, h, ch, r, w * ch, ch);
-        box_pass(&tmp, buf, h, w, ch, r, ch, w * ch);
+        box_pass_rows(buf, &mut tmp, w, ch, r);
+        box_pass_columns(&tmp, buf, w * ch, r);
     }
     img
 }
@@ -582,6 +624,54 @@ mod tests {
             (contain.resize, contain.pad_to),
             ((400, 225), Some((400, 400)))
         );
+    }
+
+    #[test]
+    fn a_column_pass_is_the_row_pass_of_the_transposed_picture() {
+        let (w, h, ch) = (37usize, 23usize, 4usize);
+        let src: Vec<u8> = (0..w * h * ch)
+            .map(|i| u8::try_from((i * 7919 + i / 13) % 251).unwrap_or(0))
+            .collect();
+        let transpose = |buf: &[u8], w: usize, h: usize| {
+            let mut out = vec![0u8; buf.len()];
+            for y in 0..h {
+                for x in 0..w {
+                    for c in 0..ch {
+                        out[(x * h + y) * ch + c] = buf[(y * w + x) * ch + c];
+                    }
+                }
+            }
+            out
+        };
+        for r in [1, 4, 22, 60] {
+            let mut columns = vec![0u8; src.len()];
+            box_pass_columns(&src, &mut columns, w * ch, r);
+            let mut rows = vec![0u8; src.len()];
+            box_pass_rows(&transpose(&src, w, h), &mut rows, h, ch, r);
+            assert_eq!(columns, transpose(&rows, h, w), "radius {r}");
+        }
+    }
+
+    #[test]
+    fn a_box_wider_than_the_line_averages_the_edge_repeated_window() {
+        // Clamp-to-edge by definition: sample i of the result is the mean of src[clamp(j)] for
+        // j in i-r..=i+r, rounded; here r (40) is far beyond the 5-sample line.
+        let src = [0u8, 50, 100, 150, 250];
+        let r = 40;
+        let want: Vec<u8> = (0..5i64)
+            .map(|i| {
+                let sum: i64 = (i - r..=i + r)
+                    .map(|j| i64::from(src[usize::try_from(j.clamp(0, 4)).unwrap()]))
+                    .sum();
+                u8::try_from((sum + r) / (2 * r + 1)).unwrap()
+            })
+            .collect();
+        let mut rows = [0u8; 5];
+        box_pass_rows(&src, &mut rows, 5, 1, 40);
+        assert_eq!(rows.to_vec(), want);
+        let mut columns = [0u8; 5];
+        box_pass_columns(&src, &mut columns, 1, 40);
+        assert_eq!(columns.to_vec(), want);
     }
 
     #[test]

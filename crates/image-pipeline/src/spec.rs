@@ -10,7 +10,15 @@ use std::fmt;
 use crate::error::PipelineError;
 
 /// Limits that parsing and decoding enforce (DESIGN.md "Configuration").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// `max_enlarge` and `max_grown_output_pixels` bound what a request may cost beyond its source
+/// (image-server sets them for unsigned resize URLs only: its README "Deployment"). Without
+/// them a 77-byte PNG asked for `width=8192&height=8192&fit=fill&enlarge=true&blur=100&
+/// format=png` took 24 s of CPU and 410 MB in a security review (8.5 s of CPU and 399 MB here:
+/// bench/image/AMPLIFICATION.md). Every step after
+/// the decode (resize, padding, rotation, blur, sharpen, watermark, encode) costs in proportion
+/// to the output's area, whatever its parameters, so the area bound bounds them all.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
     /// Largest accepted width or height of the output, in pixels (MAX_OUTPUT_DIMENSION).
     pub max_output_dimension: u32,
@@ -26,15 +34,29 @@ pub struct Limits {
     /// and memory grow with the output: a server request took 0.37 s and peaked at 72 MB at
     /// 1600x900, 1.9 s and 330 MB at 4000x2250 (bench/image/BURST.md). 0 turns AVIF off.
     pub avif_max_pixels: u64,
+    /// Largest enlargement with `enlarge`, per side: the output's width (height) over the width
+    /// (height) of the source region it shows, at least 1 (MAX_UNSIGNED_ENLARGE). `None`: no
+    /// limit. A larger one is a 400 naming `enlarge`, from the header, before decoding.
+    pub max_enlarge: Option<f64>,
+    /// Largest output, in pixels (width x height after padding and rotation), that is larger
+    /// than the source region it shows (MAX_UNSIGNED_OUTPUT_PIXELS): an output no larger than
+    /// its region is always allowed, since it costs what the stored source costs (which
+    /// `max_source_pixels` bounds). `None`: no limit. A size that comes from the source alone
+    /// (no `width` or `height`, turned by `rotate`) is shrunk to fit; an asked-for one over it
+    /// is a 400 naming `width`, `height` or `rotate`, before decoding.
+    pub max_grown_output_pixels: Option<u64>,
 }
 
 impl Default for Limits {
+    /// The full range (signed URLs): no bound on enlargement or on grown outputs.
     fn default() -> Self {
         Self {
             max_output_dimension: 8192,
             max_source_pixels: 50_000_000,
             webp_effort: 4,
             avif_max_pixels: 1_440_000,
+            max_enlarge: None,
+            max_grown_output_pixels: None,
         }
     }
 }

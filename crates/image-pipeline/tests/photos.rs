@@ -227,6 +227,75 @@ fn the_output_limit_holds_after_rotation_and_shrinks_sizes_nobody_asked_for() {
     }
 }
 
+/// The caps for unsigned URLs: an enlargement over `max_enlarge` is refused naming `enlarge`,
+/// an output grown past `max_grown_output_pixels` naming what grew it, both from the header
+/// (a source whose pixels are cut off gets the refusal, not a decode error); outputs no larger
+/// than their source region are never held to the area cap, and `None` is today's full range.
+#[test]
+fn enlargement_and_grown_outputs_are_capped_before_decoding() {
+    let capped = Limits {
+        max_enlarge: Some(4.0),
+        max_grown_output_pixels: Some(10_000),
+        ..Limits::default()
+    };
+    let tiny = samples::png(&RgbaImage::from_pixel(8, 8, Rgba([200, 30, 30, 255])));
+    let attempt = |src: &[u8], q: &str, limits: &Limits| {
+        transform(src, &spec_with(q, limits), OutputFormat::Png, None, limits)
+            .map(|out| pixels(&out).dimensions())
+    };
+    let review = "width=8192&height=8192&fit=fill&enlarge=true&blur=100";
+    let cut = &tiny[..tiny.len() - 20];
+    for (q, named) in [
+        (review, "enlarge"),
+        ("width=33&enlarge", "enlarge"),
+        ("width=8&height=33&fit=fill&enlarge", "enlarge"),
+        ("width=40&height=40&fit=outside&enlarge", "enlarge"),
+        ("width=101&height=100&fit=contain", "width"),
+        ("width=20&height=600&fit=contain", "height"),
+        ("width=99&height=99&fit=contain&rotate=30", "rotate"),
+    ] {
+        for src in [&tiny[..], cut] {
+            let err = attempt(src, q, &capped);
+            assert!(
+                matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == named),
+                "{q}: {err:?}"
+            );
+        }
+    }
+    let err = attempt(cut, "width=32&enlarge", &capped);
+    assert!(matches!(err, Err(PipelineError::Undecodable(_))), "{err:?}");
+    assert_eq!(
+        attempt(&tiny, "width=32&enlarge", &capped).unwrap(),
+        (32, 32)
+    );
+    assert_eq!(
+        attempt(&tiny, "width=100&height=100&fit=contain", &capped).unwrap(),
+        (100, 100)
+    );
+    assert_eq!(
+        attempt(&tiny, "width=8192&height=8192&blur=100", &capped).unwrap(),
+        (8, 8)
+    );
+    // A 200x150 source is 30,000 pixels: its own size is fine, its turned box is shrunk to
+    // that when nobody asked for a size, and refused when somebody did.
+    let photo = samples::png(&RgbaImage::from_pixel(200, 150, Rgba([1, 2, 3, 255])));
+    assert_eq!(attempt(&photo, "", &capped).unwrap(), (200, 150));
+    let (w, h) = attempt(&photo, "rotate=45", &capped).unwrap();
+    assert!(u64::from(w) * u64::from(h) <= 30_000 && w > 160, "{w}x{h}");
+    let err = attempt(&photo, "width=200&rotate=45", &capped);
+    assert!(
+        matches!(&err, Err(PipelineError::BadParam { name, .. }) if name == "rotate"),
+        "{err:?}"
+    );
+    // Without caps (signed URLs) the same requests are served.
+    let full = Limits::default();
+    assert_eq!(attempt(&tiny, "width=64&enlarge", &full).unwrap(), (64, 64));
+    assert_eq!(
+        attempt(&tiny, "width=101&height=100&fit=contain", &full).unwrap(),
+        (101, 100)
+    );
+}
+
 #[test]
 fn flip_mirrors_left_to_right_and_flop_top_to_bottom() {
     let src = marked_png();

@@ -92,7 +92,8 @@ fn if_none_match_hits(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 /// Serves the transformed image. Errors: 403 unsigned when URL_SIGNING_KEY is set (checked
-/// first, before any other work), 400 bad parameter or path, 404 no source, 415 not an image,
+/// first, before any other work), 400 bad parameter or path (for unsigned URLs also an
+/// enlargement or grown output over the MAX_UNSIGNED_* caps), 404 no source, 415 not an image,
 /// 422 undecodable or too many pixels.
 async fn resize(
     State(app): State<AppState>,
@@ -113,7 +114,7 @@ async fn resize(
     let path = object_path(&raw_path)?;
     let spec = TransformSpec::from_query(
         pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        &app.limits,
+        &app.resize_limits,
     )?;
     let watermark_path = match &spec.watermark {
         Some(w) => Some(object_path(&w.path)?),
@@ -175,7 +176,7 @@ async fn resize(
             let _permit = app.transforms.acquire().await.map_err(closed)?;
             drop(waiting);
             let _running = app.metrics.running();
-            let limits = app.limits;
+            let limits = app.resize_limits;
             let started = std::time::Instant::now();
             let out = tokio::task::spawn_blocking(move || {
                 image_pipeline::transform(&source, &spec, format, mark.as_deref(), &limits)

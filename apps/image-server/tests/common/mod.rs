@@ -264,6 +264,63 @@ impl TestServer {
     }
 }
 
+/// Starts the image-server binary on a free loopback port with only PATH and `envs` in its
+/// environment (stderr piped, logging at warn so that the pipe never fills); returns it and its
+/// base URL. Wait with [`wait_healthy`].
+pub fn spawn_binary(envs: &[(&str, String)]) -> (tokio::process::Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_image-server"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "warn")
+        .envs(envs.iter().map(|(k, v)| (k, v)))
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    (child, format!("http://127.0.0.1:{port}"))
+}
+
+/// Uploads `bytes` as `path` (multipart, with the test key) to the server at `base`.
+pub async fn upload_to(base: &str, path: &str, bytes: Vec<u8>) -> reqwest::Response {
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(bytes))
+        .text("path", path.to_owned());
+    reqwest::Client::new()
+        .post(format!("{base}/images/upload"))
+        .header("x-api-key", KEY)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Waits up to 10 s for `GET {base}/admin/health` to answer; whether it answered 200.
+pub async fn wait_healthy(base: &str) -> bool {
+    for _ in 0..100 {
+        if let Ok(r) = reqwest::get(format!("{base}/admin/health")).await {
+            return r.status() == 200;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// base64url (no padding) of HMAC-SHA256: the signature README "Signed URLs" documents,
+/// computed here independently of the server's code.
+pub fn signature(key: &str, message: &str) -> String {
+    use base64::Engine;
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(message.as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+}
+
 pub fn magic(bytes: &[u8]) -> &'static str {
     if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
         "jpeg"
