@@ -26,6 +26,12 @@ fi
 
 cargo test --workspace --no-fail-fast
 
+# The dashboard (issue 17): API types current with the server's OpenAPI document, eslint, tsc.
+if [ -f dashboard/package.json ] && command -v npm >/dev/null 2>&1; then
+  [ -d dashboard/node_modules ] || (cd dashboard && npm ci --no-audit --no-fund)
+  (cd dashboard && npm test)
+fi
+
 # The OpenAPI document against the running server (issue 4: no 5xx, no response that breaks it).
 if command -v schemathesis >/dev/null 2>&1; then
   bash scripts/schemathesis.sh "$CARGO_TARGET_DIR/debug/review-server"

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::SystemTime;
 
 /// The dashboard's inputs, relative to `dashboard/`.
-const SOURCES: [&str; 9] = [
+const SOURCES: [&str; 7] = [
     "src",
     "public",
     "index.html",
@@ -21,8 +21,6 @@ const SOURCES: [&str; 9] = [
     "package-lock.json",
     "vite.config.ts",
     "tsconfig.json",
-    "tsconfig.app.json",
-    "scripts",
 ];
 
 fn main() {
