@@ -26,10 +26,18 @@ fi
 
 cargo test --workspace --no-fail-fast
 
-# The dashboard (issue 17): API types current with the server's OpenAPI document, eslint, tsc.
+# The dashboard (issue 17): API types current with the server's OpenAPI document, eslint, tsc;
+# then the browser tests (playwright-core + chromium) against the real binary. review-server's
+# build script has built dashboard/dist during the cargo run above.
 if [ -f dashboard/package.json ] && command -v npm >/dev/null 2>&1; then
   [ -d dashboard/node_modules ] || (cd dashboard && npm ci --no-audit --no-fund)
   (cd dashboard && npm test)
+  if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+    cargo test -p review-server --test dashboard_browser -- --ignored --nocapture
+  else
+    echo "chromium is missing (apt-get install chromium; .ci/run installs it): the dashboard browser tests cannot run" >&2
+    exit 1
+  fi
 fi
 
 # The OpenAPI document against the running server (issue 4: no 5xx, no response that breaks it).

@@ -65,7 +65,7 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
         .current_dir(dir)
         .output()
         .map_err(|e| {
-            format!("cannot run `{shown}` ({e}); install Node.js 20+ to build the dashboard")
+            format!("cannot run `{shown}` ({e}); install Node.js 20.19+ to build the dashboard")
         })?;
     if out.status.success() {
         return Ok(());

@@ -39,7 +39,7 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// The one line `/` answers when the dashboard was never built.
-pub const NOT_BUILT: &str = "The dashboard is not built: install Node.js 20 or newer and run \
+pub const NOT_BUILT: &str = "The dashboard is not built: install Node.js 20.19 or newer and run \
     `npm ci && npm run build` in dashboard/ (or rebuild review-server, whose build script does it).";
 
 /// Path prefixes (first segment) that belong to the API, never to the app.
@@ -48,7 +48,9 @@ const API_SEGMENTS: [&str; 4] = ["api", "health", "webhook", "internal"];
 /// One file of the build: its bytes and a hash of them (for the ETag).
 #[derive(Debug, Clone)]
 pub struct Asset {
+    /// The file's content, as stored (a `.br` or `.gz` copy is already compressed).
     pub bytes: Cow<'static, [u8]>,
+    /// SHA-256 of `bytes`; its first 16 bytes, hex, are the ETag.
     pub sha256: [u8; 32],
 }
 
