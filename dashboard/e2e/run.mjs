@@ -74,6 +74,16 @@ async function accessible(page, name) {
   );
 }
 
+/** Navigate; the checks then wait for the content itself, not for the load event. */
+async function open(page, path) {
+  await page.goto(path, { waitUntil: "domcontentloaded" });
+}
+
+/** Wait until no query is loading (the app marks loading states aria-busy). */
+async function settled(page) {
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
+}
+
 async function shot(page, name) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
@@ -83,10 +93,10 @@ async function visit(name, path, assert) {
   for (const scheme of ["light", "dark"]) {
     step = `${name} (${scheme})`;
     const page = await newPage(scheme);
-    await page.goto(path);
+    await open(page, path);
     await page.locator("main h1").first().waitFor();
     await assert(page);
-    await page.waitForLoadState("networkidle");
+    await settled(page);
     await accessible(page, step);
     await shot(page, `${name}-${scheme}`);
     check(page.cspErrors.length === 0, `CSP or script errors: ${page.cspErrors.join(" | ")}`);
@@ -218,9 +228,9 @@ async function pages(seeded, totalReviews) {
   {
     const page = await newPage("light", { width: 375, height: 800 });
     for (const path of ["/", "/repos", "/reviews", `/reviews/${seeded.id}`, "/stats", "/settings", "/chat"]) {
-      await page.goto(path);
+      await open(page, path);
       await page.locator("main h1").first().waitFor();
-      await page.waitForLoadState("networkidle");
+      await settled(page);
       const wide = await page.evaluate(() => document.documentElement.scrollWidth);
       check(wide <= 376, `${path} is ${wide} px wide at 375 px`);
     }
@@ -235,7 +245,7 @@ async function scenarios() {
   step = "enable and edit";
   {
     const page = await newPage();
-    await page.goto("/repos");
+    await open(page, "/repos");
     const toggle = page.getByRole("switch", { name: "Reviews for acme/widgets" });
     await toggle.click();
     await page.waitForFunction(() =>
@@ -262,7 +272,7 @@ async function scenarios() {
   let liveId;
   {
     const page = await newPage();
-    await page.goto("/reviews?repo=acme%2Fwidgets");
+    await open(page, "/reviews?repo=acme%2Fwidgets");
     await page.getByTestId("live-badge").getByText("live").waitFor();
     await page.evaluate(() => {
       window.__noReload = true;
@@ -298,7 +308,7 @@ async function scenarios() {
   step = "transcript, retry and stop";
   {
     const page = await newPage();
-    await page.goto(`/reviews/${liveId}`);
+    await open(page, `/reviews/${liveId}`);
     await page.locator(".turn.tool").first().waitFor();
     const tools = await page.locator(".turn.tool").evaluateAll((els) => els.map((e) => e.getAttribute("data-tool")));
     check(tools.includes("post_review") || tools.includes("post_comment"), `tool calls shown: ${tools}`);
@@ -311,7 +321,7 @@ async function scenarios() {
       const rows = await api("/api/repos/acme/widgets/pr/1");
       return rows.length > before && rows[0].trigger === "retry" ? rows[0] : null;
     });
-    await page.goto(`/reviews/${retried.id}`);
+    await open(page, `/reviews/${retried.id}`);
     await page.getByRole("button", { name: "Stop" }).click();
     await page.locator('.page-head [data-status="failed"]').waitFor({ timeout: 60_000 });
     await sees(page, "Stopped by user");
@@ -326,7 +336,7 @@ async function scenarios() {
   step = "chat";
   for (const scheme of ["light", "dark"]) {
     const page = await newPage(scheme);
-    await page.goto("/chat");
+    await open(page, "/chat");
     await page.getByLabel("Question").fill("How many reviews are there?");
     await page.getByRole("button", { name: "Ask" }).click();
     const answer = page.getByText(/There are \d+ reviews in the database\./);
@@ -345,13 +355,13 @@ async function scenarios() {
   step = "settings and skills";
   {
     const page = await newPage();
-    await page.goto("/settings");
+    await open(page, "/settings");
     const key = page.getByLabel("OpenAI API key (third_api_key)");
     await page.getByRole("button", { name: "Reveal" }).nth(2).click();
     check((await key.getAttribute("type")) === "text", "reveal did not show the key");
     await page.getByRole("button", { name: "Test the connection" }).click();
     await sees(page, "OK: pong");
-    await page.goto("/skills");
+    await open(page, "/skills");
     await page.getByLabel("Tree URL").fill("https://example.com/not/a/tree");
     await page.getByRole("button", { name: "Install" }).click();
     const refused = await page.locator("[role=alert]").first();
@@ -378,7 +388,7 @@ async function signin() {
   const code = env("E2E_OAUTH_CODE");
   for (const scheme of ["light", "dark"]) {
     const page = await newPage(scheme);
-    await page.goto("/reviews");
+    await open(page, "/reviews");
     await page.getByRole("link", { name: "Sign in with GitHub" }).waitFor();
     await accessible(page, `sign-in (${scheme})`);
     await shot(page, `signin-${scheme}`);
@@ -398,11 +408,11 @@ async function signin() {
     const back = new URL(asked.searchParams.get("redirect_uri"));
     back.searchParams.set("code", code);
     back.searchParams.set("state", asked.searchParams.get("state"));
-    await page.goto(back.toString());
+    await open(page, back.toString());
     await page.getByTestId("signed-in-login").getByText("octocat").waitFor();
     await page.locator("main h1").getByText("Reviews").waitFor();
     check(new URL(page.url()).pathname === "/reviews", `returned to ${page.url()}`);
-    await page.goto("/");
+    await open(page, "/");
     await page.locator("main h1").getByText("Overview").waitFor();
     await page.getByTestId("stat-cards").waitFor();
     await accessible(page, "overview after sign-in");
@@ -429,7 +439,7 @@ async function bench() {
   const times = [];
   for (let i = 0; i < 5; i++) {
     const t0 = Date.now();
-    await page.goto("/?range=all");
+    await open(page, "/?range=all");
     await page.locator("[data-testid=stat-cards] .stat-value").first().waitFor();
     await page.locator(".chart canvas").first().waitFor();
     times.push(Date.now() - t0);

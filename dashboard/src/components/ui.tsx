@@ -130,8 +130,8 @@ export function Card({ title, children, className }: { title?: string; children:
 }
 
 /** The reviews table used by the list, the repo page and the PR history. */
-export function ReviewTable({ rows, caption }: { rows: Review[]; caption: string }) {
-  if (rows.length === 0) return <Empty>No reviews yet.</Empty>;
+export function ReviewTable({ rows, caption, empty = "No reviews yet." }: { rows: Review[]; caption: string; empty?: string }) {
+  if (rows.length === 0) return <Empty>{empty}</Empty>;
   return (
     <div className="table-wrap">
       <table>

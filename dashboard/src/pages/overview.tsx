@@ -56,7 +56,7 @@ export function OverviewPage() {
           {running.isPending || pending.isPending ? (
             <Loading />
           ) : (
-            <ReviewTable rows={[...(running.data ?? []), ...(pending.data ?? [])]} caption="Reviews in flight" />
+            <ReviewTable rows={[...(running.data ?? []), ...(pending.data ?? [])]} caption="Reviews in flight" empty="Nothing is running or waiting." />
           )}
         </Card>
         <Card title="Latest reviews">

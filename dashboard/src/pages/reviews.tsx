@@ -21,7 +21,7 @@ export function ReviewsPage() {
       <FilterBar value={filters} onChange={(f: Filters) => void navigate({ search: f, replace: true })} withStatus />
       <Card>
         <Query q={reviews} what="Loading reviews">
-          {(rows) => <ReviewTable rows={rows} caption="Reviews" />}
+          {(rows) => <ReviewTable rows={rows} caption="Reviews" empty="No review matches these filters." />}
         </Query>
       </Card>
     </>
