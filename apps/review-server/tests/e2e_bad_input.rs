@@ -121,7 +121,8 @@ async fn unknown_routes_get_the_global_not_found() {
     let r = w
         .server
         .http
-        .get(format!("{}/nope", w.server.url))
+        // Outside /api an unknown path is the dashboard's (routes/dashboard.rs).
+        .get(format!("{}/api/nope", w.server.url))
         .send()
         .await
         .unwrap();

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod chat;
+pub mod dashboard;
 pub mod events;
 pub mod health;
 pub mod internal;
@@ -38,6 +39,7 @@ pub fn router(state: AppState) -> Router {
         .merge(models::router())
         .merge(skills::router())
         .merge(chat::router())
+        .merge(dashboard::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -1,0 +1,140 @@
+// Query keys and fetchers, one per resource. Keys start with the resource name so that a live
+// event invalidates exactly the queries it concerns (see live.tsx).
+import { queryOptions } from "@tanstack/react-query";
+import { api, unwrap, repoParams, type Filters } from "./client";
+
+export const q = {
+  authStatus: () =>
+    queryOptions({
+      queryKey: ["auth-status"],
+      queryFn: async () => unwrap(await api.GET("/api/auth-status")),
+      staleTime: 60_000,
+    }),
+  session: () =>
+    queryOptions({
+      queryKey: ["auth-session"],
+      queryFn: async (): Promise<{ user?: { name?: string; login?: string } } | null> => {
+        const r = await fetch("/api/auth/session", { credentials: "same-origin" });
+        if (!r.ok) return null;
+        return (await r.json()) as { user?: { name?: string; login?: string } } | null;
+      },
+    }),
+  stats: (f: Filters) =>
+    queryOptions({
+      queryKey: ["stats", f],
+      queryFn: async () => unwrap(await api.GET("/api/stats", { params: { query: f } })),
+    }),
+  charts: (f: Filters) =>
+    queryOptions({
+      queryKey: ["charts", f],
+      queryFn: async () => unwrap(await api.GET("/api/stats/charts", { params: { query: f } })),
+    }),
+  reviews: (f: Filters & { limit?: string }) =>
+    queryOptions({
+      queryKey: ["reviews", "list", f],
+      queryFn: async () => unwrap(await api.GET("/api/reviews", { params: { query: f } })),
+    }),
+  review: (id: number) =>
+    queryOptions({
+      queryKey: ["reviews", "one", id],
+      queryFn: async () =>
+        unwrap(await api.GET("/api/reviews/{id}", { params: { path: { id: String(id) } } })),
+    }),
+  findings: (id: number) =>
+    queryOptions({
+      queryKey: ["findings", id],
+      queryFn: async () =>
+        unwrap(
+          await api.GET("/api/reviews/{id}/findings", { params: { path: { id: String(id) } } }),
+        ),
+    }),
+  transcript: (id: number) =>
+    queryOptions({
+      queryKey: ["transcript", id],
+      queryFn: async () =>
+        unwrap(
+          await api.GET("/api/reviews/{id}/session", { params: { path: { id: String(id) } } }),
+        ) as Transcript,
+    }),
+  repos: () =>
+    queryOptions({
+      queryKey: ["repos", "list"],
+      queryFn: async () => unwrap(await api.GET("/api/repos")),
+    }),
+  repo: (fullName: string) =>
+    queryOptions({
+      queryKey: ["repos", "one", fullName],
+      queryFn: async () =>
+        unwrap(
+          await api.GET("/api/repos/{owner}/{name}", {
+            params: { path: repoParams(fullName) },
+          }),
+        ),
+    }),
+  repoReviews: (fullName: string) =>
+    queryOptions({
+      queryKey: ["reviews", "repo", fullName],
+      queryFn: async () =>
+        unwrap(
+          await api.GET("/api/repos/{owner}/{name}/reviews", {
+            params: { path: repoParams(fullName) },
+          }),
+        ),
+    }),
+  prReviews: (fullName: string, pr: number) =>
+    queryOptions({
+      queryKey: ["reviews", "pr", fullName, pr],
+      queryFn: async () =>
+        unwrap(
+          await api.GET("/api/repos/{owner}/{name}/pr/{number}", {
+            params: { path: { ...repoParams(fullName), number: String(pr) } },
+          }),
+        ),
+    }),
+  settings: () =>
+    queryOptions({
+      queryKey: ["settings"],
+      queryFn: async () => unwrap(await api.GET("/api/settings")) as Record<string, string>,
+    }),
+  models: (search: string) =>
+    queryOptions({
+      queryKey: ["models", search],
+      queryFn: async () =>
+        unwrap(await api.GET("/api/models", { params: { query: { q: search, all: "1" } } })),
+      staleTime: 5 * 60_000,
+    }),
+  skills: () =>
+    queryOptions({
+      queryKey: ["skills"],
+      queryFn: async () => unwrap(await api.GET("/api/skills")),
+    }),
+};
+
+/** One item of an agent transcript (crates/agent/src/transcript.rs). */
+export interface TranscriptItem {
+  type: string;
+  at?: number;
+  role?: string;
+  text?: string | null;
+  step?: number;
+  id?: string;
+  call_id?: string;
+  name?: string;
+  arguments?: unknown;
+  content?: unknown;
+  is_error?: boolean;
+  message?: string;
+  nudge?: boolean;
+  tool_calls?: { id: string; name: string; arguments: unknown }[];
+}
+
+/** GET /api/reviews/:id/session: the transcript, or an object with an error key. */
+export interface Transcript {
+  session_id?: string;
+  model?: string;
+  status?: string;
+  error?: string;
+  detail?: string;
+  raw?: string;
+  items?: TranscriptItem[];
+}

@@ -1,0 +1,177 @@
+// Small building blocks shared by every page: states, badges, times, money.
+import type { ReactNode } from "react";
+import { Link } from "@tanstack/react-router";
+import type { Review } from "../api/client";
+
+export function Loading({ what = "Loading" }: { what?: string }) {
+  return (
+    <p className="muted state" role="status" aria-busy="true">
+      {what}…
+    </p>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="muted state empty">{children}</p>;
+}
+
+export function ErrorBox({ error, retry }: { error: unknown; retry?: () => void }) {
+  const message = error instanceof Error ? error.message : String(error);
+  return (
+    <div className="error-box" role="alert">
+      <strong>Could not load:</strong> {message}
+      {retry && (
+        <button type="button" className="btn small" onClick={retry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** Loading, error or the content of a query. */
+export function Query<T>({
+  q,
+  children,
+  what,
+}: {
+  q: { data?: T; error: unknown; isPending: boolean; refetch: () => unknown };
+  children: (data: T) => ReactNode;
+  what?: string;
+}) {
+  if (q.isPending) return <Loading what={what} />;
+  if (q.error || q.data === undefined) return <ErrorBox error={q.error} retry={() => q.refetch()} />;
+  return <>{children(q.data)}</>;
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return (
+    <span className={`badge status-${status}`} data-status={status}>
+      <span className="dot" aria-hidden="true" />
+      {status}
+    </span>
+  );
+}
+
+const fullFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
+const shortFormat = new Intl.DateTimeFormat(undefined, {
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+});
+
+/** Epoch seconds as a relative time in the viewer's zone, the exact time on hover. */
+export function Time({ at }: { at: number | null | undefined }) {
+  if (at === null || at === undefined) return <span className="muted">—</span>;
+  const d = new Date(at * 1000);
+  return (
+    <time dateTime={d.toISOString()} title={fullFormat.format(d)}>
+      {relative(at)}
+    </time>
+  );
+}
+
+export function relative(at: number): string {
+  const secs = Math.round(Date.now() / 1000 - at);
+  if (secs < 45) return "just now";
+  if (secs < 3600) return `${Math.round(secs / 60)}m ago`;
+  if (secs < 86400) return `${Math.round(secs / 3600)}h ago`;
+  if (secs < 86400 * 14) return `${Math.round(secs / 86400)}d ago`;
+  return shortFormat.format(new Date(at * 1000));
+}
+
+export function money(v: number | null | undefined): string {
+  if (v === null || v === undefined) return "—";
+  return `$${v < 1 ? v.toFixed(4) : v.toFixed(2)}`;
+}
+
+export function count(v: number | null | undefined): string {
+  if (v === null || v === undefined) return "—";
+  if (v >= 1_000_000) return `${(v / 1_000_000).toFixed(1)}M`;
+  if (v >= 10_000) return `${(v / 1000).toFixed(1)}k`;
+  return v.toLocaleString();
+}
+
+export function duration(secs: number | null | undefined): string {
+  if (secs === null || secs === undefined) return "—";
+  const s = Math.round(secs);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+export function PrLink({ review }: { review: Review }) {
+  const { repo_full_name: repo, pr_number: pr } = review;
+  if (pr === 0) return <span className="mono">{repo} · improver</span>;
+  return (
+    <Link
+      to="/repos/$owner/$name/pr/$number"
+      params={{ ...splitRepo(repo), number: String(pr) }}
+      className="mono"
+    >
+      {repo}#{pr}
+    </Link>
+  );
+}
+
+export function splitRepo(fullName: string): { owner: string; name: string } {
+  const [owner = "", name = ""] = fullName.split("/");
+  return { owner, name };
+}
+
+export function Card({ title, children, className }: { title?: string; children: ReactNode; className?: string }) {
+  return (
+    <section className={`card ${className ?? ""}`} aria-label={title}>
+      {title && <h2 className="card-title">{title}</h2>}
+      {children}
+    </section>
+  );
+}
+
+/** The reviews table used by the list, the repo page and the PR history. */
+export function ReviewTable({ rows, caption, empty = "No reviews yet." }: { rows: Review[]; caption: string; empty?: string }) {
+  if (rows.length === 0) return <Empty>{empty}</Empty>;
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="sr-only">{caption}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Review</th>
+            <th scope="col">Status</th>
+            <th scope="col">Pull request</th>
+            <th scope="col" className="hide-narrow">Trigger</th>
+            <th scope="col" className="hide-narrow">Model</th>
+            <th scope="col" className="num">Cost</th>
+            <th scope="col">Started</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.id} data-review-id={r.id}>
+              <td>
+                <Link to="/reviews/$id" params={{ id: String(r.id) }}>
+                  #{r.id}
+                </Link>
+              </td>
+              <td>
+                <StatusBadge status={r.status} />
+              </td>
+              <td>
+                <PrLink review={r} />
+                {r.title && <div className="muted small">{r.title}</div>}
+              </td>
+              <td className="hide-narrow">{r.trigger ?? "—"}</td>
+              <td className="hide-narrow mono small">{r.model ?? "—"}</td>
+              <td className="num">{money(r.cost)}</td>
+              <td>
+                <Time at={r.created_at} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

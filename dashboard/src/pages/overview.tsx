@@ -1,0 +1,222 @@
+// The overview: stat cards, the charts of /api/stats/charts, what is running and what happened
+// last; filters in the URL.
+import { useQuery } from "@tanstack/react-query";
+import { Link, getRouteApi } from "@tanstack/react-router";
+import { useMemo } from "react";
+import { q } from "../api/queries";
+import type { Charts, Filters, Stats } from "../api/client";
+import { FilterBar } from "../components/filters";
+import { DayChart, RankList, ShareBar, type Series } from "../components/chart";
+import { Card, ErrorBox, Loading, ReviewTable, count, duration, money } from "../components/ui";
+
+const route = getRouteApi("/");
+
+export const COLORS = {
+  completed: "#1f9d74",
+  failed: "#d6455d",
+  inFlight: "#d08a16",
+  blocking: "#d6455d",
+  nit: "#7a8797",
+  question: "#3f7fd9",
+  primary: "#2f7de1",
+  secondary: "#9a5bd6",
+};
+
+/** Dollars for an axis: as few digits as the scale needs. */
+const axisMoney = (v: number) => `$${v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(2)}`;
+
+export function OverviewPage() {
+  const filters = route.useSearch();
+  const navigate = route.useNavigate();
+  const setFilters = (f: Filters) => void navigate({ search: f, replace: true });
+  const stats = useQuery(q.stats(filters));
+  const charts = useQuery(q.charts(filters));
+  const running = useQuery(q.reviews({ status: "running", limit: "20" }));
+  const pending = useQuery(q.reviews({ status: "pending", limit: "20" }));
+  const recent = useQuery(q.reviews({ ...filters, limit: "10" }));
+  return (
+    <>
+      <header className="page-head">
+        <h1>Overview</h1>
+        <p className="muted">What was reviewed, what it cost, what failed and why.</p>
+      </header>
+      <FilterBar value={filters} onChange={setFilters} />
+      {stats.isPending || charts.isPending ? (
+        <Loading what="Loading statistics" />
+      ) : stats.error || charts.error || !stats.data || !charts.data ? (
+        <ErrorBox error={stats.error ?? charts.error} retry={() => void stats.refetch().then(() => charts.refetch())} />
+      ) : (
+        <>
+          <StatCards stats={stats.data} charts={charts.data} inFlight={(running.data?.length ?? 0) + (pending.data?.length ?? 0)} />
+          <ChartGrid stats={stats.data} charts={charts.data} />
+        </>
+      )}
+      <div>
+        <Card title="In flight">
+          {running.isPending || pending.isPending ? (
+            <Loading />
+          ) : (
+            <ReviewTable rows={[...(running.data ?? []), ...(pending.data ?? [])]} caption="Reviews in flight" empty="Nothing is running or waiting." />
+          )}
+        </Card>
+        <Card title="Latest reviews">
+          {recent.isPending ? (
+            <Loading />
+          ) : recent.error ? (
+            <ErrorBox error={recent.error} />
+          ) : (
+            <ReviewTable rows={recent.data ?? []} caption="Latest reviews" />
+          )}
+          <p>
+            <Link to="/reviews" search={filters}>
+              All reviews →
+            </Link>
+          </p>
+        </Card>
+      </div>
+    </>
+  );
+}
+
+/** The median of daily medians weighted by their counts: the exact overall p50 needs the raw
+ * sample, which the API does not return. */
+function approxP50(charts: Charts): number | null {
+  const rows = charts.latency.filter((r) => r.p50 !== null && r.p50 !== undefined);
+  const total = rows.reduce((a, r) => a + r.count, 0);
+  if (total === 0) return null;
+  const sorted = [...rows].sort((a, b) => (a.p50 ?? 0) - (b.p50 ?? 0));
+  let seen = 0;
+  for (const r of sorted) {
+    seen += r.count;
+    if (seen * 2 >= total) return r.p50 ?? null;
+  }
+  return null;
+}
+
+function StatCards({ stats, charts, inFlight }: { stats: Stats; charts: Charts; inFlight: number }) {
+  const reviews = stats.projects.reduce((a, p) => a + p.reviews, 0);
+  const cost = stats.projects.reduce((a, p) => a + p.cost, 0);
+  const tokens = stats.projects.reduce((a, p) => a + p.tokens, 0);
+  const completed = charts.reliability.reduce((a, r) => a + r.completed, 0);
+  const failed = charts.reliability.reduce((a, r) => a + r.failed, 0);
+  const rate = completed + failed > 0 ? (completed / (completed + failed)) * 100 : null;
+  const cards: [string, string, string?][] = [
+    ["Reviews", count(reviews), `${count(stats.latency.count)} completed`],
+    ["Success rate", rate === null ? "—" : `${rate.toFixed(rate === 100 ? 0 : 1)}%`, `${count(failed)} failed`],
+    ["In flight", count(inFlight), "pending or running"],
+    ["Cost", money(cost), reviews > 0 ? `${money(cost / reviews)} per review` : undefined],
+    ["Tokens", count(tokens)],
+    ["Latency p50", duration(approxP50(charts)), `avg ${duration(stats.latency.avg)}`],
+    ["Latency p95", duration(stats.latency.p95)],
+  ];
+  return (
+    <dl className="stat-cards" data-testid="stat-cards">
+      {cards.map(([label, value, sub]) => (
+        <div className="stat" key={label}>
+          <dt>{label}</dt>
+          <dd>
+            <span className="stat-value">{value}</span>
+            {sub && <span className="muted small">{sub}</span>}
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+function ChartGrid({ stats, charts }: { stats: Stats; charts: Charts }) {
+  const daily = useMemo(() => {
+    const days = stats.daily.map((d) => d.day);
+    const reviews: Series[] = [{ label: "reviews", values: stats.daily.map((d) => d.reviews), color: COLORS.primary, bars: true }];
+    const cost: Series[] = [{ label: "cost", values: stats.daily.map((d) => d.cost), color: COLORS.secondary, bars: true }];
+    return { days, reviews, cost };
+  }, [stats.daily]);
+  const latency = useMemo(() => {
+    const days = charts.latency.map((d) => d.day);
+    const series: Series[] = [
+      { label: "p50", values: charts.latency.map((d) => d.p50 ?? null), color: COLORS.primary },
+      { label: "p95", values: charts.latency.map((d) => d.p95 ?? null), color: COLORS.inFlight },
+    ];
+    return { days, series };
+  }, [charts.latency]);
+  const mix = charts.reliability.reduce(
+    (a, r) => ({ completed: a.completed + r.completed, failed: a.failed + r.failed, inFlight: a.inFlight + r.in_flight }),
+    { completed: 0, failed: 0, inFlight: 0 },
+  );
+  const severity = (s: string) =>
+    charts.findingsDaily.filter((f) => f.severity === s).reduce((a, f) => a + f.count, 0);
+  return (
+    <div className="grid charts">
+      <Card>
+        <DayChart title="Reviews per day" days={daily.days} series={daily.reviews} />
+      </Card>
+      <Card>
+        <DayChart title="Cost per day" days={daily.days} series={daily.cost} format={axisMoney} />
+      </Card>
+      <Card>
+        <ShareBar
+          title="Status mix"
+          parts={[
+            { label: "completed", value: mix.completed, color: COLORS.completed },
+            { label: "failed", value: mix.failed, color: COLORS.failed },
+            { label: "in flight", value: mix.inFlight, color: COLORS.inFlight },
+          ]}
+        />
+        <ShareBar
+          title="Findings by severity"
+          parts={[
+            { label: "blocking", value: severity("blocking"), color: COLORS.blocking },
+            { label: "nit", value: severity("nit"), color: COLORS.nit },
+            { label: "question", value: severity("question"), color: COLORS.question },
+          ]}
+        />
+      </Card>
+      <Card>
+        <DayChart
+          title={`Latency per day${charts.latencyTruncated ? " (sampled: latest 5,000 reviews)" : ""}`}
+          days={latency.days}
+          series={latency.series}
+          format={duration}
+        />
+      </Card>
+      <Card>
+        <RankList
+          title="Top repositories by reviews"
+          rows={stats.projects
+            .slice()
+            .sort((a, b) => b.reviews - a.reviews)
+            .slice(0, 8)
+            .map((p) => ({ key: p.repo_full_name, label: <span className="mono">{p.repo_full_name}</span>, value: p.reviews }))}
+        />
+      </Card>
+      <Card>
+        <RankList
+          title="Files with most findings"
+          rows={charts.topFiles.map((f) => ({ key: f.path, label: <span className="mono">{f.path}</span>, value: f.count }))}
+        />
+      </Card>
+      <Card>
+        <RankList
+          title="Most expensive reviews"
+          format={(v) => money(v)}
+          rows={stats.topCost.map((t) => ({
+            key: String(t.id),
+            label: (
+              <Link to="/reviews/$id" params={{ id: String(t.id) }} className="mono">
+                {t.repo_full_name}#{t.pr_number}
+              </Link>
+            ),
+            value: t.cost,
+          }))}
+        />
+      </Card>
+      <Card>
+        <RankList
+          title="Cost by model"
+          format={(v) => money(v)}
+          rows={stats.models.map((m) => ({ key: m.model, label: <span className="mono">{m.model}</span>, value: m.cost }))}
+        />
+      </Card>
+    </div>
+  );
+}

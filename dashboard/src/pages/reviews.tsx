@@ -1,0 +1,282 @@
+// Reviews: the filterable list, updating live; a review with its findings and transcript.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { Link, getRouteApi } from "@tanstack/react-router";
+import { api, unwrap, type Filters, type Finding, type Review } from "../api/client";
+import { q, type TranscriptItem } from "../api/queries";
+import { FilterBar } from "../components/filters";
+import { Card, Empty, ErrorBox, Query, ReviewTable, StatusBadge, Time, count, duration, money, PrLink } from "../components/ui";
+
+const listRoute = getRouteApi("/reviews");
+
+export function ReviewsPage() {
+  const filters = listRoute.useSearch();
+  const navigate = listRoute.useNavigate();
+  const reviews = useQuery(q.reviews({ ...filters, limit: "200" }));
+  return (
+    <>
+      <header className="page-head">
+        <h1>Reviews</h1>
+        <p className="muted">Newest first; new reviews and status changes appear as they happen.</p>
+      </header>
+      <FilterBar value={filters} onChange={(f: Filters) => void navigate({ search: f, replace: true })} withStatus />
+      <Card>
+        <Query q={reviews} what="Loading reviews">
+          {(rows) => <ReviewTable rows={rows} caption="Reviews" empty="No review matches these filters." />}
+        </Query>
+      </Card>
+    </>
+  );
+}
+
+const oneRoute = getRouteApi("/reviews/$id");
+
+export function ReviewPage() {
+  const { id } = oneRoute.useParams();
+  const reviewId = Number(id);
+  const review = useQuery(q.review(reviewId));
+  return (
+    <>
+      <p>
+        <Link to="/reviews">← Reviews</Link>
+      </p>
+      <Query q={review} what="Loading the review">
+        {(r) => <ReviewDetail review={r} />}
+      </Query>
+    </>
+  );
+}
+
+function ReviewDetail({ review: r }: { review: Review }) {
+  const client = useQueryClient();
+  const findings = useQuery(q.findings(r.id));
+  const transcript = useQuery({ ...q.transcript(r.id), enabled: r.session_id !== null && r.session_id !== undefined });
+  const done = ["completed", "failed", "skipped"].includes(r.status);
+  const retry = useMutation({
+    mutationFn: async () => unwrap(await api.POST("/api/reviews/{id}/retry", { params: { path: { id: String(r.id) } } })),
+    onSuccess: () => client.invalidateQueries({ queryKey: ["reviews"] }),
+  });
+  const stop = useMutation({
+    mutationFn: async () => unwrap(await api.POST("/api/reviews/{id}/stop", { params: { path: { id: String(r.id) } } })),
+    onSuccess: () => client.invalidateQueries({ queryKey: ["reviews"] }),
+  });
+  const elapsed = r.completed_at ? r.completed_at - r.created_at : null;
+  return (
+    <>
+      <header className="page-head row">
+        <div>
+          <h1>{r.title ?? (r.pr_number === 0 ? "Prompt improver run" : `Review #${r.id}`)}</h1>
+          <p className="muted">
+            <PrLink review={r} /> · review #{r.id}
+          </p>
+        </div>
+        <div className="row">
+          <StatusBadge status={r.status} />
+          {!done && (
+            <button type="button" className="btn danger" onClick={() => stop.mutate()} disabled={stop.isPending}>
+              Stop
+            </button>
+          )}
+          <button type="button" className="btn" onClick={() => retry.mutate()} disabled={retry.isPending}>
+            Retry
+          </button>
+        </div>
+      </header>
+      {(retry.error || stop.error) && <ErrorBox error={retry.error ?? stop.error} />}
+      {retry.isSuccess && <p role="status">Retry queued: a new review appears in the list.</p>}
+      {stop.isSuccess && <p role="status">Stop requested.</p>}
+      {r.error && (
+        <div className="error-box" role="alert">
+          <strong>Error:</strong> {r.error}
+        </div>
+      )}
+      <Card>
+        <dl className="facts">
+          <Fact label="Status" value={r.status} />
+          <Fact label="Trigger" value={r.trigger ?? "—"} />
+          <Fact label="Attempt" value={r.attempt === 0 ? "first run" : "automatic retry"} />
+          <div>
+            <dt>Started</dt>
+            <dd>
+              <Time at={r.created_at} />
+            </dd>
+          </div>
+          <div>
+            <dt>Finished</dt>
+            <dd>
+              <Time at={r.completed_at} />
+            </dd>
+          </div>
+          <Fact label="Duration" value={duration(elapsed)} />
+          <Fact label="Cost" value={money(r.cost)} />
+          <Fact label="Tokens" value={count(r.tokens)} />
+          <Fact label="Model" value={r.model ?? "—"} mono />
+        </dl>
+      </Card>
+      <Card title="Findings">
+        <Query q={findings} what="Loading findings">
+          {(rows) => <FindingList review={r} rows={rows} />}
+        </Query>
+      </Card>
+      <Card title="Transcript">
+        {r.session_id === null || r.session_id === undefined ? (
+          <Empty>No agent session was recorded for this review.</Empty>
+        ) : (
+          <Query q={transcript} what="Loading the transcript">
+            {(t) =>
+              t.error ? (
+                <ErrorBox error={`${t.error}: ${t.detail ?? t.raw ?? ""}`} />
+              ) : (
+                <Conversation items={t.items ?? []} />
+              )
+            }
+          </Query>
+        )}
+      </Card>
+    </>
+  );
+}
+
+function Fact({ label, value, mono }: { label: string; value: string; mono?: boolean }) {
+  return (
+    <div>
+      <dt>{label}</dt>
+      <dd className={mono ? "mono" : undefined}>{value}</dd>
+    </div>
+  );
+}
+
+const SEVERITY_ORDER = ["blocking", "question", "nit"];
+
+function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
+  if (rows.length === 0) return <Empty>No findings recorded.</Empty>;
+  const summaries = rows.filter((f) => f.kind !== "inline");
+  const inline = rows.filter((f) => f.kind === "inline");
+  const byFile = new Map<string, Finding[]>();
+  for (const f of inline) byFile.set(f.path ?? "", [...(byFile.get(f.path ?? "") ?? []), f]);
+  return (
+    <div className="stack">
+      {summaries.map((f) => (
+        <article key={f.id} className="finding summary">
+          <p className="small muted">
+            {f.kind}
+            {f.event ? ` · ${f.event}` : ""}
+          </p>
+          <p className="prewrap">{f.body}</p>
+        </article>
+      ))}
+      {[...byFile.entries()].map(([path, list]) => (
+        <section key={path} aria-label={`Findings in ${path}`}>
+          <h3 className="mono file">{path}</h3>
+          {list
+            .slice()
+            .sort((a, b) => SEVERITY_ORDER.indexOf(a.severity ?? "") - SEVERITY_ORDER.indexOf(b.severity ?? "") || (a.line ?? 0) - (b.line ?? 0))
+            .map((f) => (
+              <article key={f.id} className="finding" data-severity={f.severity}>
+                <p className="row small">
+                  <span className={`badge sev-${f.severity ?? "none"}`}>{f.severity ?? "note"}</span>
+                  <a href={lineUrl(review, f)} target="_blank" rel="noreferrer" className="mono">
+                    {path}:{f.line ?? "?"}
+                  </a>
+                </p>
+                <p className="prewrap">{f.body}</p>
+              </article>
+            ))}
+        </section>
+      ))}
+    </div>
+  );
+}
+
+/** The finding's line on GitHub: the comment itself when its id is known, else the PR's files. */
+function lineUrl(review: Review, f: Finding): string {
+  const base = `https://github.com/${review.repo_full_name}/pull/${review.pr_number}`;
+  if (f.github_comment_id) return `${base}#discussion_r${f.github_comment_id}`;
+  return `${base}/files`;
+}
+
+function Conversation({ items }: { items: TranscriptItem[] }) {
+  if (items.length === 0) return <Empty>The transcript is empty.</Empty>;
+  const results = new Map<string, TranscriptItem>();
+  for (const it of items) if (it.type === "tool_result" && it.call_id) results.set(it.call_id, it);
+  return (
+    <ol className="conversation">
+      {items.map((it, i) => {
+        switch (it.type) {
+          case "system":
+            return (
+              <li key={i} className="turn system">
+                <details>
+                  <summary>System instructions</summary>
+                  <pre>{it.text}</pre>
+                </details>
+              </li>
+            );
+          case "message":
+            return (
+              <li key={i} className="turn user">
+                <p className="who">{it.nudge ? "Nudge" : "Prompt"}</p>
+                <details open={it.nudge}>
+                  <summary>{(it.text ?? "").slice(0, 120)}</summary>
+                  <pre>{it.text}</pre>
+                </details>
+              </li>
+            );
+          case "assistant":
+            return it.text ? (
+              <li key={i} className="turn assistant">
+                <p className="who">Agent · step {it.step}</p>
+                <p className="prewrap">{it.text}</p>
+              </li>
+            ) : null;
+          case "tool_call": {
+            const result = it.id ? results.get(it.id) : undefined;
+            return (
+              <li key={i} className="turn tool" data-tool={it.name}>
+                <details>
+                  <summary>
+                    Tool call <span className="mono">{it.name}</span>
+                    {result?.is_error ? <span className="badge status-failed">error</span> : null}
+                  </summary>
+                  <p className="small muted">Arguments</p>
+                  <pre>{pretty(it.arguments)}</pre>
+                  {result && (
+                    <>
+                      <p className="small muted">Result</p>
+                      <pre>{pretty(result.content)}</pre>
+                    </>
+                  )}
+                </details>
+              </li>
+            );
+          }
+          case "tool_result":
+            return null;
+          case "error":
+            return (
+              <li key={i} className="turn error" role="note">
+                <p className="who">Error</p>
+                <p className="prewrap">{it.message}</p>
+              </li>
+            );
+          default:
+            return (
+              <li key={i} className="turn">
+                <pre>{pretty(it)}</pre>
+              </li>
+            );
+        }
+      })}
+    </ol>
+  );
+}
+
+function pretty(v: unknown): string {
+  if (typeof v === "string") {
+    try {
+      return JSON.stringify(JSON.parse(v), null, 2);
+    } catch {
+      return v;
+    }
+  }
+  return JSON.stringify(v, null, 2);
+}

@@ -1,0 +1,144 @@
+// Stats: cost and volume by repository, by model and by trigger, with the overview's filters.
+import { useQuery } from "@tanstack/react-query";
+import { Link, getRouteApi } from "@tanstack/react-router";
+import { repoParams, type Filters, type Stats } from "../api/client";
+import { q } from "../api/queries";
+import { FilterBar } from "../components/filters";
+import { ShareBar } from "../components/chart";
+import { Card, Empty, Query, count, duration, money } from "../components/ui";
+
+const route = getRouteApi("/stats");
+const TRIGGER_COLORS = ["#2f7de1", "#1f9d74", "#d08a16", "#9a5bd6", "#d6455d", "#7a8797"];
+
+export function StatsPage() {
+  const filters = route.useSearch();
+  const navigate = route.useNavigate();
+  const stats = useQuery(q.stats(filters));
+  return (
+    <>
+      <header className="page-head">
+        <h1>Stats</h1>
+        <p className="muted">Where the reviews and the money went. Skipped reviews are not counted.</p>
+      </header>
+      <FilterBar value={filters} onChange={(f: Filters) => void navigate({ search: f, replace: true })} />
+      <Query q={stats} what="Loading statistics">
+        {(s) => <StatsTables stats={s} />}
+      </Query>
+    </>
+  );
+}
+
+function StatsTables({ stats }: { stats: Stats }) {
+  const totals = stats.projects.reduce(
+    (a, p) => ({ reviews: a.reviews + p.reviews, cost: a.cost + p.cost, tokens: a.tokens + p.tokens }),
+    { reviews: 0, cost: 0, tokens: 0 },
+  );
+  return (
+    <>
+      <Card title="Cost by repository">
+        {stats.projects.length === 0 ? (
+          <Empty>No review in this range.</Empty>
+        ) : (
+          <div className="table-wrap">
+            <table>
+              <caption className="sr-only">Cost by repository</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Repository</th>
+                  <th scope="col" className="num">Reviews</th>
+                  <th scope="col" className="num hide-narrow">Avg time</th>
+                  <th scope="col" className="num">Tokens</th>
+                  <th scope="col" className="num">Cost</th>
+                </tr>
+              </thead>
+              <tbody>
+                {stats.projects.map((p) => (
+                  <tr key={p.repo_full_name}>
+                    <td>
+                      <Link to="/repos/$owner/$name" params={repoParams(p.repo_full_name)} className="mono">
+                        {p.repo_full_name}
+                      </Link>
+                    </td>
+                    <td className="num">{count(p.reviews)}</td>
+                    <td className="num hide-narrow">{duration(p.avg_duration)}</td>
+                    <td className="num">{count(p.tokens)}</td>
+                    <td className="num">{money(p.cost)}</td>
+                  </tr>
+                ))}
+              </tbody>
+              <tfoot>
+                <tr>
+                  <th scope="row">Total</th>
+                  <td className="num">{count(totals.reviews)}</td>
+                  <td className="hide-narrow" />
+                  <td className="num">{count(totals.tokens)}</td>
+                  <td className="num">
+                    <strong>{money(totals.cost)}</strong>
+                  </td>
+                </tr>
+              </tfoot>
+            </table>
+          </div>
+        )}
+      </Card>
+      <div className="grid two">
+        <Card title="Cost by model">
+          {stats.models.length === 0 ? (
+            <Empty>No model recorded in this range.</Empty>
+          ) : (
+            <div className="table-wrap">
+              <table>
+                <caption className="sr-only">Cost by model</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Model</th>
+                    <th scope="col" className="num">Reviews</th>
+                    <th scope="col" className="num">Tokens</th>
+                    <th scope="col" className="num">Cost</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {stats.models.map((m) => (
+                    <tr key={m.model}>
+                      <td className="mono">{m.model}</td>
+                      <td className="num">{count(m.reviews)}</td>
+                      <td className="num">{count(m.tokens)}</td>
+                      <td className="num">{money(m.cost)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </Card>
+        <Card title="Most expensive reviews">
+          {stats.topCost.length === 0 ? (
+            <Empty>No cost recorded in this range.</Empty>
+          ) : (
+            <ol className="plain-list">
+              {stats.topCost.map((t) => (
+                <li key={t.id} className="row spread">
+                  <span>
+                    <Link to="/reviews/$id" params={{ id: String(t.id) }} className="mono">
+                      {t.repo_full_name}#{t.pr_number}
+                    </Link>
+                    <span className="muted small"> {t.model ?? ""}</span>
+                  </span>
+                  <span className="num">
+                    <span className="muted small">{count(t.tokens)} tokens</span> <strong>{money(t.cost)}</strong>
+                  </span>
+                </li>
+              ))}
+            </ol>
+          )}
+        </Card>
+      </div>
+      <Card>
+        <ShareBar
+          title="How reviews start"
+          parts={stats.triggers.map((t, i) => ({ label: t.trigger, value: t.count, color: TRIGGER_COLORS[i % TRIGGER_COLORS.length] ?? "#888" }))}
+        />
+      </Card>
+    </>
+  );
+}
