@@ -93,6 +93,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description CHAT_MAX_CONCURRENT chat turns are already running */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -1560,6 +1569,16 @@ export interface components {
             implement_model?: string;
             improver_model?: string;
             refine_model?: string;
+            /**
+             * @description Most cost one review may reach, in the units of ReviewRow.cost (USD), a positive
+             *     number as a string; empty: REVIEW_MAX_COST applies (unset: no limit).
+             */
+            review_max_cost?: string;
+            /**
+             * @description Most input plus output tokens one review may use, a positive integer as a string;
+             *     empty: REVIEW_MAX_TOKENS applies (unset: no limit).
+             */
+            review_max_tokens?: string;
             second_api_key?: string;
             third_api_key?: string;
         };

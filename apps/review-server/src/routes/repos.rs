@@ -32,7 +32,7 @@ pub async fn list(State(app): State<AppState>) -> Result<Json<Vec<RepoRow>>, Api
     Ok(Json(app.records.store.repos().await?))
 }
 
-#[utoipa::path(get, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)),
+#[utoipa::path(get, path = "/api/repos/{owner}/{name}", operation_id = "get_repo", params(("owner" = String, Path), ("name" = String, Path)),
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn one(
     State(app): State<AppState>,

@@ -36,7 +36,7 @@ async fn review_or_404(app: &AppState, id: &str) -> Result<ReviewRow, ApiError> 
 }
 
 /// GET /api/reviews/:id: the row, or 404 `Not found`.
-#[utoipa::path(get, path = "/api/reviews/{id}", params(("id" = String, Path, description = "review id")),
+#[utoipa::path(get, path = "/api/reviews/{id}", operation_id = "get_review", params(("id" = String, Path, description = "review id")),
     responses((status = 200, body = ReviewRow), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn one(
     State(app): State<AppState>,
