@@ -377,18 +377,29 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     let mut d = turbojpeg::Decompressor::new().map_err(undecodable)?;
     d.set_scan_limit(JPEG_MAX_SCANS).map_err(undecodable)?;
     let header = d.read_header(bytes).map_err(undecodable)?;
+    // CMYK and YCCK (print and stock photography) come out as CMYK and are converted below;
+    // every other JPEG straight to RGB, the hot path, unchanged.
+    let cmyk = matches!(
+        header.colorspace,
+        turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK
+    );
+    let (format, channels) = if cmyk {
+        (turbojpeg::PixelFormat::CMYK, 4)
+    } else {
+        (turbojpeg::PixelFormat::RGB, 3)
+    };
     let denom = jpeg_denominator(min_scale);
     let factor = turbojpeg::ScalingFactor::new(1, denom);
     d.set_scaling_factor(factor).map_err(undecodable)?;
     let scaled = header.scaled(factor);
     let (w, h) = (scaled.width, scaled.height);
-    let mut pixels = vec![0u8; w * h * 3];
+    let mut pixels = vec![0u8; w * h * channels];
     let out = turbojpeg::Image {
         pixels: pixels.as_mut_slice(),
         width: w,
-        pitch: w * 3,
+        pitch: w * channels,
         height: h,
-        format: turbojpeg::PixelFormat::RGB,
+        format,
     };
     d.decompress(bytes, out).map_err(undecodable)?;
     // libjpeg rounds a scaled size up; the last row or column then stands for less than a
@@ -400,13 +411,35 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     );
     if kw < w {
         for row in 1..kh {
-            pixels.copy_within(row * w * 3..(row * w + kw) * 3, row * kw * 3);
+            pixels.copy_within(
+                row * w * channels..(row * w + kw) * channels,
+                row * kw * channels,
+            );
         }
     }
-    pixels.truncate(kw * kh * 3);
+    pixels.truncate(kw * kh * channels);
+    if cmyk {
+        pixels = jpeg_cmyk_to_srgb(bytes, pixels)?;
+    }
     let img = RgbImage::from_raw(dim(kw)?, dim(kh)?, pixels)
         .ok_or_else(|| PipelineError::Undecodable("bad JPEG buffer size".into()))?;
     Ok((DynamicImage::ImageRgb8(img), 1.0 / denom as f64))
+}
+
+/// sRGB pixels of a CMYK or YCCK JPEG's CMYK samples (see `colour::cmyk_to_srgb`: its embedded
+/// CMYK profile, else libvips' built-in one). A file with an Adobe APP14 segment stores its
+/// samples inverted (255 = no ink), as Photoshop writes them; libjpeg returns them as stored,
+/// so they are turned back first, as libvips' `jpegload` does when it sees that segment.
+fn jpeg_cmyk_to_srgb(bytes: &[u8], mut cmyk: Vec<u8>) -> Result<Vec<u8>, PipelineError> {
+    let adobe = jpeg_segments(bytes).any(|(m, seg)| m == 0xEE && seg.starts_with(b"Adobe"));
+    if adobe {
+        for v in &mut cmyk {
+            *v = 255 - *v;
+        }
+    }
+    colour::cmyk_to_srgb(&cmyk, jpeg_icc(bytes).as_deref()).ok_or_else(|| {
+        PipelineError::Undecodable("CMYK JPEG: its colour profile cannot be applied".into())
+    })
 }
 
 /// The scaled-IDCT denominator (1, 2, 4 or 8) for a decode that must keep `min_scale` of the
