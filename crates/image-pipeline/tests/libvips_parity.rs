@@ -129,8 +129,10 @@ fn a_webp_scaled_on_load_by_libwebp_is_sharps_to_the_bit() {
 #[test]
 fn avif_rotations_mirrors_and_clean_apertures_give_libvips_geometry_and_pixels() {
     // Made here by libavif's avifenc from lake.jpg at 240x135 (irot turns anticlockwise, imir 0
-    // mirrors top to bottom, clap crops before both); references by `vips colourspace FILE
-    // REF.png srgb` (libvips 8.14.1 over libheif 1.15.1). See fixtures/ATTRIBUTION.md.
+    // mirrors top to bottom, clap crops before both); 8-bit references by sharp (libvips 8.17.3
+    // over libheif 1.20.2), the 10-bit one by `vips colourspace FILE REF.png srgb` (libvips
+    // 8.14.1 over libheif 1.15.1: sharp's libheif has no 10-bit AV1 decoder). See
+    // fixtures/ATTRIBUTION.md.
     let cases = [
         ("lake_irot1.avif", (135, 240)),
         ("lake_irot3_imir0.avif", (135, 240)),
@@ -160,7 +162,8 @@ fn cmyk_and_ycck_jpegs_are_converted_to_srgb_close_to_libvips() {
     // Adobe-inverted CMYK (written by libvips) and YCCK (the same samples through TurboJPEG),
     // without an embedded profile: converted from libvips' built-in CMYK profile, as sharp
     // does. References: `vips icc_transform FILE REF.png srgb --input-profile cmyk --intent
-    // perceptual` (libvips 8.14.1). libvips goes through its float Lab PCS in two transforms,
+    // perceptual` (libvips 8.14.1), then by sharp 0.34.5 itself (libvips 8.17.3, written by
+    // bench/image/reference-pixels-real-world.mjs). libvips goes through its float Lab PCS in two transforms,
     // we through one Little CMS link: most samples agree within 3, a few dark blues differ more.
     for file in ["lake_cmyk.jpg", "lake_ycck.jpg"] {
         let reference = file.replace(".jpg", "_libvips.png");
@@ -190,4 +193,30 @@ fn cmyk_and_ycck_jpegs_are_converted_to_srgb_close_to_libvips() {
         let out = transform(&fixture(file), &spec, spec.output_format(""), None, &limits).unwrap();
         assert_eq!((out.width, out.height), (100, 56), "{file}");
     }
+}
+
+#[test]
+fn grayscale_is_libvips_b_w_on_every_colour() {
+    // colour_cube.png: every combination of 33 levels (0, 8, .., 248, 255) per channel;
+    // references by sharp's `grayscale()` (libvips 8.17.3 `colourspace b-w`), written by
+    // bench/image/reference-pixels-real-world.mjs.
+    let (differing, largest, _) = compare_query(
+        &fixture("colour_cube.png"),
+        "grayscale=true&format=png",
+        "colour_cube_bw_libvips.png",
+    );
+    assert_eq!((differing, largest), (0, 0), "colour cube");
+    // The photo: one grey pixel of 32,400 is one level off (libvips' single-precision sums).
+    let (differing, largest, _) = compare_query(
+        &fixture("lake_240.png"),
+        "grayscale=true&format=png",
+        "lake_bw_libvips.png",
+    );
+    assert!(
+        differing <= 3 && largest <= 1,
+        "{differing} samples, up to {largest}"
+    );
+    // Pure red, the example: 127 as in libvips, not 54.
+    let cube = decode_to_rgba(&fixture("colour_cube_bw_libvips.png"), u64::MAX).unwrap();
+    assert_eq!(cube.get_pixel(32 * 33, 0).0, [127, 127, 127, 255]);
 }
