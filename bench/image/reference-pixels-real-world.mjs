@@ -1,6 +1,6 @@
 // Writes sharp's own output (lossless PNG) for the real-world fixtures of issue 20 that
 // crates/image-pipeline/tests/libvips_parity.rs compares our output with: AVIF transformations,
-// CMYK/YCCK JPEGs, grayscale, monochrome AVIF. The sources are committed fixtures (see
+// CMYK/YCCK JPEGs, grayscale. The sources are committed fixtures (see
 // crates/image-pipeline/tests/fixtures/ATTRIBUTION.md); only the references are written.
 // Usage (from bench/image, after `npm install`): node reference-pixels-real-world.mjs
 import sharp from "sharp";
@@ -21,7 +21,6 @@ const plain = [
   "lake_irot1_clap.avif",
   "lake_cmyk.jpg",
   "lake_ycck.jpg",
-  "lake_mono_8bit.avif",
   ];
 for (const source of plain) {
   const out = source.replace(/\.(avif|jpg)$/, "_libvips.png");

@@ -322,7 +322,14 @@ pub(crate) fn decode(
             let (img, scale) = decode_jpeg(bytes, min_scale)?;
             (img, (scale, scale), jpeg_icc(bytes))
         }
-        SourceFormat::Heif | SourceFormat::Avif => decode_heif(bytes, min_scale)?,
+        SourceFormat::Heif => decode_heif(bytes, min_scale)?,
+        SourceFormat::Avif => {
+            let (mut img, scale, icc) = decode_heif(bytes, min_scale)?;
+            if heif_boxes::primary_av1_monochrome(bytes) && !heif_full_range(bytes) {
+                expand_limited_range(&mut img);
+            }
+            (img, scale, icc)
+        }
         SourceFormat::Png if shrink::factor(min_scale) > 1 && !png_interlaced(bytes) => {
             decode_png_shrunk(bytes, min_scale)?
         }
@@ -636,6 +643,40 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
     let img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
     let scale = 1.0 / k as f64;
     Ok((img, (scale, scale), icc))
+}
+
+/// Whether the primary image says its samples use the full range (`colr` nclx
+/// `full_range_flag`). Without an nclx box the AV1 default, limited (studio) range, holds.
+fn heif_full_range(bytes: &[u8]) -> bool {
+    libheif_rs::HeifContext::read_from_bytes(bytes)
+        .ok()
+        .and_then(|ctx| ctx.primary_image_handle().ok())
+        .and_then(|h| h.color_profile_nclx())
+        .is_some_and(|nclx| nclx.full_range_flag() != 0)
+}
+
+/// Stretches limited-range grey (16 black, 235 white, in 8 bits) to full range, in place,
+/// alpha untouched. libheif 1.15 turns a monochrome AV1 image into RGB by copying its luma
+/// whatever the range (libheif 1.20, and so sharp, and libavif expand it); without this a
+/// grey AVIF comes out washed out (black at 16). 10- and 12-bit images are narrowed to 8 bits
+/// by libheif first, so they are within one level of an expansion at full depth.
+fn expand_limited_range(img: &mut DynamicImage) {
+    let lut: [u8; 256] = std::array::from_fn(|v| {
+        let full = (v as f64 - 16.0) * 255.0 / 219.0;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let full = full.round().clamp(0.0, 255.0) as u8;
+        full
+    });
+    let (buf, channels): (&mut [u8], usize) = match img {
+        DynamicImage::ImageRgb8(b) => (b.as_mut(), 3),
+        DynamicImage::ImageRgba8(b) => (b.as_mut(), 4),
+        _ => return,
+    };
+    for px in buf.chunks_exact_mut(channels) {
+        for v in &mut px[..3] {
+            *v = lut[usize::from(*v)];
+        }
+    }
 }
 
 /// Row `r` of a libheif plane (and whatever follows it in the buffer).

@@ -87,6 +87,64 @@ fn derived(file: &[u8]) -> Option<Vec<Canvas>> {
     )
 }
 
+/// True when the primary item of an AVIF file is coded as monochrome AV1: the `av1C` property
+/// associated with it (`ipma`) has its `mono_chrome` bit set (AV1 codec ISO media file format
+/// binding, section 2.3.3). False for anything the boxes do not say (a grid's primary has no
+/// `av1C` of its own).
+pub(crate) fn primary_av1_monochrome(file: &[u8]) -> bool {
+    av1_monochrome(file).unwrap_or(false)
+}
+
+fn av1_monochrome(file: &[u8]) -> Option<bool> {
+    let meta = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
+    let (mut pitm, mut iprp) = (None, None);
+    for (kind, body) in boxes(meta) {
+        match &kind {
+            b"pitm" => pitm = Some(body),
+            b"iprp" => iprp = Some(body),
+            _ => {}
+        }
+    }
+    let (version, body) = full_box_body(pitm?)?;
+    let mut r = Reader(body);
+    let primary = if version == 0 {
+        u32::from(r.u16()?)
+    } else {
+        r.u32()?
+    };
+    let iprp = iprp?;
+    let properties: Vec<([u8; 4], &[u8])> =
+        boxes(boxes(iprp).find(|(t, _)| t == b"ipco")?.1).collect();
+    // ISO/IEC 23008-12 section 9.3.2: ItemPropertyAssociation.
+    let ipma = boxes(iprp).find(|(t, _)| t == b"ipma")?.1;
+    let flags = ipma.get(3).copied()?;
+    let (version, body) = full_box_body(ipma)?;
+    let mut r = Reader(body);
+    for _ in 0..r.u32()? {
+        let item = if version < 1 {
+            u32::from(r.u16()?)
+        } else {
+            r.u32()?
+        };
+        for _ in 0..r.u8()? {
+            let index = if flags & 1 == 1 {
+                usize::from(r.u16()? & 0x7FFF)
+            } else {
+                usize::from(r.u8()? & 0x7F)
+            };
+            if item != primary || index == 0 {
+                continue;
+            }
+            if let Some((b"av1C", config)) = properties.get(index - 1).map(|(t, b)| (t, *b)) {
+                // marker/version, profile/level, then tier, high_bitdepth, twelve_bit,
+                // mono_chrome (bit 4 of the third byte).
+                return Some(config.get(2)? & 0x10 != 0);
+            }
+        }
+    }
+    Some(false)
+}
+
 /// A `grid` or `iovl` record's canvas (ISO/IEC 23008-12 sections 6.6.2.3 and 6.6.2.4).
 fn canvas(kind: &[u8; 4], record: &[u8]) -> Option<Canvas> {
     let mut r = Reader(record);
@@ -315,5 +373,19 @@ mod tests {
             let _ = derived_canvases(&heic[..cut.min(heic.len())]);
         }
         assert_eq!(derived_canvases(b""), []);
+    }
+
+    #[test]
+    fn only_a_monochrome_av1_primary_is_monochrome_and_broken_boxes_are_not() {
+        let mono = fixture("lake_mono_10bit.avif");
+        assert!(!mono.is_empty());
+        assert!(primary_av1_monochrome(&mono));
+        assert!(!primary_av1_monochrome(&fixture("lake_irot1.avif")));
+        assert!(!primary_av1_monochrome(&fixture("iphone.heic")));
+        // Cut anywhere, the boxes say nothing rather than panic.
+        for end in (0..mono.len()).step_by(7) {
+            let _ = primary_av1_monochrome(&mono[..end]);
+        }
+        assert!(!primary_av1_monochrome(b"not a file"));
     }
 }

@@ -220,3 +220,29 @@ fn grayscale_is_libvips_b_w_on_every_colour() {
     let cube = decode_to_rgba(&fixture("colour_cube_bw_libvips.png"), u64::MAX).unwrap();
     assert_eq!(cube.get_pixel(32 * 33, 0).0, [127, 127, 127, 255]);
 }
+
+#[test]
+fn monochrome_avif_limited_range_is_expanded_at_every_depth() {
+    // Grey AVIFs (avifenc `-y 400 -r limited`, 8, 10 and 12 bits) of lake.jpg at 240x135.
+    // libheif (1.15 here, 1.20 in sharp: libvips 8.17.3 too) copies the limited-range luma as
+    // it is, so black is 16 and the mean 156 where the source's luma is 163; the reference is
+    // libavif's own decode (`avifdec -d 16`, narrowed to 8 bits by `vips colourspace`).
+    for bits in [8, 10, 12] {
+        let file = format!("lake_mono_{bits}bit.avif");
+        let (_, largest, size) = compare_query(
+            &fixture(&file),
+            "format=png",
+            &format!("lake_mono_{bits}bit_libavif.png"),
+        );
+        assert_eq!(size, (240, 135), "{file}");
+        // 10 and 12 bits are narrowed to 8 by libheif before the expansion: a level or two.
+        assert!(largest <= 2, "{file}: largest difference {largest}");
+    }
+    // A colour AVIF is not touched (libheif converts YCbCr with its range itself).
+    let (differing, _, _) = compare_query(
+        &fixture("lake_irot1.avif"),
+        "format=png",
+        "lake_irot1_libvips.png",
+    );
+    assert_eq!(differing, 0);
+}
