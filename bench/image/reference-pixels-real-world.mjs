@@ -19,6 +19,9 @@ const plain = [
   "lake_irot1.avif",
   "lake_irot3_imir0.avif",
   "lake_irot1_clap.avif",
+  // 8-bit twins of the 10-bit files with a mirror (libheif 1.15 cannot mirror deep images).
+  "lake_irot2_imir1.avif",
+  "lake_irot1_imir0_clap.avif",
   "lake_cmyk.jpg",
   "lake_ycck.jpg",
   ];

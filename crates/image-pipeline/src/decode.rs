@@ -590,8 +590,37 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
     let handle = ctx.primary_image_handle().map_err(undecodable)?;
     let alpha = handle.has_alpha_channel();
     let icc = heif_icc(&handle);
-    let k = shrink::factor(min_scale);
     let planar = handle.luma_bits_per_pixel() == 8 && handle.chroma_bits_per_pixel() == 8;
+    // libheif 1.15 refuses to mirror (`imir`) an image deeper than 8 bits ("Can currently only
+    // mirror images with 8 bits per pixel"): such an image is decoded untransformed, whole,
+    // and its clap/irot/imir applied here after the reduction to 8 bits, in the item's order.
+    let own_transforms = if planar {
+        Vec::new()
+    } else {
+        let t = heif_boxes::primary_transforms(bytes);
+        if t.iter()
+            .any(|t| matches!(t, heif_boxes::ItemTransform::Mirror(_)))
+        {
+            t
+        } else {
+            Vec::new()
+        }
+    };
+    let k = if own_transforms.is_empty() {
+        shrink::factor(min_scale)
+    } else {
+        1
+    };
+    // libheif's defaults (transformations applied) unless we apply them.
+    let options = if own_transforms.is_empty() {
+        None
+    } else {
+        let mut options = libheif_rs::DecodingOptions::new();
+        if let Some(o) = options.as_mut() {
+            o.set_ignore_transformations(true);
+        }
+        options
+    };
     let colour_space = if planar {
         ColorSpace::Rgb(RgbChroma::C444)
     } else if alpha {
@@ -600,7 +629,7 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
         ColorSpace::Rgb(RgbChroma::Rgb)
     };
     let decoded = lib
-        .decode(&handle, colour_space, None)
+        .decode(&handle, colour_space, options)
         .map_err(undecodable)?;
     let short = || PipelineError::Undecodable("short HEIF plane".into());
     let planes = decoded.planes();
@@ -640,7 +669,23 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
         }
         shrink.finish()
     };
-    let img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
+    let mut img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
+    for t in own_transforms {
+        img = match t {
+            heif_boxes::ItemTransform::Rotate(1) => img.rotate270(),
+            heif_boxes::ItemTransform::Rotate(2) => img.rotate180(),
+            heif_boxes::ItemTransform::Rotate(3) => img.rotate90(),
+            heif_boxes::ItemTransform::Mirror(0) => img.flipv(),
+            heif_boxes::ItemTransform::Mirror(_) => img.fliph(),
+            crop @ heif_boxes::ItemTransform::Crop { .. } => {
+                let (l, t, w, h) = crop
+                    .crop_rect(img.width(), img.height())
+                    .ok_or_else(|| PipelineError::Undecodable("bad HEIF clean aperture".into()))?;
+                img.crop_imm(l, t, w, h)
+            }
+            heif_boxes::ItemTransform::Rotate(_) => img,
+        };
+    }
     let scale = 1.0 / k as f64;
     Ok((img, (scale, scale), icc))
 }
