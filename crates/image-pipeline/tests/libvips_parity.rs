@@ -166,7 +166,8 @@ fn cmyk_and_ycck_jpegs_are_converted_to_srgb_close_to_libvips() {
     // does. References: `vips icc_transform FILE REF.png srgb --input-profile cmyk --intent
     // perceptual` (libvips 8.14.1), then by sharp 0.34.5 itself (libvips 8.17.3, written by
     // bench/image/reference-pixels-real-world.mjs). libvips goes through its float Lab PCS in two transforms,
-    // we through one Little CMS link: most samples agree within 3, a few dark blues differ more.
+    // we through one Little CMS link: nearly all samples agree within 3, a few dark blues
+    // differ more.
     for file in ["lake_cmyk.jpg", "lake_ycck.jpg"] {
         let reference = file.replace(".jpg", "_libvips.png");
         let ours = {
@@ -186,8 +187,9 @@ fn cmyk_and_ycck_jpegs_are_converted_to_srgb_close_to_libvips() {
             .collect();
         let mean = f64::from(diffs.iter().sum::<u32>()) / diffs.len() as f64;
         let within_3 = diffs.iter().filter(|&&d| d <= 3).count() as f64 / diffs.len() as f64;
-        assert!(mean < 5.0, "{file}: mean difference {mean}");
-        assert!(within_3 > 0.6, "{file}: {within_3} of the samples within 3");
+        // Measured: a mean of 0.8 over RGBA samples, 97% within 3, the largest 24.
+        assert!(mean < 1.5, "{file}: mean difference {mean}");
+        assert!(within_3 > 0.9, "{file}: {within_3} of the samples within 3");
         // The same request as a resize (shrink-on-load at 1/2 over the CMYK samples) succeeds.
         let limits = Limits::default();
         let spec =
