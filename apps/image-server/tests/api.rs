@@ -211,6 +211,24 @@ async fn heic_and_exif_orientation(s: &TestServer) {
         let (body, px, _) = image(s, "/images/resize/heic/lake.avif?width=150&format=jpeg").await;
         assert_eq!((magic(&body), px.width()), ("jpeg", 150));
     }
+    // Real-world files of issue 20: CMYK and YCCK JPEGs are stored and served in sRGB (they
+    // were refused 422); turned, cropped and deep mirrored AVIFs come out in their shown
+    // geometry.
+    for (name, query, dims) in [
+        ("lake_cmyk.jpg", "width=120&format=jpeg", (120, 68)),
+        ("lake_ycck.jpg", "width=120&format=webp", (120, 68)),
+        ("lake_irot1.avif", "width=100&format=png", (100, 178)),
+        ("lake_irot1_clap.avif", "height=80&format=jpeg", (50, 80)),
+        (
+            "lake_10bit_irot2_imir1.avif",
+            "width=120&format=webp",
+            (120, 68),
+        ),
+    ] {
+        s.upload(&format!("real/{name}"), fixture(name)).await;
+        let (_, px, _) = image(s, &format!("/images/resize/real/{name}?{query}")).await;
+        assert_eq!(px.dimensions(), dims, "{name}");
+    }
     let oriented = samples::with_exif_orientation(&fixture("large_image.jpg"), 6);
     s.upload("photos/portrait.jpg", oriented).await;
     let (_, px, _) = image(s, "/images/resize/photos/portrait.jpg?width=300").await;

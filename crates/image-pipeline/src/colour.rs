@@ -78,6 +78,60 @@ fn transform_for(icc: &[u8], alpha: bool) -> Cached {
     built
 }
 
+/// libvips' built-in CMYK profile (`libvips/colour/profiles/cmyk.icm`, Graeme W. Gill's
+/// "Chemical proof", released into the public domain; nip2's `cmyk.icm`), which libvips and so
+/// sharp use for a CMYK image without an embedded profile.
+const LIBVIPS_CMYK: &[u8] = include_bytes!("cmyk.icc");
+
+/// CMYK transforms by embedded profile (the empty key is [`LIBVIPS_CMYK`]); parsing the
+/// 960 KB default profile costs tens of milliseconds, so it is paid once.
+static CMYK_CACHE: Mutex<Vec<(Vec<u8>, Arc<Lcms>)>> = Mutex::new(Vec::new());
+
+/// Converts 8-bit CMYK pixels (4 samples each, 0 = no ink) to 8-bit sRGB (3 samples each)
+/// through Little CMS: from the embedded profile `icc` when it parses and describes CMYK,
+/// otherwise from libvips' built-in CMYK profile, to libvips' sRGB profile with perceptual
+/// intent, as sharp does (`icc_transform` with `input_profile=cmyk`). `None` only when Little
+/// CMS cannot link the profiles.
+pub(crate) fn cmyk_to_srgb(cmyk: &[u8], icc: Option<&[u8]>) -> Option<Vec<u8>> {
+    let embedded = icc.filter(|p| {
+        Profile::new_icc(p).is_ok_and(|p| p.color_space() == ColorSpaceSignature::CmykData)
+    });
+    let key = embedded.unwrap_or_default();
+    let cached = CMYK_CACHE
+        .lock()
+        .ok()
+        .and_then(|c| c.iter().find(|(k, _)| k == key).map(|(_, t)| Arc::clone(t)));
+    let transform = match cached {
+        Some(t) => t,
+        None => {
+            let input = Profile::new_icc(embedded.unwrap_or(LIBVIPS_CMYK)).ok()?;
+            let output = Profile::new_icc(SRGB_V4).ok()?;
+            let t = Arc::new(
+                Lcms::new_flags_context(
+                    GlobalContext::new(),
+                    &input,
+                    PixelFormat::CMYK_8,
+                    &output,
+                    PixelFormat::RGB_8,
+                    Intent::Perceptual,
+                    Flags::NO_CACHE | Flags::NO_OPTIMIZE,
+                )
+                .ok()?,
+            );
+            if let Ok(mut cache) = CMYK_CACHE.lock() {
+                if cache.len() >= 4 {
+                    cache.remove(0);
+                }
+                cache.push((key.to_vec(), Arc::clone(&t)));
+            }
+            t
+        }
+    };
+    let mut rgb = vec![0u8; cmyk.len() / 4 * 3];
+    transform.transform_pixels(cmyk, &mut rgb);
+    Some(rgb)
+}
+
 fn build(icc: &[u8], alpha: bool) -> Cached {
     let input = Profile::new_icc(icc).ok()?;
     if input.color_space() != ColorSpaceSignature::RgbData {

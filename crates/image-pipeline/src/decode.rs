@@ -322,7 +322,14 @@ pub(crate) fn decode(
             let (img, scale) = decode_jpeg(bytes, min_scale)?;
             (img, (scale, scale), jpeg_icc(bytes))
         }
-        SourceFormat::Heif | SourceFormat::Avif => decode_heif(bytes, min_scale)?,
+        SourceFormat::Heif => decode_heif(bytes, min_scale)?,
+        SourceFormat::Avif => {
+            let (mut img, scale, icc) = decode_heif(bytes, min_scale)?;
+            if heif_boxes::primary_av1_monochrome(bytes) && !heif_full_range(bytes) {
+                expand_limited_range(&mut img);
+            }
+            (img, scale, icc)
+        }
         SourceFormat::Png if shrink::factor(min_scale) > 1 && !png_interlaced(bytes) => {
             decode_png_shrunk(bytes, min_scale)?
         }
@@ -377,18 +384,29 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     let mut d = turbojpeg::Decompressor::new().map_err(undecodable)?;
     d.set_scan_limit(JPEG_MAX_SCANS).map_err(undecodable)?;
     let header = d.read_header(bytes).map_err(undecodable)?;
+    // CMYK and YCCK (print and stock photography) come out as CMYK and are converted below;
+    // every other JPEG straight to RGB, the hot path, unchanged.
+    let cmyk = matches!(
+        header.colorspace,
+        turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK
+    );
+    let (format, channels) = if cmyk {
+        (turbojpeg::PixelFormat::CMYK, 4)
+    } else {
+        (turbojpeg::PixelFormat::RGB, 3)
+    };
     let denom = jpeg_denominator(min_scale);
     let factor = turbojpeg::ScalingFactor::new(1, denom);
     d.set_scaling_factor(factor).map_err(undecodable)?;
     let scaled = header.scaled(factor);
     let (w, h) = (scaled.width, scaled.height);
-    let mut pixels = vec![0u8; w * h * 3];
+    let mut pixels = vec![0u8; w * h * channels];
     let out = turbojpeg::Image {
         pixels: pixels.as_mut_slice(),
         width: w,
-        pitch: w * 3,
+        pitch: w * channels,
         height: h,
-        format: turbojpeg::PixelFormat::RGB,
+        format,
     };
     d.decompress(bytes, out).map_err(undecodable)?;
     // libjpeg rounds a scaled size up; the last row or column then stands for less than a
@@ -400,13 +418,35 @@ fn decode_jpeg(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), Pipe
     );
     if kw < w {
         for row in 1..kh {
-            pixels.copy_within(row * w * 3..(row * w + kw) * 3, row * kw * 3);
+            pixels.copy_within(
+                row * w * channels..(row * w + kw) * channels,
+                row * kw * channels,
+            );
         }
     }
-    pixels.truncate(kw * kh * 3);
+    pixels.truncate(kw * kh * channels);
+    if cmyk {
+        pixels = jpeg_cmyk_to_srgb(bytes, pixels)?;
+    }
     let img = RgbImage::from_raw(dim(kw)?, dim(kh)?, pixels)
         .ok_or_else(|| PipelineError::Undecodable("bad JPEG buffer size".into()))?;
     Ok((DynamicImage::ImageRgb8(img), 1.0 / denom as f64))
+}
+
+/// sRGB pixels of a CMYK or YCCK JPEG's CMYK samples (see `colour::cmyk_to_srgb`: its embedded
+/// CMYK profile, else libvips' built-in one). A file with an Adobe APP14 segment stores its
+/// samples inverted (255 = no ink), as Photoshop writes them; libjpeg returns them as stored,
+/// so they are turned back first, as libvips' `jpegload` does when it sees that segment.
+fn jpeg_cmyk_to_srgb(bytes: &[u8], mut cmyk: Vec<u8>) -> Result<Vec<u8>, PipelineError> {
+    let adobe = jpeg_segments(bytes).any(|(m, seg)| m == 0xEE && seg.starts_with(b"Adobe"));
+    if adobe {
+        for v in &mut cmyk {
+            *v = 255 - *v;
+        }
+    }
+    colour::cmyk_to_srgb(&cmyk, jpeg_icc(bytes).as_deref()).ok_or_else(|| {
+        PipelineError::Undecodable("CMYK JPEG: its colour profile cannot be applied".into())
+    })
 }
 
 /// The scaled-IDCT denominator (1, 2, 4 or 8) for a decode that must keep `min_scale` of the
@@ -550,8 +590,37 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
     let handle = ctx.primary_image_handle().map_err(undecodable)?;
     let alpha = handle.has_alpha_channel();
     let icc = heif_icc(&handle);
-    let k = shrink::factor(min_scale);
     let planar = handle.luma_bits_per_pixel() == 8 && handle.chroma_bits_per_pixel() == 8;
+    // libheif 1.15 refuses to mirror (`imir`) an image deeper than 8 bits ("Can currently only
+    // mirror images with 8 bits per pixel"): such an image is decoded untransformed, whole,
+    // and its clap/irot/imir applied here after the reduction to 8 bits, in the item's order.
+    let own_transforms = if planar {
+        Vec::new()
+    } else {
+        let t = heif_boxes::primary_transforms(bytes);
+        if t.iter()
+            .any(|t| matches!(t, heif_boxes::ItemTransform::Mirror(_)))
+        {
+            t
+        } else {
+            Vec::new()
+        }
+    };
+    let k = if own_transforms.is_empty() {
+        shrink::factor(min_scale)
+    } else {
+        1
+    };
+    // libheif's defaults (transformations applied) unless we apply them.
+    let options = if own_transforms.is_empty() {
+        None
+    } else {
+        let mut options = libheif_rs::DecodingOptions::new();
+        if let Some(o) = options.as_mut() {
+            o.set_ignore_transformations(true);
+        }
+        options
+    };
     let colour_space = if planar {
         ColorSpace::Rgb(RgbChroma::C444)
     } else if alpha {
@@ -560,7 +629,7 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
         ColorSpace::Rgb(RgbChroma::Rgb)
     };
     let decoded = lib
-        .decode(&handle, colour_space, None)
+        .decode(&handle, colour_space, options)
         .map_err(undecodable)?;
     let short = || PipelineError::Undecodable("short HEIF plane".into());
     let planes = decoded.planes();
@@ -600,9 +669,59 @@ fn decode_heif(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
         }
         shrink.finish()
     };
-    let img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
+    let mut img = img.ok_or_else(|| PipelineError::Undecodable("bad HEIF buffer size".into()))?;
+    for t in own_transforms {
+        img = match t {
+            heif_boxes::ItemTransform::Rotate(1) => img.rotate270(),
+            heif_boxes::ItemTransform::Rotate(2) => img.rotate180(),
+            heif_boxes::ItemTransform::Rotate(3) => img.rotate90(),
+            heif_boxes::ItemTransform::Mirror(0) => img.flipv(),
+            heif_boxes::ItemTransform::Mirror(_) => img.fliph(),
+            crop @ heif_boxes::ItemTransform::Crop { .. } => {
+                let (l, t, w, h) = crop
+                    .crop_rect(img.width(), img.height())
+                    .ok_or_else(|| PipelineError::Undecodable("bad HEIF clean aperture".into()))?;
+                img.crop_imm(l, t, w, h)
+            }
+            heif_boxes::ItemTransform::Rotate(_) => img,
+        };
+    }
     let scale = 1.0 / k as f64;
     Ok((img, (scale, scale), icc))
+}
+
+/// Whether the primary image says its samples use the full range (`colr` nclx
+/// `full_range_flag`). Without an nclx box the AV1 default, limited (studio) range, holds.
+fn heif_full_range(bytes: &[u8]) -> bool {
+    libheif_rs::HeifContext::read_from_bytes(bytes)
+        .ok()
+        .and_then(|ctx| ctx.primary_image_handle().ok())
+        .and_then(|h| h.color_profile_nclx())
+        .is_some_and(|nclx| nclx.full_range_flag() != 0)
+}
+
+/// Stretches limited-range grey (16 black, 235 white, in 8 bits) to full range, in place,
+/// alpha untouched. libheif 1.15 turns a monochrome AV1 image into RGB by copying its luma
+/// whatever the range (libheif 1.20, and so sharp, and libavif expand it); without this a
+/// grey AVIF comes out washed out (black at 16). 10- and 12-bit images are narrowed to 8 bits
+/// by libheif first, so they are within one level of an expansion at full depth.
+fn expand_limited_range(img: &mut DynamicImage) {
+    let lut: [u8; 256] = std::array::from_fn(|v| {
+        let full = (v as f64 - 16.0) * 255.0 / 219.0;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let full = full.round().clamp(0.0, 255.0) as u8;
+        full
+    });
+    let (buf, channels): (&mut [u8], usize) = match img {
+        DynamicImage::ImageRgb8(b) => (b.as_mut(), 3),
+        DynamicImage::ImageRgba8(b) => (b.as_mut(), 4),
+        _ => return,
+    };
+    for px in buf.chunks_exact_mut(channels) {
+        for v in &mut px[..3] {
+            *v = lut[usize::from(*v)];
+        }
+    }
 }
 
 /// Row `r` of a libheif plane (and whatever follows it in the buffer).

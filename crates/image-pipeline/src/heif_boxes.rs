@@ -87,6 +87,159 @@ fn derived(file: &[u8]) -> Option<Vec<Canvas>> {
     )
 }
 
+/// True when the primary item of an AVIF file is coded as monochrome AV1: the `av1C` property
+/// associated with it (`ipma`) has its `mono_chrome` bit set (AV1 codec ISO media file format
+/// binding, section 2.3.3). False for anything the boxes do not say (a grid's primary has no
+/// `av1C` of its own).
+pub(crate) fn primary_av1_monochrome(file: &[u8]) -> bool {
+    av1_monochrome(file).unwrap_or(false)
+}
+
+fn av1_monochrome(file: &[u8]) -> Option<bool> {
+    let config = primary_properties(file)?
+        .into_iter()
+        .find_map(|(kind, body)| (&kind == b"av1C").then_some(body))?;
+    // marker/version, profile/level, then tier, high_bitdepth, twelve_bit, mono_chrome (bit 4
+    // of the third byte).
+    Some(config.get(2)? & 0x10 != 0)
+}
+
+/// A transformative property of an image item (ISO/IEC 23008-12 section 6.5.10 to 6.5.12),
+/// applied in the order the item lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ItemTransform {
+    /// `clap`: keep the clean aperture, `(left, top, width, height)` in pixels of an image of
+    /// the given size, as libheif rounds it.
+    Crop {
+        width: (u32, u32),
+        height: (u32, u32),
+        horizontal_offset: (i32, u32),
+        vertical_offset: (i32, u32),
+    },
+    /// `irot`: quarter turns anticlockwise, 0..=3.
+    Rotate(u8),
+    /// `imir`: 0 mirrors top to bottom (about the horizontal axis), 1 left to right.
+    Mirror(u8),
+}
+
+impl ItemTransform {
+    /// The clean aperture of a `width` x `height` image as `(left, top, width, height)`, clamped
+    /// to the image (libheif 1.15's `Box_clap` rounding: the left and top edges rounded down,
+    /// the size to the nearest); `None` for other transformations or a degenerate aperture.
+    pub(crate) fn crop_rect(&self, width: u32, height: u32) -> Option<(u32, u32, u32, u32)> {
+        let Self::Crop {
+            width: (wn, wd),
+            height: (hn, hd),
+            horizontal_offset: (hon, hod),
+            vertical_offset: (von, vod),
+        } = *self
+        else {
+            return None;
+        };
+        if wd == 0 || hd == 0 || hod == 0 || vod == 0 {
+            return None;
+        }
+        let (cw, ch) = (f64::from(wn) / f64::from(wd), f64::from(hn) / f64::from(hd));
+        let left =
+            f64::from(hon) / f64::from(hod) + (f64::from(width) - 1.0) / 2.0 - (cw - 1.0) / 2.0;
+        let top =
+            f64::from(von) / f64::from(vod) + (f64::from(height) - 1.0) / 2.0 - (ch - 1.0) / 2.0;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let (left, top, cw, ch) = (
+            left.floor().max(0.0) as u32,
+            top.floor().max(0.0) as u32,
+            cw.round().max(0.0) as u32,
+            ch.round().max(0.0) as u32,
+        );
+        let (cw, ch) = (
+            cw.min(width.saturating_sub(left)),
+            ch.min(height.saturating_sub(top)),
+        );
+        (cw > 0 && ch > 0).then_some((left, top, cw, ch))
+    }
+}
+
+/// The `clap`, `irot` and `imir` properties of the primary item, in the order it lists them;
+/// empty when the boxes do not say.
+pub(crate) fn primary_transforms(file: &[u8]) -> Vec<ItemTransform> {
+    let Some(properties) = primary_properties(file) else {
+        return Vec::new();
+    };
+    properties
+        .into_iter()
+        .filter_map(|(kind, body)| {
+            let mut r = Reader(body);
+            match &kind {
+                b"irot" => Some(ItemTransform::Rotate(r.u8()? & 3)),
+                b"imir" => Some(ItemTransform::Mirror(r.u8()? & 1)),
+                b"clap" => {
+                    let mut pair = || Some((r.u32()?, r.u32()?));
+                    let (width, height) = (pair()?, pair()?);
+                    let (ho, hd) = pair()?;
+                    let (vo, vd) = pair()?;
+                    Some(ItemTransform::Crop {
+                        width,
+                        height,
+                        horizontal_offset: (ho.cast_signed(), hd),
+                        vertical_offset: (vo.cast_signed(), vd),
+                    })
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The properties (type, body) associated with the primary item (`pitm`), in the order of its
+/// `ipma` entry (ISO/IEC 23008-12 section 9.3).
+fn primary_properties(file: &[u8]) -> Option<Vec<([u8; 4], &[u8])>> {
+    let meta = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
+    let (mut pitm, mut iprp) = (None, None);
+    for (kind, body) in boxes(meta) {
+        match &kind {
+            b"pitm" => pitm = Some(body),
+            b"iprp" => iprp = Some(body),
+            _ => {}
+        }
+    }
+    let (version, body) = full_box_body(pitm?)?;
+    let mut r = Reader(body);
+    let primary = if version == 0 {
+        u32::from(r.u16()?)
+    } else {
+        r.u32()?
+    };
+    let iprp = iprp?;
+    let properties: Vec<([u8; 4], &[u8])> =
+        boxes(boxes(iprp).find(|(t, _)| t == b"ipco")?.1).collect();
+    let ipma = boxes(iprp).find(|(t, _)| t == b"ipma")?.1;
+    let flags = ipma.get(3).copied()?;
+    let (version, body) = full_box_body(ipma)?;
+    let mut r = Reader(body);
+    for _ in 0..r.u32()? {
+        let item = if version < 1 {
+            u32::from(r.u16()?)
+        } else {
+            r.u32()?
+        };
+        let mut associated = Vec::new();
+        for _ in 0..r.u8()? {
+            let index = if flags & 1 == 1 {
+                usize::from(r.u16()? & 0x7FFF)
+            } else {
+                usize::from(r.u8()? & 0x7F)
+            };
+            if let Some(p) = index.checked_sub(1).and_then(|i| properties.get(i)) {
+                associated.push(*p);
+            }
+        }
+        if item == primary {
+            return Some(associated);
+        }
+    }
+    Some(Vec::new())
+}
+
 /// A `grid` or `iovl` record's canvas (ISO/IEC 23008-12 sections 6.6.2.3 and 6.6.2.4).
 fn canvas(kind: &[u8; 4], record: &[u8]) -> Option<Canvas> {
     let mut r = Reader(record);
@@ -315,5 +468,43 @@ mod tests {
             let _ = derived_canvases(&heic[..cut.min(heic.len())]);
         }
         assert_eq!(derived_canvases(b""), []);
+    }
+
+    #[test]
+    fn only_a_monochrome_av1_primary_is_monochrome_and_broken_boxes_are_not() {
+        let mono = fixture("lake_mono_10bit.avif");
+        assert!(!mono.is_empty());
+        assert!(primary_av1_monochrome(&mono));
+        assert!(!primary_av1_monochrome(&fixture("lake_irot1.avif")));
+        assert!(!primary_av1_monochrome(&fixture("iphone.heic")));
+        // Cut anywhere, the boxes say nothing rather than panic.
+        for end in (0..mono.len()).step_by(7) {
+            let _ = primary_av1_monochrome(&mono[..end]);
+        }
+        assert!(!primary_av1_monochrome(b"not a file"));
+    }
+
+    #[test]
+    fn clap_irot_imir_are_read_in_order_and_the_aperture_is_where_avifenc_put_it() {
+        let file = fixture("lake_10bit_irot1_imir0_clap.avif");
+        let t = primary_transforms(&file);
+        assert_eq!(t.len(), 3, "{t:?}");
+        // avifenc --crop 30,20,160,100 on the 240x135 picture, then a quarter turn, a mirror.
+        assert_eq!(t[0].crop_rect(240, 135), Some((30, 20, 160, 100)));
+        assert_eq!(
+            &t[1..],
+            &[ItemTransform::Rotate(1), ItemTransform::Mirror(0)]
+        );
+        // An aperture with a zero denominator is none; cut files say nothing, without panics.
+        let zero = ItemTransform::Crop {
+            width: (1, 0),
+            height: (1, 1),
+            horizontal_offset: (0, 1),
+            vertical_offset: (0, 1),
+        };
+        assert_eq!(zero.crop_rect(10, 10), None);
+        for end in (0..file.len()).step_by(5) {
+            let _ = primary_transforms(&file[..end]);
+        }
     }
 }

@@ -530,7 +530,11 @@ pub(crate) fn sharpen(img: DynamicImage) -> DynamicImage {
     }
 }
 
-/// Sets R = G = B to the Rec. 709 luminance, keeping alpha.
+/// Sets R = G = B to the grey libvips' `colourspace b-w` gives, keeping alpha: the samples are
+/// decoded from the sRGB curve to linear light, weighted by Rec. 709 (luminance Y), and Y is
+/// encoded back with the sRGB curve, looked up as libvips does (libvips 8.17 `sRGB2scRGB` then
+/// `scRGB2BW`: a 256-entry table of rounded 8-bit samples, interpolated linearly); so sharp's
+/// `grayscale()`. Pure red is 127, not the 54 of weights on the encoded values.
 pub(crate) fn grayscale(mut img: DynamicImage) -> DynamicImage {
     let ch = usize::from(img.color().channel_count());
     let buf: &mut [u8] = match &mut img {
@@ -538,14 +542,56 @@ pub(crate) fn grayscale(mut img: DynamicImage) -> DynamicImage {
         DynamicImage::ImageRgba8(b) => b.as_mut(),
         _ => return img,
     };
+    let (linear, encode) = srgb_tables();
     for px in buf.chunks_exact_mut(ch) {
+        // In single precision where libvips is: linear samples and Y are `float`s there.
+        let [r, g, b] = [px[0], px[1], px[2]].map(|c| f64::from(linear[usize::from(c)]));
+        #[allow(clippy::cast_possible_truncation)]
+        let y = (0.2126 * r + 0.7152 * g + 0.0722 * b) as f32;
+        let yf = (y * 255.0).clamp(0.0, 255.0);
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let l = luma([px[0], px[1], px[2], 0]).round().clamp(0.0, 255.0) as u8;
+        let yi = (yf as usize).min(254);
+        #[allow(clippy::cast_precision_loss)]
+        let v = yf - yi as f32;
+        let (lo, hi) = (f32::from(encode[yi]), f32::from(encode[yi + 1]));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let l = (lo + (hi - lo) * v + 0.5).clamp(0.0, 255.0) as u8;
         px[0] = l;
         px[1] = l;
         px[2] = l;
     }
     img
+}
+
+/// The sRGB curve (IEC 61966-2-1) as libvips tabulates it: 8-bit sample to linear light, and
+/// linear light at `i / 255` to the rounded 8-bit sample. Built once.
+fn srgb_tables() -> &'static ([f32; 256], [u8; 256]) {
+    static TABLES: std::sync::OnceLock<([f32; 256], [u8; 256])> = std::sync::OnceLock::new();
+    TABLES.get_or_init(|| {
+        let (mut linear, mut encode) = ([0f32; 256], [0u8; 256]);
+        for (i, (l, e)) in linear.iter_mut().zip(&mut encode).enumerate() {
+            let c = i as f64 / 255.0;
+            let lin = if c <= 0.04045 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            };
+            #[allow(clippy::cast_possible_truncation)]
+            {
+                *l = lin as f32;
+            }
+            let s = if c <= 0.003_130_8 {
+                12.92 * c
+            } else {
+                1.055 * c.powf(1.0 / 2.4) - 0.055
+            };
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            {
+                *e = (s * 255.0 + 0.5).clamp(0.0, 255.0) as u8;
+            }
+        }
+        (linear, encode)
+    })
 }
 
 /// Composites `mark` (already sized) onto `base` at `position` with `opacity` in 0..=1.
