@@ -26,10 +26,24 @@ pub struct TestServer {
 }
 
 /// The S3 endpoint to test against, from IMAGE_TEST_S3_ENDPOINT.
+///
+/// Under CI (`CI` set) an unset endpoint fails the test instead of skipping it: scripts/test.sh
+/// starts moto there, so a missing endpoint means the S3 suite silently did not run.
 pub fn s3_endpoint() -> Option<String> {
-    std::env::var("IMAGE_TEST_S3_ENDPOINT")
+    let endpoint = std::env::var("IMAGE_TEST_S3_ENDPOINT")
         .ok()
-        .filter(|s| !s.is_empty())
+        .filter(|s| !s.is_empty());
+    assert!(
+        endpoint.is_some() || !under_ci(),
+        "IMAGE_TEST_S3_ENDPOINT is unset under CI: the S3 suite would be skipped (scripts/test.sh starts moto)"
+    );
+    endpoint
+}
+
+/// Whether the tests run under CI (`CI` set to anything but empty, `0` or `false`), where a
+/// part that cannot run must fail rather than skip.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
 pub fn fixture(name: &str) -> Vec<u8> {
@@ -49,6 +63,10 @@ pub fn shared_image(name: &str) -> Option<Vec<u8>> {
     match std::fs::read(&p) {
         Ok(b) => Some(b),
         Err(_) => {
+            assert!(
+                !under_ci(),
+                "{p} is absent under CI: the test would skip its part"
+            );
             eprintln!("skipped part: {p} is absent");
             None
         }
