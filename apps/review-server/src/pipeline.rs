@@ -23,8 +23,8 @@ use tracing::Instrument;
 
 /// The check run's name on the PR.
 const CHECK_RUN_NAME: &str = "review-server";
-/// The longest a running review may take in all, git work included (DESIGN.md, Lifecycle
-/// extras: 45 minutes; issue 16 item 5).
+/// The longest a running review may take in all, git work included: 45 minutes (README, "What
+/// a review does"; docs/security.md, "The git phase").
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(45 * 60);
 
 /// What a review is about: the PR at the moment the review was requested.

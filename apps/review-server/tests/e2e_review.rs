@@ -331,18 +331,13 @@ async fn an_inline_comment_off_the_diff_is_folded_and_the_review_still_posts() {
         "path": "README.md", "line": 1, "side": "RIGHT", "severity": "question",
         "body": "Should the README mention parse()?"
     }));
-    w.server.enable(&w.full_name(), None).await;
-    w.deliver_pull_request("opened").await;
-    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
-    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
-    let reviews = w.forge.reviews();
-    assert_eq!(reviews.len(), 1);
-    let body = reviews[0]["body"].as_str().unwrap();
+    let review = w.review_once().await;
+    let body = review["body"].as_str().unwrap();
     assert!(body.contains("Comments outside the diff"), "{body}");
     assert!(body.contains("README.md:1"), "{body}");
     let (base, head) = (w.upstream.sha("main"), w.upstream.sha("feature"));
     assert_eq!(
-        inline_positions(&reviews[0]),
+        inline_positions(&review),
         w.upstream.flagged_lines(&base, &head)
     );
 }

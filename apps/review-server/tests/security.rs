@@ -353,12 +353,7 @@ async fn review_max_tokens_stops_a_review_after_its_first_model_answer_without_r
     // One model answer, then no more calls.
     assert_eq!(w.model.requests().len(), 1);
     // Not a genuine failure: no automatic retry after RETRY_DELAY_SECS.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let rows = w
-        .server
-        .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
-        .await;
-    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    w.assert_no_automatic_retry().await;
     assert!(w.forge.reviews().is_empty());
     let check = &w.forge.completed_check_runs()[0];
     assert!(check.to_string().contains("budget exceeded"), "{check}");
@@ -368,10 +363,8 @@ async fn review_max_tokens_stops_a_review_after_its_first_model_answer_without_r
 async fn a_review_that_reaches_its_budget_while_posting_says_it_was_cut_short() {
     // Measure what the first two answers (git_diff, read_file) cost on this repository.
     let probe = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
-    probe.server.enable(&probe.full_name(), None).await;
-    probe.deliver_pull_request("opened").await;
+    probe.review_once().await;
     let rows = probe.server.wait_reviews(&probe.full_name(), 1, 1).await;
-    assert_eq!(rows[0]["status"], "completed");
     let two_steps = tokens_of_first_steps(&probe.server, rows[0]["id"].as_i64().unwrap(), 2).await;
 
     // The setting overrides the environment's 1-token limit: the third answer (post_review)
@@ -398,19 +391,14 @@ async fn a_review_that_reaches_its_budget_while_posting_says_it_was_cut_short() 
         settings["review_max_tokens"],
         json!((two_steps + 20).to_string())
     );
-    w.server.enable(&w.full_name(), None).await;
-    w.deliver_pull_request("opened").await;
-    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
-    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
-    let reviews = w.forge.reviews();
-    assert_eq!(reviews.len(), 1);
-    let body = reviews[0]["body"].as_str().unwrap();
+    let review = w.review_once().await;
+    let body = review["body"].as_str().unwrap();
     assert!(
         body.contains("This review was cut short at its budget")
             && body.contains("(review_max_tokens setting)"),
         "{body}"
     );
-    assert!(!reviews[0]["comments"].as_array().unwrap().is_empty());
+    assert!(!review["comments"].as_array().unwrap().is_empty());
     assert_eq!(w.model.requests().len(), 3);
     // An empty string deletes the setting; the environment applies again.
     let r = w

@@ -265,9 +265,9 @@ impl ResizeJob<'_> {
 }
 
 /// The resize plan for a `crop`-sized region, held to `limits.max_output_dimension` pixels a
-/// side after padding and rotation (MAX_OUTPUT_DIMENSION, DESIGN.md "Configuration"), and to
-/// `limits.max_enlarge` and `limits.max_grown_output_pixels` when they are set (image-server's
-/// caps for unsigned URLs, README "Deployment").
+/// side after padding and rotation (MAX_OUTPUT_DIMENSION, apps/image-server/README.md
+/// "Configuration"), and to `limits.max_enlarge` and `limits.max_grown_output_pixels` when they
+/// are set (image-server's caps for unsigned URLs, README "Deployment").
 ///
 /// Without `width` and `height` the size comes from the source, so a larger source (a
 /// panorama, a rotation's bounding box) is shrunk to fit rather than refused: every parameter

@@ -484,6 +484,29 @@ impl World {
         serde_json::to_vec(&v).unwrap()
     }
 
+    /// Enables the repo, delivers `opened` for PR 1, waits for its one review to complete and
+    /// returns the review posted on the fake forge.
+    pub async fn review_once(&self) -> Value {
+        self.server.enable(&self.full_name(), None).await;
+        self.deliver_pull_request("opened").await;
+        let rows = self.server.wait_reviews(&self.full_name(), 1, 1).await;
+        assert_eq!(rows[0]["status"], "completed", "{}", self.server.log());
+        let reviews = self.forge.reviews();
+        assert_eq!(reviews.len(), 1);
+        reviews[0].clone()
+    }
+
+    /// Waits past a RETRY_DELAY_SECS of 1 s (the test sets it) and asserts that PR 1 still has
+    /// exactly one review row: no automatic retry ran.
+    pub async fn assert_no_automatic_retry(&self) {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let rows = self
+            .server
+            .get_json(&format!("/api/repos/{}/pr/1", self.full_name()))
+            .await;
+        assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    }
+
     pub fn bare_clone_path(&self) -> PathBuf {
         self.server
             .data_dir
