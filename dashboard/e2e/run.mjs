@@ -85,6 +85,9 @@ async function settled(page) {
 }
 
 async function shot(page, name) {
+  // From the top: the sidebar is sticky, so a page scrolled by an earlier step would show it
+  // halfway down the full-page picture.
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
@@ -233,8 +236,9 @@ async function pages(seeded, totalReviews) {
       await settled(page);
       const wide = await page.evaluate(() => document.documentElement.scrollWidth);
       check(wide <= 376, `${path} is ${wide} px wide at 375 px`);
+      const slug = path === "/" ? "overview" : path.slice(1).replaceAll("/", "-");
+      await shot(page, `${slug}-375`);
     }
-    await shot(page, "overview-375");
     await page.context().close();
     log("ok: 375 px");
   }
