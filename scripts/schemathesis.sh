@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Runs schemathesis (PyPI) against review-server's /api/openapi.json: generated requests for
-# every documented operation must never get a 5xx nor a response that breaks the document.
+# Runs schemathesis (PyPI) against review-server's /api/openapi.json on a seeded data dir
+# (scripts/schemathesis/seed.py: 200 reviews, 600 findings, repos, a skill, transcripts), with
+# every webhook case signed (hooks.py) and every check on: no 5xx, responses that match their
+# precise schemas, statuses and content types, schema-valid requests accepted and schema-invalid
+# ones rejected. Configuration: scripts/schemathesis/schemathesis.toml.
 # Usage: scripts/schemathesis.sh [review-server binary] (default: the debug build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,19 +14,30 @@ data=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # Closed loopback ports for the forge, the catalog and the model providers: fuzzed calls that
 # reach out fail at once instead of waiting on the network.
-LISTEN="127.0.0.1:$port" DATA_DIR="$data" FORGE_WEBHOOK_SECRET=st \
-  FORGE_API_URL=http://127.0.0.1:9 MODELS_CATALOG_URL=http://127.0.0.1:9/api.json \
-  ANTHROPIC_BASE_URL=http://127.0.0.1:9 OPENAI_BASE_URL=http://127.0.0.1:9/v1 \
-  RUST_LOG=warn "$bin" >"$data/server.log" 2>&1 &
-pid=$!
+start() {
+  LISTEN="127.0.0.1:$port" DATA_DIR="$data" FORGE_WEBHOOK_SECRET=st \
+    FORGE_API_URL=http://127.0.0.1:9 MODELS_CATALOG_URL=http://127.0.0.1:9/api.json \
+    ANTHROPIC_BASE_URL=http://127.0.0.1:9 OPENAI_BASE_URL=http://127.0.0.1:9/v1 \
+    RUST_LOG=warn "$bin" >>"$data/server.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 200); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "review-server did not start:"; cat "$data/server.log"; exit 1
+}
+pid=
 trap 'kill $pid 2>/dev/null || true; rm -rf "$data"' EXIT
-for _ in $(seq 1 200); do
-  curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-  sleep 0.05
-done
+# First start migrates the database; the seed goes in while the server is down, and the
+# second start reads it through the real store (and fails the seeded pending/running rows).
+start
+kill "$pid"; wait "$pid" 2>/dev/null || true
+python3 scripts/schemathesis/seed.py "$data"
+start
 # /api/events is an endless stream: its shape is tested in e2e_lifecycle instead.
-schemathesis run "http://127.0.0.1:$port/api/openapi.json" \
-  --checks not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance \
+FORGE_WEBHOOK_SECRET=st SCHEMATHESIS_HOOKS=hooks PYTHONPATH=scripts/schemathesis \
+schemathesis --config-file scripts/schemathesis/schemathesis.toml run "http://127.0.0.1:$port/api/openapi.json" \
+  --checks all \
   --exclude-path /api/events \
   --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" \
   --request-timeout 10

@@ -13,9 +13,11 @@ out=bench/review/RESULTS.md
 {
   echo "# review-server benchmark"
   echo
-  echo "Produced by \`bench/review/run.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); release build; server, client and wrk share the machine."
+  echo "Produced by \`bench/review/run.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); release build; server, client and wrk share the machine. Load average (1, 5, 15 min) when it started: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   "$CARGO_TARGET_DIR/release/examples/bench_webhook" "$bin" "${REQUESTS:-1000}" "${WRK_SECONDS:-10}"
   echo
   "$CARGO_TARGET_DIR/release/examples/bench_events" "$bin" "${CLIENTS:-1000}" "${EVENTS:-20}"
+  echo
+  echo "Load average when it ended: $(cut -d' ' -f1-3 /proc/loadavg). The deliveries are GitHub's pull_request.synchronize example padded to 16 KiB, for a registered but disabled repository (answered from the envelope, as most deliveries of an org-wide install are). A cached fetch against a fresh clone is measured by \`bench/git-cache/run.sh\`."
 } | tee "$out"

@@ -10,7 +10,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// GET /health: 200 `{"ok":true}`.
-#[utoipa::path(get, path = "/health", responses((status = 200, body = Object)))]
+#[utoipa::path(get, path = "/health", responses((status = 200, body = super::bodies::Ack)))]
 pub async fn health() -> Json<Value> {
     Json(json!({ "ok": true }))
 }

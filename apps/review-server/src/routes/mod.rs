@@ -2,6 +2,7 @@
 //! (STYLE.md rule 6).
 
 pub mod auth;
+pub mod bodies;
 pub mod chat;
 pub mod dashboard;
 pub mod events;

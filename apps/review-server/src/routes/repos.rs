@@ -46,7 +46,7 @@ pub async fn one(
 /// may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
 /// the repo is not registered.
 #[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path), ("name" = String, Path)),
-    responses((status = 202, body = Object, example = json!({"ok": true})), (status = 404, description = "Not found", content_type = "text/plain")))]
+    responses((status = 202, body = super::bodies::Ack), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn improve(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
@@ -65,6 +65,7 @@ pub async fn improve(
 #[derive(Deserialize, utoipa::ToSchema)]
 pub struct Upsert {
     /// `owner/repo`.
+    #[schema(pattern = "^[^/]+/[^/]+$")]
     pub full_name: String,
     /// Forge app installation id.
     pub installation_id: i64,
@@ -106,6 +107,7 @@ pub struct Update {
     pub model: Option<String>,
     /// 0 or 1; omitted keeps it.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
     pub enabled: Option<i64>,
 }
 

@@ -62,7 +62,7 @@ pub async fn findings(
 /// `{error: "session-unavailable", detail}` when it cannot be read or is empty, 200
 /// `{error: "session-unparseable", raw}` (first 1000 characters) when it is not JSON.
 #[utoipa::path(get, path = "/api/reviews/{id}/session", params(("id" = String, Path, description = "review id")),
-    responses((status = 200, description = "the transcript, or an object with an error key", body = Object),
+    responses((status = 200, description = "the transcript, or an object with an error key", body = super::bodies::SessionBody),
         (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn session(
     State(app): State<AppState>,
@@ -105,7 +105,7 @@ pub async fn session(
 /// with trigger retry; the original row is untouched. 202 `{ok:true}`; 404 `Not found` or
 /// `repo not found` (plain text); 502 `{ok:false, error}` when the forge cannot give the PR.
 #[utoipa::path(post, path = "/api/reviews/{id}/retry", params(("id" = String, Path, description = "review id")),
-    responses((status = 202, body = Object), (status = 404, content_type = "text/plain"), (status = 502, body = Object)))]
+    responses((status = 202, body = super::bodies::Ack), (status = 404, content_type = "text/plain"), (status = 502, body = super::bodies::RetryFailed)))]
 pub async fn retry(
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -147,7 +147,7 @@ pub async fn retry(
 /// failed directly (`{ok:true, live:false}`); a terminal one answers `{ok:false, reason:
 /// "already completed"}`. Stopped reviews are never retried.
 #[utoipa::path(post, path = "/api/reviews/{id}/stop", params(("id" = String, Path, description = "review id")),
-    responses((status = 200, body = Object), (status = 404, content_type = "text/plain")))]
+    responses((status = 200, body = super::bodies::StopOutcome), (status = 404, content_type = "text/plain")))]
 pub async fn stop(
     State(app): State<AppState>,
     Path(id): Path<String>,

@@ -105,7 +105,7 @@ pub struct SettingsTest {
 /// GET /api/settings: every stored setting as a flat object of strings, API keys unredacted
 /// (spec section 4, Settings). A key never set is absent.
 #[utoipa::path(get, path = "/api/settings",
-    responses((status = 200, description = "every stored setting", body = BTreeMap<String, String>)))]
+    responses((status = 200, description = "every stored setting", body = super::bodies::Settings)))]
 pub async fn get_settings(
     State(app): State<AppState>,
 ) -> Result<Json<BTreeMap<String, String>>, ApiError> {
@@ -116,8 +116,8 @@ pub async fn get_settings(
 /// 422 `{error}` naming the field for an unknown key, a non-string value or a model field that
 /// is not `<provider>/<model>`; nothing is written then.
 #[utoipa::path(put, path = "/api/settings", request_body = SettingsUpdate,
-    responses((status = 200, description = "every stored setting after the write", body = BTreeMap<String, String>),
-        (status = 422, description = "a field is not accepted", body = Object)))]
+    responses((status = 200, description = "every stored setting after the write", body = super::bodies::Settings),
+        (status = 422, description = "a field is not accepted", body = crate::error::ErrorBody)))]
 pub async fn put_settings(
     State(app): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,

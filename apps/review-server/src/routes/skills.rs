@@ -48,7 +48,7 @@ pub async fn list_skills(State(app): State<AppState>) -> Result<Json<Vec<SkillMe
 /// cannot be parsed or the fetch fails (spec section 4, Skills; section 7).
 #[utoipa::path(post, path = "/api/skills", request_body = InstallSkill,
     responses((status = 200, body = SkillMetaRow),
-        (status = 422, description = "URL unparseable or fetch failed: {error}", body = Object)))]
+        (status = 422, description = "URL unparseable or fetch failed: {error}", body = crate::error::ErrorBody)))]
 pub async fn install_skill(
     State(app): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,
@@ -71,8 +71,8 @@ pub async fn install_skill(
 #[utoipa::path(put, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name")),
     request_body = SetSkillEnabled,
     responses((status = 200, body = SkillMetaRow),
-        (status = 404, description = "{\"error\":\"not found\"}", body = Object),
-        (status = 422, description = "enabled is not a JSON boolean", body = Object)))]
+        (status = 404, description = "{\"error\":\"not found\"}", body = crate::error::ErrorBody),
+        (status = 422, description = "enabled is not a JSON boolean", body = crate::error::ErrorBody)))]
 pub async fn set_skill_enabled(
     State(app): State<AppState>,
     Path(name): Path<String>,

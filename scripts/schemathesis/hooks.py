@@ -1,0 +1,28 @@
+"""schemathesis hooks for review-server: every generated webhook delivery is signed.
+
+GitHub signs the raw body with HMAC-SHA256 of the webhook secret (X-Hub-Signature-256:
+sha256=<hex>). Unsigned, every case would stop at the 401 and fuzz nothing behind it, so the
+body is serialized here, once, and the signature computed over exactly the bytes sent. The
+secret is FORGE_WEBHOOK_SECRET of the server under test (scripts/schemathesis.sh sets both).
+"""
+import hashlib
+import hmac
+import json
+import os
+
+import schemathesis
+
+SECRET = os.environ["FORGE_WEBHOOK_SECRET"].encode()
+
+
+@schemathesis.hook
+def before_call(ctx, case, **kwargs):
+    if case.operation.path != "/webhook/github":
+        return
+    body = case.body if isinstance(case.body, bytes) else json.dumps(case.body).encode()
+    case.body = body
+    if case.headers is None:
+        case.headers = {}
+    case.headers["X-Hub-Signature-256"] = (
+        "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
+    )
