@@ -109,15 +109,14 @@ async fn run(app: &AppState, repo: &RepoRow) -> anyhow::Result<()> {
         .await?;
     drop(guard);
     let session_id = format!("improve-{}", row.id);
-    let started = app.records.store.start_review(row.id, &session_id).await?;
-    if app.records.review_updated(started).is_none() {
+    if app.records.start(row.id, &session_id).await?.is_none() {
         return Ok(()); // stopped before it started
     }
-    let store = &app.records.store;
-    let ended = match improve(app, repo, &row, &session_id, &reviews).await {
+    let records = &app.records;
+    match improve(app, repo, &row, &session_id, &reviews).await {
         Ok(Outcome::NothingToLearn) => {
             tracing::info!(repo = %repo.full_name, "improver: no human replies to learn from");
-            store.skip_review(row.id, None, now()).await?
+            records.skip(row.id, None).await?;
         }
         Ok(Outcome::Done { completion, pull }) => {
             if let Some((number, url)) = &pull {
@@ -138,15 +137,14 @@ async fn run(app: &AppState, repo: &RepoRow) -> anyhow::Result<()> {
             } else {
                 tracing::info!(repo = %repo.full_name, "improver: nothing durable to learn");
             }
-            store.complete_review(row.id, &completion, now()).await?
+            records.complete(row.id, &completion).await?;
         }
         Err(e) => {
             let message = format!("{e:#}");
             tracing::warn!(repo = %repo.full_name, error = %message, "improver run failed");
-            store.fail_review(row.id, &message, None, now()).await?
+            records.fail(row.id, &message, None).await?;
         }
-    };
-    app.records.review_updated(ended);
+    }
     Ok(())
 }
 

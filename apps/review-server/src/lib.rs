@@ -16,7 +16,7 @@ pub mod skills;
 pub mod state;
 
 use crate::config::Config;
-use crate::records::{Records, now};
+use crate::records::Records;
 use crate::state::{App, AppState, CancelReason};
 use agent::{Catalog, TranscriptStore};
 use anyhow::Context;
@@ -42,10 +42,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub async fn build(config: Config) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
-    let store = Store::open(&config.database_url()).await?;
-    let interrupted = store
-        .fail_unfinished("interrupted by restart", now())
-        .await?;
+    let records = Records::new(Store::open(&config.database_url()).await?, EventBus::new());
+    let interrupted = records.fail_interrupted("interrupted by restart").await?;
     if !interrupted.is_empty() {
         tracing::warn!(
             count = interrupted.len(),
@@ -61,7 +59,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     let secret: [u8; 32] = rand::random();
     let (retries, retry_rx) = tokio::sync::mpsc::unbounded_channel();
     let app = App {
-        records: Records::new(store, EventBus::new()),
+        records,
         forge: Arc::new(forge),
         git: Arc::new(GitCache::new(config.data_dir.join("repos"))),
         catalog: Catalog::bundled(),

@@ -4,7 +4,6 @@
 //! with the two posting tools, and the row completed, skipped or failed. The worktree is
 //! removed whatever the outcome; the check run is completed whatever the outcome.
 
-use crate::records::now;
 use crate::state::{AppState, CancelReason, LiveRun, model_cascade};
 use agent::{CancellationToken, PrContext, ReviewJob, ReviewOutcome, ReviewPoster};
 use anyhow::{Context, anyhow};
@@ -150,12 +149,8 @@ async fn run(
     };
     let Some(_permit) = permit else {
         let why = cancel_reason(&reason);
-        let row = app
-            .records
-            .store
-            .fail_review(id, why.message(), None, now())
-            .await;
-        app.records.review_updated(row.ok().flatten());
+        let row = app.records.fail(id, why.message(), None).await;
+        log_store_error(id, &row);
         return;
     };
 
@@ -163,10 +158,8 @@ async fn run(
         "review-{id}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    match app.records.store.start_review(id, &session_id).await {
-        Ok(Some(row)) => {
-            app.records.review_updated(Some(row));
-        }
+    match app.records.start(id, &session_id).await {
+        Ok(Some(_)) => {}
         Ok(None) => return, // stopped while pending
         Err(e) => {
             tracing::error!(review_id = id, error = %e, "cannot mark review running");
@@ -179,7 +172,7 @@ async fn run(
         .await
     {
         Ok(cid) => {
-            if let Err(e) = app.records.store.set_check_run_id(id, cid).await {
+            if let Err(e) = app.records.attach_check_run(id, cid).await {
                 tracing::warn!(review_id = id, error = %e, "cannot record check run id");
             }
             Some(cid)
@@ -204,9 +197,8 @@ async fn run(
                 model: outcome.model.clone(),
                 patch_id: Some(patch_id),
             };
-            let row = app.records.store.complete_review(id, &done, now()).await;
+            let row = app.records.complete(id, &done).await;
             log_store_error(id, &row);
-            app.records.review_updated(row.ok().flatten());
             let mut summary = format!(
                 "Model {}: {} tokens, ${:.4}; {} inline comment(s) folded into the summary.",
                 outcome.model, outcome.tokens, outcome.cost, outcome.folded_comments
@@ -221,13 +213,8 @@ async fn run(
             )
         }
         Ok(Finished::Skipped(patch_id, why)) => {
-            let row = app
-                .records
-                .store
-                .skip_review(id, patch_id.as_deref(), now())
-                .await;
+            let row = app.records.skip(id, patch_id.as_deref()).await;
             log_store_error(id, &row);
-            app.records.review_updated(row.ok().flatten());
             (
                 CheckConclusion::Skipped,
                 "No new changes".to_owned(),
@@ -242,13 +229,8 @@ async fn run(
                 format!("{error:#}")
             };
             tracing::warn!(review_id = id, error = %message, "review failed");
-            let row = app
-                .records
-                .store
-                .fail_review(id, &message, spent.as_ref(), now())
-                .await;
+            let row = app.records.fail(id, &message, spent.as_ref()).await;
             log_store_error(id, &row);
-            app.records.review_updated(row.ok().flatten());
             if !cancelled && !is_operator_limit(&error) {
                 after_genuine_failure(app, &review, &job, &message).await;
             }

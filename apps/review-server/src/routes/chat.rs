@@ -16,6 +16,7 @@
 
 use super::events::event_stream_response;
 use crate::error::{ApiError, ErrorBody};
+use crate::records::StoreView;
 use crate::state::AppState;
 use agent::chat::DONE_FRAME;
 use agent::{AgentError, Chat, ChatDatabase, UiPart};
@@ -29,7 +30,6 @@ use axum::{Json, Router};
 use bytes::Bytes;
 use futures::StreamExt;
 use review_domain::ModelSpec;
-use review_store::Store;
 use serde_json::Value;
 use std::convert::Infallible;
 
@@ -182,7 +182,7 @@ fn stream(app: &AppState, chat: Chat, permit: tokio::sync::OwnedSemaphorePermit)
 }
 
 /// The chat tool's database: [`Store::read_query`], its errors as text for the model.
-struct ReadOnlyQueries(Store);
+struct ReadOnlyQueries(StoreView);
 
 #[async_trait::async_trait]
 impl ChatDatabase for ReadOnlyQueries {

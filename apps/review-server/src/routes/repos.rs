@@ -90,7 +90,7 @@ pub async fn upsert(
     }
     Ok(Json(
         app.records
-            .register_repo(&body.full_name, body.installation_id)
+            .register(&body.full_name, body.installation_id)
             .await?,
     ))
 }
@@ -126,7 +126,7 @@ pub async fn update(
     }
     let row = app
         .records
-        .update_repo(
+        .edit_repo(
             &format!("{owner}/{name}"),
             body.prompt.as_deref(),
             body.model.as_deref(),
@@ -142,7 +142,7 @@ pub async fn remove(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    app.records.delete_repo(&format!("{owner}/{name}")).await?;
+    app.records.remove_repo(&format!("{owner}/{name}")).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -3,7 +3,6 @@
 
 use crate::error::ApiError;
 use crate::pipeline::{self, PrJob};
-use crate::records::now;
 use crate::state::{AppState, CancelReason};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -162,12 +161,10 @@ pub async fn stop(
     }
     let row = app
         .records
-        .store
-        .fail_review(review.id, CancelReason::Stopped.message(), None, now())
+        .fail(review.id, CancelReason::Stopped.message(), None)
         .await?;
     if row.is_none() {
         return Ok(Json(json!({ "ok": false, "reason": "already completed" })));
     }
-    app.records.review_updated(row);
     Ok(Json(json!({ "ok": true, "live": false })))
 }

@@ -136,11 +136,8 @@ async fn dispatch(
         Err(e) if e.is_data() => (None, 0),
         Err(e) => return Err(ApiError::BadRequest(format!("body is not JSON: {e}"))),
     };
-    app.records.events.publish(
-        "webhook:received",
-        repo_name.as_deref(),
-        json!({ "repo": repo_name, "name": event, "delivery": delivery }),
-    );
+    app.records
+        .webhook_received(repo_name.as_deref(), event, delivery);
     tracing::debug!(event, ?delivery, repo = ?repo_name, "webhook verified");
 
     match event {
@@ -163,7 +160,7 @@ async fn dispatch(
             ) {
                 for r in &e.repositories {
                     app.records
-                        .register_repo(&r.full_name, e.installation.id)
+                        .register(&r.full_name, e.installation.id)
                         .await?;
                 }
             }
@@ -172,7 +169,7 @@ async fn dispatch(
             let e: InstallationRepositoriesEvent = payload(event, body)?;
             for r in &e.repositories_added {
                 app.records
-                    .register_repo(&r.full_name, e.installation.id)
+                    .register(&r.full_name, e.installation.id)
                     .await?;
             }
         }
@@ -188,10 +185,7 @@ async fn enabled_repo(
     full_name: &str,
     installation_id: i64,
 ) -> Result<Option<RepoRow>, ApiError> {
-    let row = app
-        .records
-        .register_repo(full_name, installation_id)
-        .await?;
+    let row = app.records.register(full_name, installation_id).await?;
     if row.enabled == 1 {
         Ok(Some(row))
     } else {
