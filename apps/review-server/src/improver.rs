@@ -1,4 +1,4 @@
-//! The improver run behind `POST /api/repos/:owner/:name/improve` (spec section 4, Improve):
+//! The improver run behind `POST /api/repos/:owner/:name/improve` (docs/review-service.md §4, Improve):
 //! queued after the 202, it may decline (logged only), else it records a review row with
 //! pr_number 0, reads the people's replies to the reviewer's inline comments of the reviews
 //! completed since its last run, asks the model for a new REVIEW.md
@@ -15,11 +15,12 @@
 //!   finding on the row links it.
 
 use crate::records::now;
-use crate::state::{AppState, model_cascade};
+use crate::run_settings::provider_settings;
+use crate::state::AppState;
 use agent::improve::{ImproveJob, Proposal, Reply, Thread, run_improver};
 use anyhow::Context;
 use forge::{Contents, FileChangePull, ForgeError, RepoRead, RepoRef};
-use review_domain::{FindingKind, ModelSpec, NewFinding, RepoRow, ReviewRow};
+use review_domain::{FindingKind, ModelSpec, NewFinding, RepoRow, ReviewRow, model_cascade};
 use review_store::{Completion, NewReview};
 use std::collections::BTreeMap;
 
@@ -188,7 +189,7 @@ async fn improve(
         &app.config.agent_model,
     )
     .parse()?;
-    let providers = app.provider_settings().await?;
+    let providers = provider_settings(&app.config, &settings);
     let job = ImproveJob {
         session_id: session_id.to_owned(),
         model,

@@ -1,5 +1,5 @@
 //! review-server: reviews GitHub pull requests with an LLM agent and records every review,
-//! finding, cost and token (spec/review-service.md). `main.rs` only wires; everything else
+//! finding, cost and token (docs/review-service.md). `main.rs` only wires; everything else
 //! is here so tests can start the real server on port 0 through [`serve`].
 
 pub mod auth;
@@ -8,10 +8,12 @@ pub mod config;
 pub mod error;
 pub mod guard;
 pub mod improver;
+pub mod job;
 pub mod models;
-pub mod pipeline;
 pub mod records;
+pub mod review;
 pub mod routes;
+pub mod run_settings;
 pub mod skills;
 pub mod state;
 
@@ -38,7 +40,7 @@ use tokio_util::task::TaskTracker;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Build the application: data folders, database (migrated; reviews left unfinished by a
-/// previous process are failed, DESIGN.md Lifecycle extras), forge client, git cache.
+/// previous process are failed, docs/architecture.md, Lifecycle extras), forge client, git cache.
 pub async fn build(config: Config) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
@@ -78,7 +80,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     };
     let app = Arc::new(app);
     sweep_worktrees(&app.worktrees_dir());
-    pipeline::spawn_retry_worker(app.clone(), retry_rx);
+    review::spawn_retry_worker(app.clone(), retry_rx);
     Ok(app)
 }
 

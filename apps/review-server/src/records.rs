@@ -35,6 +35,10 @@ pub enum FindingsError {
     Store(#[from] StoreError),
 }
 
+/// The outcome of a review's status change: the re-read row, or None when the review was not
+/// in a state the change applies to (nothing written, nothing published).
+pub type Transition = Result<Option<ReviewRow>, StoreError>;
+
 /// Store writes of reviews, repos and findings plus their events.
 pub struct Records {
     /// Reads, and writes of the tables outside reviews, repos and findings.
@@ -178,9 +182,8 @@ impl Records {
 
     /// pending -> running with the agent session id (docs/review-service.md §3); publishes
     /// review:updated. None (nothing published) when the review was no longer pending.
-    pub async fn start(&self, id: i64, session_id: &str) -> Result<Option<ReviewRow>, StoreError> {
-        let row = self.db.start_review(id, session_id).await?;
-        Ok(self.review_updated(row))
+    pub async fn start(&self, id: i64, session_id: &str) -> Transition {
+        Ok(self.review_updated(self.db.start_review(id, session_id).await?))
     }
 
     /// Records the check run of a running review. The dashboard shows no check run, so
@@ -191,37 +194,21 @@ impl Records {
 
     /// running -> completed with what the run spent (docs/review-service.md §3); publishes
     /// review:updated. None when the review was no longer running.
-    pub async fn complete(
-        &self,
-        id: i64,
-        done: &Completion,
-    ) -> Result<Option<ReviewRow>, StoreError> {
-        let row = self.db.complete_review(id, done, now()).await?;
-        Ok(self.review_updated(row))
+    pub async fn complete(&self, id: i64, done: &Completion) -> Transition {
+        Ok(self.review_updated(self.db.complete_review(id, done, now()).await?))
     }
 
     /// pending or running -> skipped with the PR's patch id (None: empty diff; see
     /// docs/architecture.md, Lifecycle extras); publishes review:updated. None when terminal.
-    pub async fn skip(
-        &self,
-        id: i64,
-        patch_id: Option<&str>,
-    ) -> Result<Option<ReviewRow>, StoreError> {
-        let row = self.db.skip_review(id, patch_id, now()).await?;
-        Ok(self.review_updated(row))
+    pub async fn skip(&self, id: i64, patch_id: Option<&str>) -> Transition {
+        Ok(self.review_updated(self.db.skip_review(id, patch_id, now()).await?))
     }
 
     /// pending or running -> failed with `error` and, when known, what the run spent
     /// (docs/review-service.md §3); publishes review:updated. None when already terminal,
     /// which is how a stop of a finished review is told apart.
-    pub async fn fail(
-        &self,
-        id: i64,
-        error: &str,
-        spent: Option<&Completion>,
-    ) -> Result<Option<ReviewRow>, StoreError> {
-        let row = self.db.fail_review(id, error, spent, now()).await?;
-        Ok(self.review_updated(row))
+    pub async fn fail(&self, id: i64, error: &str, spent: Option<&Completion>) -> Transition {
+        Ok(self.review_updated(self.db.fail_review(id, error, spent, now()).await?))
     }
 
     /// At boot, fails every review a previous process left pending or running with `error`

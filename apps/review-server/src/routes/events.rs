@@ -1,4 +1,4 @@
-//! GET /api/events: the live event stream of spec/review-service.md section 6.
+//! GET /api/events: the live event stream of docs/review-service.md §6.
 //!
 //! A named `heartbeat` event opens the stream and is sent again after HEARTBEAT_SECS of
 //! silence; every other frame is `id: <monotonic>` plus `data: <json with type>`. The `repo`
