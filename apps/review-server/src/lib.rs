@@ -1,6 +1,14 @@
 //! review-server: reviews GitHub pull requests with an LLM agent and records every review,
 //! finding, cost and token (docs/review-service.md). `main.rs` only wires; everything else
 //! is here so tests can start the real server on port 0 through [`serve`].
+//!
+//! The modules, lowest first; each imports only modules of the rows above it
+//! (`tests/architecture.rs` fails on an import circle):
+//! - plain parts: [`config`], [`records`] (the one writer of review, repo and finding rows),
+//!   [`job`], [`run_settings`], [`models`], [`guard`], [`auth`], [`error`];
+//! - [`state`]: the one app struct that holds them;
+//! - the work: [`review`] (a PR's review, by stage), [`improver`], [`skills`], [`cli`];
+//! - [`routes`]: HTTP, one module per feature.
 
 pub mod auth;
 pub mod cli;

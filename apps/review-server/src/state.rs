@@ -1,6 +1,7 @@
-//! The one state struct of the app (docs/architecture.md, Layout): configuration, store and bus (through
-//! [`Records`]), the forge and model providers as trait objects and settings, the git cache,
-//! the live-run registry and the concurrency gate.
+//! The one state struct of the app (docs/architecture.md, Layout): configuration, store and
+//! bus (through [`Records`]), the forge and model providers as trait objects and settings, the
+//! git cache, the live-run registry and the concurrency gate. It imports only the plain
+//! modules below it, never the work that uses it.
 
 use crate::auth::Auth;
 use crate::config::Config;
