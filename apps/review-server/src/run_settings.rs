@@ -106,31 +106,23 @@ mod tests {
         let mut config = Config::defaults();
         config.review_max_tokens = Some(1000);
         config.review_max_cost = Some(2.5);
-        let stored_wins = review_budget(
-            &config,
-            &stored(&[("review_max_tokens", " 500 "), ("review_max_cost", "0.75")]),
+        let budget = |pairs: &[(&str, &str)]| {
+            let b = review_budget(&config, &stored(pairs));
+            (b.max_tokens, b.max_cost, b.tokens_source, b.cost_source)
+        };
+        let (setting_t, setting_c) = ("review_max_tokens setting", "review_max_cost setting");
+        let (env_t, env_c) = ("REVIEW_MAX_TOKENS", "REVIEW_MAX_COST");
+        assert_eq!(
+            budget(&[("review_max_tokens", " 500 "), ("review_max_cost", "0.75")]),
+            (Some(500), Some(0.75), setting_t.into(), setting_c.into())
         );
         assert_eq!(
-            stored_wins,
-            Budget {
-                max_tokens: Some(500),
-                max_cost: Some(0.75),
-                tokens_source: "review_max_tokens setting".into(),
-                cost_source: "review_max_cost setting".into(),
-            }
-        );
-        let junk = review_budget(
-            &config,
-            &stored(&[("review_max_tokens", "lots"), ("review_max_cost", "")]),
+            budget(&[("review_max_tokens", "lots"), ("review_max_cost", "")]),
+            (Some(1000), Some(2.5), env_t.into(), env_c.into())
         );
         assert_eq!(
-            junk,
-            Budget {
-                max_tokens: Some(1000),
-                max_cost: Some(2.5),
-                tokens_source: "REVIEW_MAX_TOKENS".into(),
-                cost_source: "REVIEW_MAX_COST".into(),
-            }
+            budget(&[]),
+            (Some(1000), Some(2.5), env_t.into(), env_c.into())
         );
     }
 }

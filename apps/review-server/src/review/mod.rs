@@ -4,17 +4,17 @@
 //! stages, each in its own file:
 //!
 //! - [`prepare`]: sync, diff, the skip rules, the checkout;
-//! - [`run`]: the agent with its inputs;
-//! - [`poster`]: the agent's posting tools on the forge;
-//! - [`retry`]: the automatic retry after a genuine failure.
+//! - `run.rs`: the agent with its inputs;
+//! - `poster.rs`: the agent's posting tools on the forge;
+//! - `retry.rs`: the automatic retry after a genuine failure.
 //!
 //! Whatever the outcome, the row ends completed, skipped or failed (through
 //! [`crate::records::Records`]), the worktree is removed and the check run completed.
 
-pub mod poster;
+mod poster;
 pub mod prepare;
-pub mod retry;
-pub mod run;
+mod retry;
+mod run;
 
 use crate::job::PrJob;
 use crate::state::{AppState, CancelReason, LiveRun};
