@@ -8,7 +8,8 @@
 //!    they are read from `crates/review-store/src`, as every function whose body holds an
 //!    `INSERT INTO`, `UPDATE` or `DELETE FROM` of `reviews`, `repos` or `findings`, or calls a
 //!    function of the store that does (so `start_review` counts through its private
-//!    `transition`). A check that the derivation finds the known writers keeps the scan honest.
+//!    `transition`, and a function using SQL kept in a `const` counts too). A check that the
+//!    derivation finds the known writers, and no reader, keeps the scan honest.
 //!    Every other file of `apps/review-server/src` is then searched for a call `.name(` or
 //!    `::name(` of one of them, or of `pool(` (raw SQL would bypass the writer too).
 //! 2. **No import cycle.** For review-server and for the agent crate, each top-level module
@@ -168,30 +169,63 @@ fn line_of(text: &str, at: usize) -> usize {
     text[..at].matches('\n').count() + 1
 }
 
-/// The functions of a source file: name, whether `pub`, and the text up to the next function.
-fn functions(src: &str) -> Vec<(String, bool, String)> {
+/// An item of the store's sources: a function, or a `const` or `static` (SQL text may sit in
+/// one), with the text from its keyword up to the next item.
+struct Item {
+    name: String,
+    public: bool,
+    is_fn: bool,
+    text: String,
+}
+
+/// The functions, consts and statics of a source file, in order.
+fn items(src: &str) -> Vec<Item> {
     let mut starts = Vec::new();
-    let mut from = 0;
-    while let Some(pos) = src[from..].find("fn ") {
-        let at = from + pos;
-        from = at + 3;
-        if src[..at].chars().next_back().is_some_and(is_ident) {
-            continue;
+    for keyword in ["fn ", "const ", "static "] {
+        for (at, _) in src.match_indices(keyword) {
+            // An item starts its line, after qualifiers only (so `&'static str` is none).
+            let line_start = src[..at].rfind('\n').map_or(0, |n| n + 1);
+            let qualifiers = src[line_start..at].split_whitespace().all(|w| {
+                matches!(
+                    w,
+                    "pub" | "pub(crate)" | "pub(super)" | "async" | "const" | "unsafe"
+                )
+            });
+            if !qualifiers {
+                continue;
+            }
+            let rest = &src[at + keyword.len()..];
+            if keyword != "fn " && rest.starts_with("fn ") {
+                continue; // `const fn`: the `fn` match names it
+            }
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            if name.is_empty() {
+                continue;
+            }
+            let public = src[line_start..at].contains("pub");
+            starts.push((at, name, public, keyword == "fn "));
         }
-        let name: String = src[at + 3..].chars().take_while(|c| is_ident(*c)).collect();
-        if name.is_empty() {
-            continue;
-        }
-        let line_start = src[..at].rfind('\n').map_or(0, |n| n + 1);
-        let public = src[line_start..at].contains("pub ");
-        starts.push((at, name, public));
     }
+    starts.sort_by_key(|s| s.0);
     let mut out = Vec::new();
-    for (k, (at, name, public)) in starts.iter().enumerate() {
+    for (k, (at, name, public, is_fn)) in starts.iter().enumerate() {
         let end = starts.get(k + 1).map_or(src.len(), |s| s.0);
-        out.push((name.clone(), *public, src[*at..end].to_owned()));
+        out.push(Item {
+            name: name.clone(),
+            public: *public,
+            is_fn: *is_fn,
+            text: src[*at..end].to_owned(),
+        });
     }
     out
+}
+
+/// Whether `code` names `name` as a whole word (a use of a const or static).
+fn mentions(code: &str, name: &str) -> bool {
+    code.match_indices(name).any(|(at, _)| {
+        !code[..at].chars().next_back().is_some_and(is_ident)
+            && !code[at + name.len()..].chars().next().is_some_and(is_ident)
+    })
 }
 
 /// Whether `body` (raw source, SQL strings included) writes one of [`WRITTEN_TABLES`].
@@ -214,33 +248,41 @@ fn writes_rows(body: &str) -> bool {
     })
 }
 
-/// The public store methods that write review, repo or finding rows, directly or through
-/// another function of the store. `files` are the store's sources.
+/// The public store methods that write review, repo or finding rows, directly, through SQL
+/// kept in a const or static, or through another function of the store. `files` are the
+/// store's sources.
 fn writing_methods(files: &[(String, String)]) -> BTreeSet<String> {
-    let fns: Vec<(String, bool, String)> = files.iter().flat_map(|(_, s)| functions(s)).collect();
-    let mut writers: BTreeSet<String> = fns
+    let items: Vec<Item> = files.iter().flat_map(|(_, s)| items(s)).collect();
+    let mut writers: BTreeSet<&str> = items
         .iter()
-        .filter(|(_, _, body)| writes_rows(body))
-        .map(|(name, _, _)| name.clone())
+        .filter(|i| writes_rows(&i.text))
+        .map(|i| i.name.as_str())
         .collect();
     loop {
         let before = writers.len();
-        for (name, _, body) in &fns {
-            let code = code_only(body);
-            if writers
-                .iter()
-                .any(|w| w != name && calls(&code, w).next().is_some())
-            {
-                writers.insert(name.clone());
+        for item in items.iter().filter(|i| i.is_fn) {
+            let code = code_only(&item.text);
+            let reaches = items.iter().any(|w| {
+                w.name != item.name
+                    && writers.contains(w.name.as_str())
+                    && if w.is_fn {
+                        calls(&code, &w.name).next().is_some()
+                    } else {
+                        mentions(&code, &w.name)
+                    }
+            });
+            if reaches {
+                writers.insert(&item.name);
             }
         }
         if writers.len() == before {
             break;
         }
     }
-    fns.iter()
-        .filter(|(name, public, _)| *public && writers.contains(name))
-        .map(|(name, _, _)| name.clone())
+    items
+        .iter()
+        .filter(|i| i.is_fn && i.public && writers.contains(i.name.as_str()))
+        .map(|i| i.name.clone())
         .collect()
 }
 
@@ -484,13 +526,27 @@ impl Store {
     pub async fn touch_reviews_log(&self) -> Result<()> {
         sqlx::query("UPDATE reviews_log SET n = 1")
     }
+    pub(crate) const fn columns() -> &'static str {
+        "id, status"
+    }
+}
+
+const DELETE_REPO: &str = "DELETE FROM repos WHERE full_name = ?";
+
+impl Store {
+    pub async fn remove(&self, name: &str) -> Result<()> {
+        sqlx::query(DELETE_REPO).bind(name)
+    }
+    pub async fn repos(&self) -> Result<Vec<RepoRow>> {
+        sqlx::query("SELECT * FROM repos")
+    }
 }
 "##;
 
 #[test]
 fn the_writer_scan_derives_writers_through_private_helpers() {
     let writers = writing_methods(&fixture(&[("lib.rs", FIXTURE_STORE)]));
-    let want: BTreeSet<String> = ["add", "fail_review", "start_review"]
+    let want: BTreeSet<String> = ["add", "fail_review", "remove", "start_review"]
         .map(String::from)
         .into();
     assert_eq!(writers, want);
