@@ -1,9 +1,9 @@
-//! The OAuth gate of the dashboard API (spec/review-service.md section 5).
+//! The OAuth gate of the dashboard API (docs/review-service.md §5).
 //!
 //! On only when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set (rule
 //! 1). Then every path under `/api/` needs a session cookie, except `/api/auth/*` (the sign-in
 //! endpoints below) and `/api/auth-status` (rule 2); without one the answer is 401 with the
-//! plain-text body `Unauthorized` (rule 3, section 7). The webhook, `/health`, the internal
+//! plain-text body `Unauthorized` (rule 3, §7). The webhook, `/health`, the internal
 //! findings route and everything outside `/api` are never gated (rules 5 and 6).
 //!
 //! Sign-in is the forge App's OAuth authorization-code flow ([`forge::oauth::OAuthApp`]); a
@@ -23,6 +23,7 @@ use forge::oauth::OAuthApp;
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha512};
+use std::sync::Arc;
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "review_session";
@@ -287,11 +288,11 @@ pub fn unauthorized() -> Response {
 /// Middleware: lets a request through when the gate is off, the path is not gated, or the
 /// request carries a valid session; answers [`unauthorized`] otherwise.
 pub async fn gate(
-    axum::extract::State(app): axum::extract::State<crate::state::AppState>,
+    axum::extract::State(auth): axum::extract::State<Option<Arc<Auth>>>,
     req: Request,
     next: Next,
 ) -> Response {
-    let Some(auth) = &app.auth else {
+    let Some(auth) = &auth else {
         return next.run(req).await;
     };
     if !is_gated(req.uri().path()) || auth.session(req.headers(), crate::records::now()).is_some() {

@@ -3,14 +3,14 @@
 //! markdown (how a newcomer with only an API key tries the product in one command).
 
 use crate::config::{Config, ReviewArgs};
-use agent::{
-    CancellationToken, Catalog, PrContext, ProviderSettings, ReviewJob, ReviewPoster,
-    TranscriptStore,
-};
+use crate::review::prepare::{check_out, read_diff};
+use crate::run_settings::{provider_settings, review_budget};
+use agent::{CancellationToken, Catalog, ReviewJob, ReviewPoster, TranscriptStore};
 use anyhow::Context;
 use async_trait::async_trait;
 use git_cache::Repo;
-use review_domain::{ModelSpec, PostedReview, ReviewSubmission};
+use review_domain::{ModelSpec, PostedReview, PullRequest, ReviewSubmission, model_cascade};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,12 +69,11 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
             .with_context(|| format!("{} is not a git repository", path.display()))?;
         let base_sha = repo.resolve(&base)?;
         let head_sha = repo.resolve(&head)?;
-        let diff = repo.diff_bytes(&base_sha, &head_sha, limits, &flag)?;
+        let (diff, commits) = read_diff(&repo, &base_sha, &head_sha, limits, &flag)?;
         if diff.is_empty() {
             anyhow::bail!("{range} has no changes to review");
         }
-        let commits = repo.log(&base_sha, &head_sha, 50).unwrap_or_default();
-        let worktree = repo.checkout(&head_sha, Some(&worktrees), limits, &flag)?;
+        let worktree = check_out(&repo, &head_sha, &worktrees, limits, &flag)?;
         Ok((
             base_sha,
             head_sha,
@@ -92,12 +91,10 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
             anyhow::bail!("interrupted by a signal; nothing is left behind");
         }
     };
-    let model: ModelSpec = args
-        .model
-        .as_deref()
-        .unwrap_or(&config.agent_model)
-        .parse()?;
-    let pr = PrContext {
+    // `--model` stands where a repo's override would; without it, AGENT_MODEL.
+    let model: ModelSpec =
+        model_cascade(args.model.as_deref(), None, None, &config.agent_model).parse()?;
+    let pr = PullRequest {
         number: 0,
         title: commits
             .last()
@@ -109,26 +106,15 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
         head_ref: args.head.clone(),
         base_sha,
         head_sha,
-        commits,
     };
     let session_id = format!("local-{}", uuid::Uuid::new_v4().simple());
     let mut job = ReviewJob::new(&session_id, worktree.path(), diff.clone(), model, pr);
+    job.commits = commits;
     job.focus = args.prompt.clone().unwrap_or_default();
-    job.budget = agent::Budget {
-        max_tokens: config.review_max_tokens,
-        max_cost: config.review_max_cost,
-        tokens_source: "REVIEW_MAX_TOKENS".into(),
-        cost_source: "REVIEW_MAX_COST".into(),
-    };
-    let providers = ProviderSettings {
-        anthropic_base_url: config.anthropic_base_url.clone(),
-        openai_base_url: config.openai_base_url.clone(),
-        zai_base_url: config.zai_base_url.clone(),
-        agent_api_key: config.agent_api_key.clone(),
-        second_api_key: config.second_api_key.clone(),
-        third_api_key: config.third_api_key.clone(),
-        stream: config.agent_stream,
-    };
+    // No database here: the environment alone, as the server does with no stored settings.
+    let no_settings = BTreeMap::new();
+    job.budget = review_budget(config, &no_settings);
+    let providers = provider_settings(config, &no_settings);
     let poster = CollectingPoster::default();
     let transcripts = TranscriptStore::new(config.data_dir.join("sessions"));
     let catalog = Catalog::bundled();

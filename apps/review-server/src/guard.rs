@@ -18,7 +18,6 @@
 //! and the internal route has its own secret and loopback check. `/health` is exempt from 1
 //! because orchestrators probe it by pod IP or service name.
 
-use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
@@ -82,12 +81,12 @@ impl HostPolicy {
 }
 
 /// Middleware applying rules 1-3 of the module docs.
-pub async fn guard(State(app): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let exempt = path.starts_with("/webhook/") || path.starts_with("/internal/");
     if !exempt && path != "/health" {
         let host = request_host(&req);
-        if !app.hosts.allows(host.unwrap_or_default()) {
+        if !hosts.allows(host.unwrap_or_default()) {
             let shown: String = host.unwrap_or("(none)").chars().take(100).collect();
             return refuse(
                 StatusCode::FORBIDDEN,
@@ -98,7 +97,7 @@ pub async fn guard(State(app): State<AppState>, req: Request, next: Next) -> Res
     if !exempt
         && is_api(path)
         && is_write(req.method())
-        && let Some(why) = cross_site(req.headers(), request_host(&req), &app.hosts)
+        && let Some(why) = cross_site(req.headers(), request_host(&req), &hosts)
     {
         return refuse(StatusCode::FORBIDDEN, why);
     }

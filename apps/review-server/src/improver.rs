@@ -1,4 +1,4 @@
-//! The improver run behind `POST /api/repos/:owner/:name/improve` (spec section 4, Improve):
+//! The improver run behind `POST /api/repos/:owner/:name/improve` (docs/review-service.md §4, Improve):
 //! queued after the 202, it may decline (logged only), else it records a review row with
 //! pr_number 0, reads the people's replies to the reviewer's inline comments of the reviews
 //! completed since its last run, asks the model for a new REVIEW.md
@@ -15,11 +15,12 @@
 //!   finding on the row links it.
 
 use crate::records::now;
-use crate::state::{AppState, model_cascade};
+use crate::run_settings::provider_settings;
+use crate::state::AppState;
 use agent::improve::{ImproveJob, Proposal, Reply, Thread, run_improver};
 use anyhow::Context;
 use forge::{Contents, FileChangePull, ForgeError, RepoRead, RepoRef};
-use review_domain::{FindingKind, ModelSpec, NewFinding, RepoRow, ReviewRow};
+use review_domain::{FindingKind, ModelSpec, NewFinding, RepoRow, ReviewRow, model_cascade};
 use review_store::{Completion, NewReview};
 use std::collections::BTreeMap;
 
@@ -109,15 +110,14 @@ async fn run(app: &AppState, repo: &RepoRow) -> anyhow::Result<()> {
         .await?;
     drop(guard);
     let session_id = format!("improve-{}", row.id);
-    let started = app.records.store.start_review(row.id, &session_id).await?;
-    if app.records.review_updated(started).is_none() {
+    if app.records.start(row.id, &session_id).await?.is_none() {
         return Ok(()); // stopped before it started
     }
-    let store = &app.records.store;
-    let ended = match improve(app, repo, &row, &session_id, &reviews).await {
+    let records = &app.records;
+    match improve(app, repo, &row, &session_id, &reviews).await {
         Ok(Outcome::NothingToLearn) => {
             tracing::info!(repo = %repo.full_name, "improver: no human replies to learn from");
-            store.skip_review(row.id, None, now()).await?
+            records.skip(row.id, None).await?;
         }
         Ok(Outcome::Done { completion, pull }) => {
             if let Some((number, url)) = &pull {
@@ -138,15 +138,14 @@ async fn run(app: &AppState, repo: &RepoRow) -> anyhow::Result<()> {
             } else {
                 tracing::info!(repo = %repo.full_name, "improver: nothing durable to learn");
             }
-            store.complete_review(row.id, &completion, now()).await?
+            records.complete(row.id, &completion).await?;
         }
         Err(e) => {
             let message = format!("{e:#}");
             tracing::warn!(repo = %repo.full_name, error = %message, "improver run failed");
-            store.fail_review(row.id, &message, None, now()).await?
+            records.fail(row.id, &message, None).await?;
         }
-    };
-    app.records.review_updated(ended);
+    }
     Ok(())
 }
 
@@ -190,7 +189,7 @@ async fn improve(
         &app.config.agent_model,
     )
     .parse()?;
-    let providers = app.provider_settings().await?;
+    let providers = provider_settings(&app.config, &settings);
     let job = ImproveJob {
         session_id: session_id.to_owned(),
         model,

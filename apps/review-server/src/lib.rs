@@ -1,6 +1,14 @@
 //! review-server: reviews GitHub pull requests with an LLM agent and records every review,
-//! finding, cost and token (spec/review-service.md). `main.rs` only wires; everything else
+//! finding, cost and token (docs/review-service.md). `main.rs` only wires; everything else
 //! is here so tests can start the real server on port 0 through [`serve`].
+//!
+//! The modules, lowest first; each imports only modules of the rows above it
+//! (`tests/architecture.rs` fails on an import circle):
+//! - plain parts: [`config`], [`records`] (the one writer of review, repo and finding rows),
+//!   [`job`], [`run_settings`], [`models`], [`guard`], [`auth`], [`error`];
+//! - [`state`]: the one app struct that holds them;
+//! - the work: [`review`] (a PR's review, by stage), [`improver`], [`skills`], [`cli`];
+//! - [`routes`]: HTTP, one module per feature.
 
 pub mod auth;
 pub mod cli;
@@ -8,15 +16,17 @@ pub mod config;
 pub mod error;
 pub mod guard;
 pub mod improver;
+pub mod job;
 pub mod models;
-pub mod pipeline;
 pub mod records;
+pub mod review;
 pub mod routes;
+pub mod run_settings;
 pub mod skills;
 pub mod state;
 
 use crate::config::Config;
-use crate::records::{Records, now};
+use crate::records::Records;
 use crate::state::{App, AppState, CancelReason};
 use agent::{Catalog, TranscriptStore};
 use anyhow::Context;
@@ -38,14 +48,12 @@ use tokio_util::task::TaskTracker;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Build the application: data folders, database (migrated; reviews left unfinished by a
-/// previous process are failed, DESIGN.md Lifecycle extras), forge client, git cache.
+/// previous process are failed, docs/architecture.md, Lifecycle extras), forge client, git cache.
 pub async fn build(config: Config) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
-    let store = Store::open(&config.database_url()).await?;
-    let interrupted = store
-        .fail_unfinished("interrupted by restart", now())
-        .await?;
+    let records = Records::new(Store::open(&config.database_url()).await?, EventBus::new());
+    let interrupted = records.fail_interrupted("interrupted by restart").await?;
     if !interrupted.is_empty() {
         tracing::warn!(
             count = interrupted.len(),
@@ -61,7 +69,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     let secret: [u8; 32] = rand::random();
     let (retries, retry_rx) = tokio::sync::mpsc::unbounded_channel();
     let app = App {
-        records: Records::new(store, EventBus::new()),
+        records,
         forge: Arc::new(forge),
         git: Arc::new(GitCache::new(config.data_dir.join("repos"))),
         catalog: Catalog::bundled(),
@@ -80,7 +88,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     };
     let app = Arc::new(app);
     sweep_worktrees(&app.worktrees_dir());
-    pipeline::spawn_retry_worker(app.clone(), retry_rx);
+    review::spawn_retry_worker(app.clone(), retry_rx);
     Ok(app)
 }
 

@@ -1,4 +1,4 @@
-//! review-server: wiring only (STYLE.md rule 1). See the library for everything else.
+//! review-server: wiring only (docs/architecture.md, Layout). See the library for everything else.
 
 use clap::Parser;
 use review_server::config::{Cli, Command, SessionCommand};

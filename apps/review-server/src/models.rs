@@ -1,10 +1,10 @@
-//! The model search of spec/review-service.md section 4 (Models) and its catalog cache
-//! (section 8): the public catalog at MODELS_CATALOG_URL (models.dev `api.json` format) is kept
+//! The model search of docs/review-service.md §4 (Models) and its catalog cache
+//! (§8): the public catalog at MODELS_CATALOG_URL (models.dev `api.json` format) is kept
 //! in process for 30 minutes; `refresh=1` rebuilds it; when the catalog is unreachable or
 //! unreadable the snapshot bundled with `crates/agent` answers instead (and the fetch is
 //! retried after a minute rather than on every request).
 //!
-//! Configured providers (section 4), with the key slots of DESIGN.md (Configuration):
+//! Configured providers (§4), with the key slots of docs/configuration.md:
 //! - a key slot that has a key (stored setting, else the environment) configures every provider
 //!   the registry table of `crates/agent` maps to that slot: `agent_api_key` -> `anthropic`,
 //!   `second_api_key` -> `zai-coding-plan` (the coding-plan provider), `third_api_key` ->
@@ -20,22 +20,21 @@
 //! key therefore configures exactly the registry's agent-slot providers (today `anthropic`);
 //! a second Anthropic-compatible provider added to the registry appears here with no change.
 
-use crate::state::{App, model_cascade};
 use agent::provider::{KeySlot, PROVIDERS};
-use agent::{Catalog, CatalogModel, CatalogProvider};
-use review_domain::ModelSpec;
+use agent::{Catalog, CatalogModel, CatalogProvider, ProviderSettings};
+use review_domain::{ModelSpec, RepoRow, model_cascade};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a fetched catalog is served before it is fetched again (spec section 8).
+/// How long a fetched catalog is served before it is fetched again (docs/review-service.md §8).
 pub const CATALOG_TTL: Duration = Duration::from_secs(30 * 60);
 
 /// How long the bundled fallback is served before the public catalog is tried again.
 pub const FALLBACK_TTL: Duration = Duration::from_secs(60);
 
-/// Most models in one answer (spec section 8).
+/// Most models in one answer (docs/review-service.md §8).
 pub const MAX_MODELS: usize = 100;
 
 /// Time allowed for the catalog download.
@@ -56,7 +55,7 @@ struct Cached {
     fetched: Instant,
 }
 
-/// The in-process catalog cache held by [`App`] (spec section 8, catalog cache). Concurrent
+/// The in-process catalog cache held by the app state (docs/review-service.md §8, catalog cache). Concurrent
 /// requests during a fetch wait for that one fetch.
 pub struct ModelCatalog {
     url: String,
@@ -126,7 +125,7 @@ impl ModelCatalog {
     }
 }
 
-/// Query of GET /api/models (spec section 4, Models).
+/// Query of GET /api/models (docs/review-service.md §4, Models).
 #[derive(Debug, Default, Clone, serde::Deserialize, utoipa::IntoParams)]
 pub struct ModelQuery {
     /// Case-insensitive substring of `<provider>/<model>`.
@@ -151,7 +150,7 @@ pub struct ModelEntry {
     pub configured: bool,
 }
 
-/// The body of GET /api/models (spec section 4, Models).
+/// The body of GET /api/models (docs/review-service.md §4, Models).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ModelList {
     /// Models matching the query before the cap of 100.
@@ -162,35 +161,39 @@ pub struct ModelList {
     pub models: Vec<ModelEntry>,
 }
 
-/// The configured providers of spec section 4 (see the module docs for the rules).
-pub async fn configured_providers(app: &App) -> anyhow::Result<BTreeSet<String>> {
-    let keys = app.provider_settings().await?;
+/// The configured providers of docs/review-service.md §4 (see the module docs for the rules),
+/// from the run's provider keys, the stored settings, the registered repos and AGENT_MODEL
+/// (`built_in`). Model specs that do not parse name no provider.
+pub fn configured_providers(
+    keys: &ProviderSettings,
+    settings: &BTreeMap<String, String>,
+    repos: &[RepoRow],
+    built_in: &str,
+) -> BTreeSet<String> {
     let mut set: BTreeSet<String> = PROVIDERS
         .iter()
         .filter(|p| keys.key(p.key).is_some())
         .map(|p| p.id.to_owned())
         .collect();
-    let settings = app.records.store.settings().await?;
     let review_default = model_cascade(
         None,
         None,
         settings.get("agent_model").map(String::as_str),
-        &app.config.agent_model,
+        built_in,
     );
-    let repos = app.records.store.repos().await?;
     let named = std::iter::once(review_default)
         .chain(settings.get("improver_model").cloned())
-        .chain(repos.into_iter().filter_map(|r| r.model));
+        .chain(repos.iter().filter_map(|r| r.model.clone()));
     for spec in named {
         if let Ok(spec) = spec.parse::<ModelSpec>() {
             set.insert(spec.provider);
         }
     }
-    Ok(set)
+    set
 }
 
 /// The provider whose models come from the bundled snapshot rather than the public catalog
-/// (spec section 4: the third provider's list is bundled with its plugin).
+/// (docs/review-service.md §4: the third provider's list is bundled with its plugin).
 fn bundled_provider_id() -> Option<&'static str> {
     PROVIDERS
         .iter()
@@ -198,7 +201,7 @@ fn bundled_provider_id() -> Option<&'static str> {
         .map(|p| p.id)
 }
 
-/// Search `catalog` (spec section 4, Models): without `all`, only the configured providers'
+/// Search `catalog` (docs/review-service.md §4, Models): without `all`, only the configured providers'
 /// models (the third provider's from `bundled`); `q` filters on `<provider>/<model>`
 /// case-insensitively; at most 100 models, `total` counts every match.
 pub fn search(

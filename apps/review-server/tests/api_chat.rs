@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! POST /api/chat end to end (spec/review-service.md section 4, Chat; sections 7 and 8): the
+//! POST /api/chat end to end (docs/review-service.md §4, Chat; §7 and §8): the
 //! real binary on its real SQLite file, the scripted model playing the chat over both wire
 //! formats, the AI SDK v5 UI message stream read as a client reads it.
 
@@ -398,7 +398,7 @@ async fn rejected_sql_arrives_as_text_in_the_stream_and_the_database_is_unchange
     }
 }
 
-// ---- section 7: model errors in the stream ------------------------------------------------
+// ---- §7: model errors in the stream ------------------------------------------------
 
 #[tokio::test]
 async fn model_errors_arrive_in_the_stream_with_status_200() {

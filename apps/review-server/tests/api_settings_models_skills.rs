@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Settings, model search and skills end to end (spec/review-service.md section 4: Settings,
-//! Models, Skills; sections 7 and 8): the real binary, the fake forge serving skill folders
+//! Settings, model search and skills end to end (docs/review-service.md §4: Settings,
+//! Models, Skills; §7 and §8): the real binary, the fake forge serving skill folders
 //! through the contents API, a tiny catalog server in models.dev format, and the scripted model.
 
 mod common;

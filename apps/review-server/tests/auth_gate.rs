@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The OAuth gate end to end (spec/review-service.md section 5, section 4 endpoints outside the
-//! prefix, section 7 first row): the real binary, the fake forge playing GitHub's OAuth
+//! The OAuth gate end to end (docs/review-service.md §5, §4 endpoints outside the
+//! prefix, §7 first row): the real binary, the fake forge playing GitHub's OAuth
 //! endpoints (`/login/oauth/access_token`, `/user`), a browser played by hand (no redirects
 //! followed, cookies carried explicitly).
 

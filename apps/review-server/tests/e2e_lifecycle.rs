@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The lifecycle rules of spec/review-service.md section 3 and the event stream of section 6,
+//! The lifecycle rules of docs/review-service.md §3 and the event stream of §6,
 //! against the real binary.
 
 mod common;

@@ -10,6 +10,29 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 use test_doubles::scripted_model::Behavior;
 
+/// An earlier finding's text that no file, commit or diff of the test repository contains.
+const EARLIER_CANARY: &str = "CANARY-7f3a: is the retry budget shared across pull requests?";
+
+/// The text of the first user message of a captured model request, for both wire formats
+/// (a string, or Anthropic's list of text blocks).
+fn first_user_text(request: &Value) -> String {
+    let message = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap_or_else(|| panic!("no user message in {request}"));
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => panic!("unexpected content {other}"),
+    }
+}
+
 fn inline_positions(review: &Value) -> Vec<(String, i64)> {
     let mut v: Vec<(String, i64)> = review["comments"]
         .as_array()
@@ -170,6 +193,35 @@ async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-session"));
 
+    // An earlier finding whose text stands nowhere in the repository, beside the ones the
+    // first review posted, so the re-review's prompt can only have it from the findings.
+    let pool = sqlx_pool(&w.server.data_dir.join("review.db")).await;
+    sqlx_exec(
+        &pool,
+        &format!(
+            "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, path, line, body, created_at)
+             VALUES ({}, '{}', 1, 'inline', 'question', 'src/lib.rs', 2, '{EARLIER_CANARY}', 0)",
+            review["id"],
+            w.full_name()
+        ),
+    )
+    .await;
+    pool.close().await;
+    let first_review_findings: Vec<String> = w
+        .server
+        .get_json(&format!("/api/reviews/{}/findings", review["id"]))
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["body"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        first_review_findings.len() >= 3,
+        "{first_review_findings:?}"
+    );
+    let history = git(&w.upstream.work, &["log", "-p", "--all"]);
+
     // A synchronize with a new commit fetches into the same clone and reviews again.
     let marker = clone.join("e2e-marker");
     std::fs::write(&marker, "still the same clone").unwrap();
@@ -193,11 +245,28 @@ async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
     assert_eq!(w.forge.reviews().len(), 2);
     assert_eq!(w.forge.reviews()[1]["commit_id"], head2.as_str());
     assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
-    // The re-review was told what the first review already said.
-    let last_request = w.model.requests().last().cloned().unwrap().to_string();
+    // The re-review was told what the first review already said: every earlier finding (the
+    // posted ones and the canary) stands under its heading in the re-review's first user
+    // message, and none of them is text of the repository the diff could have carried.
+    let first_user = first_user_text(w.model.requests().last().unwrap());
+    let (_, earlier) = first_user
+        .split_once("Earlier findings on this pull request")
+        .unwrap_or_else(|| panic!("no earlier findings in the prompt: {first_user}"));
+    let earlier = earlier.split("The diff changes").next().unwrap();
+    for body in &first_review_findings {
+        let shown = body.trim().replace('\n', " ");
+        let shown: String = shown.chars().take(200).collect();
+        assert!(
+            earlier.contains(&shown),
+            "earlier finding {shown:?} not in the prompt's list: {earlier}"
+        );
+        assert!(!history.contains(&shown), "{shown:?} is repository text");
+    }
+    assert!(earlier.contains(&format!("- [question] src/lib.rs:2: {EARLIER_CANARY}")));
+    let first_prompt = first_user_text(&w.model.requests()[0]);
     assert!(
-        last_request.contains("report bad input") || last_request.contains("unwrap"),
-        "earlier findings not in the prompt"
+        !first_prompt.contains("Earlier findings"),
+        "the first review had no earlier findings: {first_prompt}"
     );
     assert_eq!(w.forge.completed_check_runs().len(), 2);
 }

@@ -1,4 +1,4 @@
-//! The chat over recorded data (spec/review-service.md section 4, Chat; DESIGN.md, Chat): a
+//! The chat over recorded data (docs/review-service.md §4, Chat; docs/architecture.md, Chat): a
 //! small tool loop whose only tool, [`CHAT_TOOL`], runs one read-only SELECT through a
 //! [`ChatDatabase`], and whose progress is told as parts of the Vercel AI SDK v5 UI message
 //! stream ([`UiPart`], FACTS.md) so the route can forward them as they happen.
@@ -7,7 +7,7 @@
 //! (rule 2); the run stops as soon as its cancellation token fires, dropping the model request
 //! in flight (rule 3); nothing is written anywhere (rule 4). Model errors and refused SQL are
 //! never errors of the call: they arrive in the stream as an `error` part or as the tool's
-//! output, for the user and the model to read (spec section 7).
+//! output, for the user and the model to read (docs/review-service.md §7).
 
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use crate::provider::{
 /// The one tool of the chat: `query_database {sql}`.
 pub const CHAT_TOOL: &str = "query_database";
 
-/// Model calls per turn at most (spec section 8, chat tool steps).
+/// Model calls per turn at most (docs/review-service.md §8, chat tool steps).
 pub const CHAT_MAX_STEPS: u32 = 6;
 
 /// The text the stream carries (in the last step, after its tool output) when that step still
@@ -206,7 +206,7 @@ pub struct Chat {
 
 impl Chat {
     /// Resolves the model's provider. `questions` are the user's texts, oldest first (spec
-    /// section 4, Chat rule 1: the caller keeps only user text).
+    /// §4, Chat rule 1: the caller keeps only user text).
     ///
     /// Errors, before anything is streamed: [`AgentError::UnknownProvider`] and
     /// [`AgentError::MissingKey`] (the route answers them 400).

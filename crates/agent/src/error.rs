@@ -1,11 +1,11 @@
 //! The one error enum of the agent crate. Every message names what went wrong in words an
-//! operator understands, because the app stores it as the review's `error` (spec section 2).
+//! operator understands, because the app stores it as the review's `error` (docs/review-service.md §2).
 
 /// Why an agent call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     /// The provider's API key is not configured: neither the stored setting nor its environment
-    /// fallback is set (DESIGN.md, Configuration: providers and key slots).
+    /// fallback is set (docs/configuration.md: providers and key slots).
     #[error(
         "no API key for provider {provider}: set the `{setting}` setting or the {env} environment variable"
     )]
@@ -68,7 +68,7 @@ pub enum AgentError {
 
 impl AgentError {
     /// True when the run was cancelled on purpose (stop or supersede), which the caller must not
-    /// treat as a genuine failure (no automatic retry, spec section 3).
+    /// treat as a genuine failure (no automatic retry, docs/review-service.md §3).
     pub fn is_cancelled(&self) -> bool {
         matches!(self, AgentError::Cancelled)
     }
@@ -78,7 +78,7 @@ impl AgentError {
         matches!(self, AgentError::BudgetExceeded(_))
     }
 
-    /// True for timeouts (a genuine failure, DESIGN.md Lifecycle extras).
+    /// True for timeouts (a genuine failure, docs/architecture.md, Lifecycle extras).
     pub fn is_timeout(&self) -> bool {
         matches!(self, AgentError::Timeout(_))
     }

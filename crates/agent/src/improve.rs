@@ -1,4 +1,4 @@
-//! The REVIEW.md improver (spec section 4, Improve; FACTS.md, the improver of the original
+//! The REVIEW.md improver (docs/review-service.md §4, Improve; FACTS.md, the improver of the original
 //! service): reads the humans' replies to the reviewer's inline comments, keeps durable
 //! repo-wide learnings, and rewrites REVIEW.md whole, under 80 lines, or answers that there is
 //! nothing to learn. Thread text is untrusted data: it is passed as JSON inside a marked block,

@@ -1,4 +1,4 @@
-//! The LLM review agent (DESIGN.md, Agent): thin serde clients of the Anthropic Messages API and
+//! The LLM review agent (docs/architecture.md, Agent): thin serde clients of the Anthropic Messages API and
 //! OpenAI chat completions (no vendor SDK; FACTS.md explains why), one registry table mapping
 //! providers to wire format and key slot, read-only tools confined to a worktree, the two
 //! posting tools behind [`ReviewPoster`], the tool loop [`run_review`], transcripts per session
@@ -19,8 +19,9 @@ mod transcript;
 pub use catalog::{Catalog, CatalogModel, CatalogProvider, Cost, Limit};
 pub use chat::{Chat, ChatDatabase, ChatEnd, ChatOutcome, UiPart};
 pub use error::AgentError;
+pub use prompt::Skill;
 pub use provider::{ProviderSettings, Usage, complete_text};
-pub use review::{Budget, PrContext, ReviewJob, ReviewOutcome, Skill, run_review};
+pub use review::{Budget, ReviewJob, ReviewOutcome, run_review};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::ReviewPoster;
 pub use transcript::{TranscriptStore, validate_session_id};

@@ -1,13 +1,23 @@
-//! The instructions of a review, layered as DESIGN.md (Agent) says: the fixed review protocol
+//! The instructions of a review, layered as docs/architecture.md, Agent says: the fixed review protocol
 //! of the original service (FACTS.md) that no later layer can override, then the replaceable
 //! focus, then the repository's REVIEW.md (or AGENTS.md), then the enabled skills. PR content
 //! goes in the user message and is marked as untrusted input.
 
 use std::fmt::Write as _;
 
-use crate::review::{PrContext, Skill};
 use crate::tools::path::Root;
-use review_domain::FindingRow;
+use review_domain::{FindingRow, PullRequest};
+
+/// An enabled reviewer skill, appended to the instructions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    /// Skill name (`^[a-z0-9]+(-[a-z0-9]+)*$`).
+    pub name: String,
+    /// One-line description.
+    pub description: Option<String>,
+    /// The skill's instructions (markdown).
+    pub content: String,
+}
 
 /// The fixed protocol. Changing it changes every review; it is deliberately not configurable.
 pub const REVIEW_PROTOCOL: &str = "\
@@ -101,9 +111,11 @@ pub fn system_prompt(focus: &str, repo: Option<&(String, String)>, skills: &[Ski
     s
 }
 
-/// The first user message: the PR context, earlier findings, and the diff's size.
+/// The first user message: the PR context with its commit subjects, earlier findings, and the
+/// diff's size.
 pub fn user_message(
-    pr: &PrContext,
+    pr: &PullRequest,
+    commits: &[String],
     earlier: &[FindingRow],
     diff_files: usize,
     diff_bytes: usize,
@@ -118,9 +130,9 @@ pub fn user_message(
     }
     let _ = writeln!(s, "Base: {} ({})", pr.base_ref, pr.base_sha);
     let _ = writeln!(s, "Head: {} ({})", pr.head_ref, pr.head_sha);
-    if !pr.commits.is_empty() {
+    if !commits.is_empty() {
         s.push_str("Commits:\n");
-        for c in &pr.commits {
+        for c in commits {
             let _ = writeln!(s, "- {}", c.lines().next().unwrap_or(""));
         }
     }

@@ -1,5 +1,5 @@
-//! One review run: the tool loop over a provider client (DESIGN.md, Agent; spec section 1 step
-//! 6). The loop sends the layered instructions and the PR context, runs the model's tool calls
+//! One review run: the tool loop over a provider client (docs/architecture.md, Agent;
+//! docs/review-service.md §1 step 6). The loop sends the layered instructions and the PR context, runs the model's tool calls
 //! through the registry, and ends when the model stops after posting. A model that stops
 //! without posting is nudged once; the run is bounded by a step limit, an idle timeout, a total
 //! timeout and a cancellation token.
@@ -8,51 +8,17 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use review_domain::{FindingRow, ModelSpec};
+use review_domain::{FindingRow, ModelSpec, PullRequest};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Catalog;
 use crate::diff;
 use crate::error::AgentError;
-use crate::prompt;
+use crate::prompt::{self, Skill};
 use crate::provider::{Message, ModelRequest, ProviderSettings, Usage};
 use crate::tools::{PostState, ReviewPoster, ToolContext, ToolRegistry, path::Root};
 use crate::transcript::{TranscriptStore, TranscriptWriter};
-
-/// The pull request under review, as the forge reports it. Everything here is untrusted input.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PrContext {
-    /// PR number.
-    pub number: i64,
-    /// Title.
-    pub title: String,
-    /// Description.
-    pub body: Option<String>,
-    /// Author login.
-    pub author: Option<String>,
-    /// Base branch name.
-    pub base_ref: String,
-    /// Head branch name.
-    pub head_ref: String,
-    /// Base commit SHA.
-    pub base_sha: String,
-    /// Head commit SHA.
-    pub head_sha: String,
-    /// Commit subjects (or messages; only the first line is used), oldest first.
-    pub commits: Vec<String>,
-}
-
-/// An enabled reviewer skill, appended to the instructions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skill {
-    /// Skill name (`^[a-z0-9]+(-[a-z0-9]+)*$`).
-    pub name: String,
-    /// One-line description.
-    pub description: Option<String>,
-    /// The skill's instructions (markdown).
-    pub content: String,
-}
 
 /// Everything one review run needs besides the shared services.
 #[derive(Debug, Clone)]
@@ -69,8 +35,11 @@ pub struct ReviewJob {
     pub focus: String,
     /// Enabled skills.
     pub skills: Vec<Skill>,
-    /// The PR.
-    pub pr: PrContext,
+    /// The PR (untrusted input).
+    pub pr: PullRequest,
+    /// Commit subjects of the PR (or messages; only the first line is used), oldest first;
+    /// default none (untrusted input).
+    pub commits: Vec<String>,
     /// Findings of earlier reviews of this PR (re-review: not to be posted again).
     pub earlier_findings: Vec<FindingRow>,
     /// Model calls allowed; default 40.
@@ -126,14 +95,14 @@ impl Budget {
 }
 
 impl ReviewJob {
-    /// A job with the defaults: no focus (built-in), no skills, no earlier findings, 40 steps,
+    /// A job with the defaults: no focus (built-in), no skills, no commits, no earlier findings, 40 steps,
     /// 400 000-byte diff cap, 5 min idle and 45 min total timeouts.
     pub fn new(
         session_id: impl Into<String>,
         worktree: impl Into<PathBuf>,
         diff: impl Into<String>,
         model: ModelSpec,
-        pr: PrContext,
+        pr: PullRequest,
     ) -> Self {
         ReviewJob {
             session_id: session_id.into(),
@@ -143,6 +112,7 @@ impl ReviewJob {
             focus: String::new(),
             skills: Vec::new(),
             pr,
+            commits: Vec::new(),
             earlier_findings: Vec::new(),
             max_steps: 40,
             diff_cap_bytes: 400_000,
@@ -214,6 +184,7 @@ pub async fn run_review(
     let system = prompt::system_prompt(&job.focus, repo.as_ref(), &job.skills);
     let user = prompt::user_message(
         &job.pr,
+        &job.commits,
         &job.earlier_findings,
         parsed.files.len(),
         capped.total_bytes,

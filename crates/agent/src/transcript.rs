@@ -1,4 +1,4 @@
-//! Session transcripts (DESIGN.md, Agent): every message, tool call, tool result and usage of a
+//! Session transcripts (docs/architecture.md, Agent): every message, tool call, tool result and usage of a
 //! run, as one JSON document at `<sessions_dir>/<session_id>.json`. One writer task owns the
 //! document and rewrites the file (write to a temporary file, then rename) after every item, so
 //! a run that fails or is aborted still leaves its transcript up to that point. Items are

@@ -8,11 +8,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use agent::{
-    AgentError, CancellationToken, Catalog, PrContext, ProviderSettings, ReviewJob, ReviewPoster,
+    AgentError, CancellationToken, Catalog, ProviderSettings, ReviewJob, ReviewPoster,
     TranscriptStore, complete_text, run_review,
 };
 use pretty_assertions::assert_eq;
-use review_domain::{FindingRow, ModelSpec, PostedReview, ReviewEvent, ReviewSubmission, Side};
+use review_domain::{
+    FindingRow, ModelSpec, PostedReview, PullRequest, ReviewEvent, ReviewSubmission, Side,
+};
 use serde_json::{Value, json};
 use test_doubles::scripted_model::{Behavior, FAIL_MESSAGE, REPLY_WITHOUT_TOOLS, ScriptedModel};
 
@@ -118,8 +120,8 @@ fn make_repo(extra_files: &[(&str, &str)], big_file: bool) -> Repo {
     }
 }
 
-fn pr() -> PrContext {
-    PrContext {
+fn pr() -> PullRequest {
+    PullRequest {
         number: 7,
         title: "Add load".into(),
         body: Some("Adds a loader.".into()),
@@ -128,7 +130,6 @@ fn pr() -> PrContext {
         head_ref: "feature".into(),
         base_sha: "b".repeat(40),
         head_sha: "h".repeat(40),
-        commits: vec!["add load".into()],
     }
 }
 
@@ -178,13 +179,15 @@ async fn run(model: &ScriptedModel, spec: &str, stream: bool, job: ReviewJob) ->
 }
 
 fn job(repo: &Repo, session: &str) -> ReviewJob {
-    ReviewJob::new(
+    let mut job = ReviewJob::new(
         session,
         repo.dir.path(),
         repo.diff.clone(),
         ANTHROPIC.parse().unwrap(),
         pr(),
-    )
+    );
+    job.commits = vec!["add load".into()];
+    job
 }
 
 fn last_user_text(request: &Value) -> String {

@@ -1,4 +1,4 @@
-//! GitHub, as the review service needs it (spec/review-service.md sections 1 and 4; FACTS.md,
+//! GitHub, as the review service needs it (docs/review-service.md §1 and §4; FACTS.md,
 //! Wire formats): webhook signatures and payload types, GitHub App authentication with cached
 //! installation tokens, and the REST calls a review makes. The [`Forge`] trait is what the
 //! server holds, so tests can point [`GitHubForge`] at a fake forge on loopback.
@@ -10,6 +10,7 @@ pub mod webhook;
 
 pub use client::{AppCredentials, GitHubForge};
 pub use signature::{sign, verify_signature};
+pub use webhook::PullRequest;
 
 use async_trait::async_trait;
 use review_domain::{PostedReview, ReviewSubmission};
@@ -54,23 +55,7 @@ impl RepoRef {
     }
 }
 
-/// The parts of a pull request a review needs (GET /repos/{o}/{r}/pulls/{n}).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullRequest {
-    pub number: i64,
-    pub title: String,
-    #[serde(default)]
-    pub body: Option<String>,
-    #[serde(default)]
-    pub draft: bool,
-    #[serde(default)]
-    pub state: Option<String>,
-    pub user: Option<webhook::User>,
-    pub head: webhook::GitRef,
-    pub base: webhook::GitRef,
-}
-
-/// A repository read through the contents API (spec section 4, Skills): with the token of its
+/// A repository read through the contents API (docs/review-service.md §4, Skills): with the token of its
 /// installation when the App is installed on it, anonymously (public repositories) otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepoRead {

@@ -1,5 +1,5 @@
 //! Webhook payload types: the fields of GitHub's deliveries that the review service reads
-//! (spec/review-service.md section 6, Inbound). Everything else in a payload is ignored, and
+//! (docs/review-service.md §6, Inbound). Everything else in a payload is ignored, and
 //! optional fields are optional, so GitHub adding fields never breaks a delivery.
 
 use serde::{Deserialize, Serialize};
@@ -35,9 +35,11 @@ pub struct GitRef {
     pub sha: String,
 }
 
-/// The pull request inside a pull_request delivery.
+/// A pull request as GitHub's JSON shows it, in a pull_request delivery and in the answer of
+/// GET /repos/{o}/{r}/pulls/{n} alike (the same object). The review pipeline takes it as
+/// [`review_domain::PullRequest`] through [`PullRequest::to_domain`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullRequestPayload {
+pub struct PullRequest {
     pub number: i64,
     pub title: String,
     #[serde(default)]
@@ -45,9 +47,27 @@ pub struct PullRequestPayload {
     #[serde(default)]
     pub draft: bool,
     #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
     pub user: Option<User>,
     pub head: GitRef,
     pub base: GitRef,
+}
+
+impl PullRequest {
+    /// The domain pull request: author login, branch names and commits, as given.
+    pub fn to_domain(&self) -> review_domain::PullRequest {
+        review_domain::PullRequest {
+            number: self.number,
+            title: self.title.clone(),
+            body: self.body.clone(),
+            author: self.user.as_ref().map(|u| u.login.clone()),
+            base_ref: self.base.git_ref.clone(),
+            base_sha: self.base.sha.clone(),
+            head_ref: self.head.git_ref.clone(),
+            head_sha: self.head.sha.clone(),
+        }
+    }
 }
 
 /// `X-GitHub-Event: pull_request`.
@@ -55,7 +75,7 @@ pub struct PullRequestPayload {
 pub struct PullRequestEvent {
     pub action: String,
     pub number: i64,
-    pub pull_request: PullRequestPayload,
+    pub pull_request: PullRequest,
     pub repository: Repository,
     #[serde(default)]
     pub installation: Option<Installation>,
@@ -98,7 +118,7 @@ pub struct IssueCommentEvent {
 }
 
 impl IssueCommentEvent {
-    /// The trigger command of DESIGN.md (Lifecycle extras): a new comment on a pull request
+    /// The trigger command of docs/architecture.md, Lifecycle extras: a new comment on a pull request
     /// whose first word is `/review`, by a user with write access (author_association OWNER,
     /// MEMBER or COLLABORATOR).
     pub fn is_review_command(&self) -> bool {

@@ -48,10 +48,10 @@ export interface paths {
         /**
          * POST /api/chat: answers with the UI message stream (`text/event-stream`, header
          *     `x-vercel-ai-ui-message-stream: v1`): `data: <part>` frames ending with `data: [DONE]`.
-         *     Model errors and refused SQL arrive inside the stream (spec section 7). 400 `{error}` when
+         *     Model errors and refused SQL arrive inside the stream (docs/review-service.md §7). 400 `{error}` when
          *     no user message has text, a question is over 4000 characters, or the model's provider has
          *     no API key (or the model setting is not `<provider>/<model>`); 422 `{error}` naming the
-         *     field when the body breaks the limits of spec section 8.
+         *     field when the body breaks the limits of docs/review-service.md §8.
          */
         post: {
             parameters: {
@@ -159,7 +159,7 @@ export interface paths {
         /**
          * GET /api/models: `{total, providers, models[]}`; without `all=1` only configured providers'
          *     models; `q` filters `<provider>/<model>` case-insensitively; `refresh=1` rebuilds the cached
-         *     catalog; at most 100 models (spec section 4, Models).
+         *     catalog; at most 100 models (docs/review-service.md §4, Models).
          */
         get: {
             parameters: {
@@ -303,7 +303,7 @@ export interface paths {
         };
         /**
          * PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-         *     keeps it (spec section 4, PUT repo rules).
+         *     keeps it (docs/review-service.md §4, PUT repo rules).
          */
         put: {
             parameters: {
@@ -385,7 +385,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * POST improve (spec section 4, Improve): 202 `{ok: true}` and the improver run is queued; it
+         * POST improve (docs/review-service.md §4, Improve): 202 `{ok: true}` and the improver run is queued; it
          *     may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
          *     the repo is not registered.
          */
@@ -524,7 +524,7 @@ export interface paths {
         };
         /**
          * GET /api/reviews: ReviewRow[] newest id first, skipped included, filtered by status and
-         *     the stats filter, at most `limit` (spec section 4, Reviews; section 8).
+         *     the stats filter, at most `limit` (docs/review-service.md §4, Reviews; §8).
          */
         get: {
             parameters: {
@@ -663,7 +663,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * POST /api/reviews/:id/retry (spec section 4): re-fetch the PR and start a fresh review
+         * POST /api/reviews/:id/retry (docs/review-service.md §4): re-fetch the PR and start a fresh review
          *     with trigger retry; the original row is untouched. 202 `{ok:true}`; 404 `Not found` or
          *     `repo not found` (plain text); 502 `{ok:false, error}` when the forge cannot give the PR.
          */
@@ -773,7 +773,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * POST /api/reviews/:id/stop (spec section 3): aborts a live run (`{ok:true, live:true}`; it
+         * POST /api/reviews/:id/stop (docs/review-service.md §3): aborts a live run (`{ok:true, live:true}`; it
          *     ends failed with `Stopped by user`); a pending or running row with no live run here is
          *     failed directly (`{ok:true, live:false}`); a terminal one answers `{ok:false, reason:
          *     "already completed"}`. Stopped reviews are never retried.
@@ -823,7 +823,7 @@ export interface paths {
         };
         /**
          * GET /api/settings: every stored setting as a flat object of strings, API keys unredacted
-         *     (spec section 4, Settings). A key never set is absent.
+         *     (docs/review-service.md §4, Settings). A key never set is absent.
          */
         get: {
             parameters: {
@@ -848,7 +848,7 @@ export interface paths {
             };
         };
         /**
-         * PUT /api/settings: apply rules 1-3 of spec section 4 and answer the full settings object.
+         * PUT /api/settings: apply rules 1-3 of docs/review-service.md §4 and answer the full settings object.
          *     422 `{error}` naming the field for an unknown key, a non-string value or a model field that
          *     is not `<provider>/<model>`; nothing is written then.
          */
@@ -966,7 +966,7 @@ export interface paths {
         /**
          * POST /api/skills: install from a tree URL, pinned to the commit SHA it was fetched at,
          *     enabled; a re-install by name updates in place and re-enables. 422 `{error}` when the URL
-         *     cannot be parsed or the fetch fails (spec section 4, Skills; section 7).
+         *     cannot be parsed or the fetch fails (docs/review-service.md §4, Skills; §7).
          */
         post: {
             parameters: {
@@ -1100,7 +1100,7 @@ export interface paths {
         /**
          * GET /api/stats: projects, models, daily, triggers, latency, topCost (5), severity and
          *     allModels; skipped reviews are excluded, latency is over completed reviews, allModels is
-         *     unfiltered (spec section 4, Stats).
+         *     unfiltered (docs/review-service.md §4, Stats).
          */
         get: {
             parameters: {
@@ -1153,7 +1153,7 @@ export interface paths {
         };
         /**
          * GET /api/stats/charts: reliability, per-day latency percentiles over a 5000-row sample
-         *     (latencyTruncated when capped), findingsDaily and topFiles (10) (spec section 4, Stats).
+         *     (latencyTruncated when capped), findingsDaily and topFiles (10) (docs/review-service.md §4, Stats).
          */
         get: {
             parameters: {
@@ -1296,7 +1296,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Whether OAuth is configured (spec section 4). */
+        /** @description Whether OAuth is configured (docs/review-service.md §4). */
         AuthStatus: {
             /** @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set. */
             enabled: boolean;
@@ -1329,7 +1329,7 @@ export interface components {
             /** @description The part's type, e.g. `text`. */
             type: string;
         };
-        /** @description The body of POST /api/chat (spec section 4, Chat). Other keys are accepted and ignored. */
+        /** @description The body of POST /api/chat (docs/review-service.md §4, Chat). Other keys are accepted and ignored. */
         ChatRequest: {
             /** @description The conversation, oldest first. */
             messages: components["schemas"]["ChatMessage"][];
@@ -1386,7 +1386,7 @@ export interface components {
             day: string;
             severity: string;
         };
-        /** @description Body of POST /api/skills (spec section 4, Skills). */
+        /** @description Body of POST /api/skills (docs/review-service.md §4, Skills). */
         InstallSkill: {
             /** @description `<FORGE_URL>/<owner>/<repo>/tree/<ref>/<path>`. */
             url: string;
@@ -1427,7 +1427,7 @@ export interface components {
             provider: string;
             providerName: string;
         };
-        /** @description The body of GET /api/models (spec section 4, Models). */
+        /** @description The body of GET /api/models (docs/review-service.md §4, Models). */
         ModelList: {
             /** @description At most 100 models, ordered by provider then model id. */
             models: components["schemas"]["ModelEntry"][];
@@ -1540,14 +1540,14 @@ export interface components {
             trigger?: string | null;
         };
         /**
-         * @description Body of PUT /api/skills/:name (spec section 4, Skills): the one place a JSON boolean is
-         *     accepted (spec section 2, conventions).
+         * @description Body of PUT /api/skills/:name (docs/review-service.md §4, Skills): the one place a JSON boolean is
+         *     accepted (docs/review-service.md §2, conventions).
          */
         SetSkillEnabled: {
             enabled: boolean;
         };
         /**
-         * @description The body of GET /api/settings/test (spec section 4): `{ok: true, text}` with the reply cut to
+         * @description The body of GET /api/settings/test (docs/review-service.md §4): `{ok: true, text}` with the reply cut to
          *     200 characters, or `{ok: false, error}`. Always status 200.
          */
         SettingsTest: {
@@ -1558,7 +1558,7 @@ export interface components {
             text?: string | null;
         };
         /**
-         * @description The body of PUT /api/settings (spec section 4): every field optional; an absent field keeps
+         * @description The body of PUT /api/settings (docs/review-service.md §4): every field optional; an absent field keeps
          *     its value, an empty string deletes the row (the API keys then fall back to the environment,
          *     the model fields to the cascade), an empty `default_prompt` is a no-op.
          */

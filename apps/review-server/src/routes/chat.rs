@@ -1,4 +1,4 @@
-//! POST /api/chat (spec/review-service.md section 4, Chat; sections 7 and 8): questions about
+//! POST /api/chat (docs/review-service.md §4, Chat; §7 and §8): questions about
 //! the recorded data, answered by [`agent::Chat`] with one read-only SQL tool over
 //! [`review_store::Store::read_query`], streamed as the AI SDK v5 UI message stream.
 //!
@@ -16,6 +16,7 @@
 
 use super::events::event_stream_response;
 use crate::error::{ApiError, ErrorBody};
+use crate::records::StoreView;
 use crate::state::AppState;
 use agent::chat::DONE_FRAME;
 use agent::{AgentError, Chat, ChatDatabase, UiPart};
@@ -29,22 +30,21 @@ use axum::{Json, Router};
 use bytes::Bytes;
 use futures::StreamExt;
 use review_domain::ModelSpec;
-use review_store::Store;
 use serde_json::Value;
 use std::convert::Infallible;
 
-/// Messages per request: 1 to 40 (spec section 8).
+/// Messages per request: 1 to 40 (docs/review-service.md §8).
 pub const MAX_MESSAGES: usize = 40;
-/// Parts per message, at most (spec section 8).
+/// Parts per message, at most (docs/review-service.md §8).
 pub const MAX_PARTS: usize = 64;
-/// Characters of a part's `type`, at most (spec section 8).
+/// Characters of a part's `type`, at most (docs/review-service.md §8).
 pub const MAX_PART_TYPE_CHARS: usize = 64;
-/// Characters of a part's `text`, at most (spec section 8).
+/// Characters of a part's `text`, at most (docs/review-service.md §8).
 pub const MAX_TEXT_CHARS: usize = 4000;
-/// Characters of a message's `id`, at most (spec section 8).
+/// Characters of a message's `id`, at most (docs/review-service.md §8).
 pub const MAX_ID_CHARS: usize = 128;
 /// Characters of one question (a user message's text parts joined by newlines), at most; over
-/// it the answer is 400 (spec section 4, Chat: "a question over the character limit").
+/// it the answer is 400 (docs/review-service.md §4, Chat: "a question over the character limit").
 pub const MAX_QUESTION_CHARS: usize = 4000;
 
 /// Routes of this module.
@@ -52,7 +52,7 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/chat", post(chat))
 }
 
-/// The body of POST /api/chat (spec section 4, Chat). Other keys are accepted and ignored.
+/// The body of POST /api/chat (docs/review-service.md §4, Chat). Other keys are accepted and ignored.
 #[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
 pub struct ChatRequest {
     /// The conversation, oldest first.
@@ -96,10 +96,10 @@ pub struct ChatPart {
 
 /// POST /api/chat: answers with the UI message stream (`text/event-stream`, header
 /// `x-vercel-ai-ui-message-stream: v1`): `data: <part>` frames ending with `data: [DONE]`.
-/// Model errors and refused SQL arrive inside the stream (spec section 7). 400 `{error}` when
+/// Model errors and refused SQL arrive inside the stream (docs/review-service.md §7). 400 `{error}` when
 /// no user message has text, a question is over 4000 characters, or the model's provider has
 /// no API key (or the model setting is not `<provider>/<model>`); 422 `{error}` naming the
-/// field when the body breaks the limits of spec section 8.
+/// field when the body breaks the limits of docs/review-service.md §8.
 #[utoipa::path(post, path = "/api/chat", request_body = ChatRequest,
     responses(
         (status = 200, description = "AI SDK v5 UI message stream: `data: <json part>` frames ending with `data: [DONE]`",
@@ -182,7 +182,7 @@ fn stream(app: &AppState, chat: Chat, permit: tokio::sync::OwnedSemaphorePermit)
 }
 
 /// The chat tool's database: [`Store::read_query`], its errors as text for the model.
-struct ReadOnlyQueries(Store);
+struct ReadOnlyQueries(StoreView);
 
 #[async_trait::async_trait]
 impl ChatDatabase for ReadOnlyQueries {
@@ -192,7 +192,7 @@ impl ChatDatabase for ReadOnlyQueries {
     }
 }
 
-/// The user's questions (spec section 4, Chat rule 1): the text parts of user messages, joined
+/// The user's questions (docs/review-service.md §4, Chat rule 1): the text parts of user messages, joined
 /// per message; assistant and system messages, other part types and blank questions are
 /// dropped. Errors (400): no question is left, or one is over [`MAX_QUESTION_CHARS`].
 fn questions(request: &ChatRequest) -> Result<Vec<String>, String> {
@@ -227,7 +227,7 @@ fn questions(request: &ChatRequest) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// Validates the body against spec section 8 and reads it; the error (422) names the field.
+/// Validates the body against docs/review-service.md §8 and reads it; the error (422) names the field.
 fn parse_request(body: &Value) -> Result<ChatRequest, String> {
     let Some(obj) = body.as_object() else {
         return Err("expected a JSON object with messages".into());

@@ -1,4 +1,4 @@
-//! GET /api/events: the live event stream of spec/review-service.md section 6.
+//! GET /api/events: the live event stream of docs/review-service.md §6.
 //!
 //! A named `heartbeat` event opens the stream and is sent again after HEARTBEAT_SECS of
 //! silence; every other frame is `id: <monotonic>` plus `data: <json with type>`. The `repo`
@@ -35,7 +35,7 @@ pub struct EventsQuery {
     responses((status = 200, description = "server-sent events", content_type = "text/event-stream")))]
 pub async fn stream(State(app): State<AppState>, Query(q): Query<EventsQuery>) -> Response {
     let filter = q.repo.filter(|r| !r.is_empty());
-    let rx = app.records.events.subscribe();
+    let rx = app.records.subscribe();
     let heartbeat = Duration::from_secs(app.config.heartbeat_secs.max(1));
     let opening = futures::stream::once(async {
         Ok::<Bytes, Infallible>(Bytes::from_static(events::heartbeat_frame().as_bytes()))

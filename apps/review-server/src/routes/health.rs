@@ -1,4 +1,4 @@
-//! GET /health: 200 `{"ok":true}`, never behind the auth gate (spec section 4).
+//! GET /health: 200 `{"ok":true}`, never behind the auth gate (docs/review-service.md §4).
 
 use crate::state::AppState;
 use axum::routing::get;

@@ -1,4 +1,4 @@
-//! POST /internal/reviews/:id/findings: the findings write-back of DESIGN.md (Findings) for
+//! POST /internal/reviews/:id/findings: the findings write-back of docs/architecture.md, Findings for
 //! agent tools running out of process. Loopback peers only (403 otherwise), and the header
 //! `X-Internal-Secret` must hold the secret made at boot (401 otherwise). Shares
 //! [`Records::record_findings`](crate::records::Records::record_findings) with the in-process tools.

@@ -1,5 +1,5 @@
 //! HTTP routes, one module per feature, merged in [`router`] under one middleware stack
-//! (STYLE.md rule 6).
+//! (docs/architecture.md, Layout).
 
 pub mod auth;
 pub mod bodies;
@@ -43,11 +43,11 @@ pub fn router(state: AppState) -> Router {
         .merge(dashboard::router())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.auth.clone(),
             crate::auth::gate,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.hosts.clone(),
             crate::guard::guard,
         ))
         .layer(DefaultBodyLimit::max(crate::guard::WEBHOOK_BODY_LIMIT))

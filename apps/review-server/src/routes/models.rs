@@ -1,8 +1,9 @@
-//! GET /api/models (spec/review-service.md section 4, Models; section 8, model search results
+//! GET /api/models (docs/review-service.md §4, Models; §8, model search results
 //! and catalog cache). The search itself lives in [`crate::models`].
 
 use crate::error::ApiError;
 use crate::models::{ModelList, ModelQuery, configured_providers, search};
+use crate::run_settings::provider_settings;
 use crate::state::AppState;
 use axum::extract::{Query, State};
 use axum::routing::get;
@@ -19,7 +20,7 @@ fn is_one(v: Option<&str>) -> bool {
 
 /// GET /api/models: `{total, providers, models[]}`; without `all=1` only configured providers'
 /// models; `q` filters `<provider>/<model>` case-insensitively; `refresh=1` rebuilds the cached
-/// catalog; at most 100 models (spec section 4, Models).
+/// catalog; at most 100 models (docs/review-service.md §4, Models).
 #[utoipa::path(get, path = "/api/models", params(ModelQuery),
     responses((status = 200, body = ModelList)))]
 pub async fn list_models(
@@ -28,7 +29,14 @@ pub async fn list_models(
 ) -> Result<Json<ModelList>, ApiError> {
     let all = is_one(query.all.as_deref());
     let (catalog, _) = app.models.get(is_one(query.refresh.as_deref())).await;
-    let configured = configured_providers(&app).await?;
+    let settings = app.records.store.settings().await?;
+    let repos = app.records.store.repos().await?;
+    let configured = configured_providers(
+        &provider_settings(&app.config, &settings),
+        &settings,
+        &repos,
+        &app.config.agent_model,
+    );
     Ok(Json(search(
         &catalog,
         app.models.bundled(),

@@ -1,4 +1,4 @@
-//! Repos under /api (spec/review-service.md section 4, Repos): list, get, upsert, PUT, DELETE,
+//! Repos under /api (docs/review-service.md §4, Repos): list, get, upsert, PUT, DELETE,
 //! improve, and the review lists of a repo and of a PR.
 
 use crate::error::ApiError;
@@ -12,7 +12,7 @@ use review_domain::{RepoRow, ReviewRow};
 use serde::Deserialize;
 use serde_json::json;
 
-/// Reviews per repo or PR list (spec section 8).
+/// Reviews per repo or PR list (docs/review-service.md §8).
 const REVIEWS_PER_LIST: i64 = 200;
 
 pub fn router() -> Router<AppState> {
@@ -42,7 +42,7 @@ pub async fn one(
     row.map(Json).ok_or(ApiError::NotFound)
 }
 
-/// POST improve (spec section 4, Improve): 202 `{ok: true}` and the improver run is queued; it
+/// POST improve (docs/review-service.md §4, Improve): 202 `{ok: true}` and the improver run is queued; it
 /// may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
 /// the repo is not registered.
 #[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path), ("name" = String, Path)),
@@ -91,7 +91,7 @@ pub async fn upsert(
     }
     Ok(Json(
         app.records
-            .register_repo(&body.full_name, body.installation_id)
+            .register(&body.full_name, body.installation_id)
             .await?,
     ))
 }
@@ -112,7 +112,7 @@ pub struct Update {
 }
 
 /// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-/// keeps it (spec section 4, PUT repo rules).
+/// keeps it (docs/review-service.md §4, PUT repo rules).
 #[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)), request_body = Update,
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update(
@@ -128,7 +128,7 @@ pub async fn update(
     }
     let row = app
         .records
-        .update_repo(
+        .edit_repo(
             &format!("{owner}/{name}"),
             body.prompt.as_deref(),
             body.model.as_deref(),
@@ -144,7 +144,7 @@ pub async fn remove(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    app.records.delete_repo(&format!("{owner}/{name}")).await?;
+    app.records.remove_repo(&format!("{owner}/{name}")).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,9 +1,9 @@
-//! Reviews under /api (spec/review-service.md section 4, Reviews; section 3 for retry and
+//! Reviews under /api (docs/review-service.md §4, Reviews; §3 for retry and
 //! stop): one review, its findings, its session transcript, retry and stop.
 
 use crate::error::ApiError;
-use crate::pipeline::{self, PrJob};
-use crate::records::now;
+use crate::job::PrJob;
+use crate::review;
 use crate::state::{AppState, CancelReason};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -14,7 +14,7 @@ use forge::RepoRef;
 use review_domain::{FindingRow, ReviewRow, ReviewStatus, Trigger};
 use serde_json::{Value, json};
 
-/// Characters of a transcript shown when it is not JSON (spec section 8).
+/// Characters of a transcript shown when it is not JSON (docs/review-service.md §8).
 const RAW_SESSION_CHARS: usize = 1000;
 
 pub fn router() -> Router<AppState> {
@@ -101,7 +101,7 @@ pub async fn session(
     }))
 }
 
-/// POST /api/reviews/:id/retry (spec section 4): re-fetch the PR and start a fresh review
+/// POST /api/reviews/:id/retry (docs/review-service.md §4): re-fetch the PR and start a fresh review
 /// with trigger retry; the original row is untouched. 202 `{ok:true}`; 404 `Not found` or
 /// `repo not found` (plain text); 502 `{ok:false, error}` when the forge cannot give the PR.
 #[utoipa::path(post, path = "/api/reviews/{id}/retry", params(("id" = String, Path, description = "review id")),
@@ -138,11 +138,11 @@ pub async fn retry(
                 .into_response());
         }
     };
-    pipeline::enqueue(&app, PrJob::from_pull(repo_ref, &pr, Trigger::Retry, 0)).await?;
+    review::enqueue(&app, PrJob::from_pull(repo_ref, &pr, Trigger::Retry, 0)).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "ok": true }))).into_response())
 }
 
-/// POST /api/reviews/:id/stop (spec section 3): aborts a live run (`{ok:true, live:true}`; it
+/// POST /api/reviews/:id/stop (docs/review-service.md §3): aborts a live run (`{ok:true, live:true}`; it
 /// ends failed with `Stopped by user`); a pending or running row with no live run here is
 /// failed directly (`{ok:true, live:false}`); a terminal one answers `{ok:false, reason:
 /// "already completed"}`. Stopped reviews are never retried.
@@ -162,12 +162,10 @@ pub async fn stop(
     }
     let row = app
         .records
-        .store
-        .fail_review(review.id, CancelReason::Stopped.message(), None, now())
+        .fail(review.id, CancelReason::Stopped.message(), None)
         .await?;
     if row.is_none() {
         return Ok(Json(json!({ "ok": false, "reason": "already completed" })));
     }
-    app.records.review_updated(row);
     Ok(Json(json!({ "ok": true, "live": false })))
 }

@@ -1,4 +1,4 @@
-//! Skills under /api (spec/review-service.md section 4, Skills): list, install from a forge
+//! Skills under /api (docs/review-service.md §4, Skills): list, install from a forge
 //! tree URL, enable/disable, delete. The work is in [`crate::skills`].
 
 use crate::error::{ApiError, not_found};
@@ -23,15 +23,15 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// Body of POST /api/skills (spec section 4, Skills).
+/// Body of POST /api/skills (docs/review-service.md §4, Skills).
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
 pub struct InstallSkill {
     /// `<FORGE_URL>/<owner>/<repo>/tree/<ref>/<path>`.
     pub url: String,
 }
 
-/// Body of PUT /api/skills/:name (spec section 4, Skills): the one place a JSON boolean is
-/// accepted (spec section 2, conventions).
+/// Body of PUT /api/skills/:name (docs/review-service.md §4, Skills): the one place a JSON boolean is
+/// accepted (docs/review-service.md §2, conventions).
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
 pub struct SetSkillEnabled {
     pub enabled: bool,
@@ -45,7 +45,7 @@ pub async fn list_skills(State(app): State<AppState>) -> Result<Json<Vec<SkillMe
 
 /// POST /api/skills: install from a tree URL, pinned to the commit SHA it was fetched at,
 /// enabled; a re-install by name updates in place and re-enables. 422 `{error}` when the URL
-/// cannot be parsed or the fetch fails (spec section 4, Skills; section 7).
+/// cannot be parsed or the fetch fails (docs/review-service.md §4, Skills; §7).
 #[utoipa::path(post, path = "/api/skills", request_body = InstallSkill,
     responses((status = 200, body = SkillMetaRow),
         (status = 422, description = "URL unparseable or fetch failed: {error}", body = crate::error::ErrorBody)))]

@@ -1,4 +1,4 @@
-//! POST /webhook/github (spec/review-service.md sections 1, 4 and 6; DESIGN.md, Lifecycle
+//! POST /webhook/github (docs/review-service.md §1, §4 and §6; docs/architecture.md, Lifecycle
 //! extras).
 //!
 //! The raw body is HMAC-verified with FORGE_WEBHOOK_SECRET before anything else (401
@@ -21,8 +21,9 @@
 //! JSON, or a known event whose payload lacks a field we need, is 400 with the parse error.
 
 use crate::error::ApiError;
-use crate::pipeline::{self, PrJob};
+use crate::job::PrJob;
 use crate::records::now;
+use crate::review;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -136,11 +137,8 @@ async fn dispatch(
         Err(e) if e.is_data() => (None, 0),
         Err(e) => return Err(ApiError::BadRequest(format!("body is not JSON: {e}"))),
     };
-    app.records.events.publish(
-        "webhook:received",
-        repo_name.as_deref(),
-        json!({ "repo": repo_name, "name": event, "delivery": delivery }),
-    );
+    app.records
+        .webhook_received(repo_name.as_deref(), event, delivery);
     tracing::debug!(event, ?delivery, repo = ?repo_name, "webhook verified");
 
     match event {
@@ -163,7 +161,7 @@ async fn dispatch(
             ) {
                 for r in &e.repositories {
                     app.records
-                        .register_repo(&r.full_name, e.installation.id)
+                        .register(&r.full_name, e.installation.id)
                         .await?;
                 }
             }
@@ -172,7 +170,7 @@ async fn dispatch(
             let e: InstallationRepositoriesEvent = payload(event, body)?;
             for r in &e.repositories_added {
                 app.records
-                    .register_repo(&r.full_name, e.installation.id)
+                    .register(&r.full_name, e.installation.id)
                     .await?;
             }
         }
@@ -182,16 +180,13 @@ async fn dispatch(
 }
 
 /// Register the repo and return it when enabled; a disabled repo is skipped (debug log only,
-/// spec section 1 step 3).
+/// docs/review-service.md §1 step 3).
 async fn enabled_repo(
     app: &AppState,
     full_name: &str,
     installation_id: i64,
 ) -> Result<Option<RepoRow>, ApiError> {
-    let row = app
-        .records
-        .register_repo(full_name, installation_id)
-        .await?;
+    let row = app.records.register(full_name, installation_id).await?;
     if row.enabled == 1 {
         Ok(Some(row))
     } else {
@@ -200,12 +195,25 @@ async fn enabled_repo(
     }
 }
 
-fn repo_ref(repo: &forge::webhook::Repository, installation_id: i64) -> RepoRef {
-    RepoRef {
+/// The delivery's repository, registered ([`enabled_repo`]), as the forge reaches it through
+/// the delivery's installation; None when the repo is disabled.
+async fn enabled_target(
+    app: &AppState,
+    repo: &forge::webhook::Repository,
+    installation: Option<forge::webhook::Installation>,
+) -> Result<Option<RepoRef>, ApiError> {
+    let installation_id = installation.map_or(0, |i| i.id);
+    if enabled_repo(app, &repo.full_name, installation_id)
+        .await?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    Ok(Some(RepoRef {
         installation_id,
         owner: repo.owner.login.clone(),
         name: repo.name.clone(),
-    }
+    }))
 }
 
 async fn pull_request(app: &AppState, e: PullRequestEvent) -> Result<(), ApiError> {
@@ -219,13 +227,9 @@ async fn pull_request(app: &AppState, e: PullRequestEvent) -> Result<(), ApiErro
             return Ok(());
         }
     };
-    let installation_id = e.installation.map_or(0, |i| i.id);
-    if enabled_repo(app, &e.repository.full_name, installation_id)
-        .await?
-        .is_none()
-    {
+    let Some(repo) = enabled_target(app, &e.repository, e.installation).await? else {
         return Ok(());
-    }
+    };
     if e.pull_request.draft && trigger != Trigger::ReadyForReview {
         tracing::debug!(
             pr = e.number,
@@ -233,19 +237,10 @@ async fn pull_request(app: &AppState, e: PullRequestEvent) -> Result<(), ApiErro
         );
         return Ok(());
     }
-    let pr = e.pull_request;
-    let pull = forge::PullRequest {
-        number: e.number,
-        title: pr.title,
-        body: pr.body,
-        draft: pr.draft,
-        state: None,
-        user: pr.user,
-        head: pr.head,
-        base: pr.base,
-    };
-    let job = PrJob::from_pull(repo_ref(&e.repository, installation_id), &pull, trigger, 0);
-    pipeline::enqueue(app, job).await?;
+    let mut job = PrJob::from_pull(repo, &e.pull_request, trigger, 0);
+    // The delivery's own number names the PR (it equals pull_request.number on GitHub).
+    job.pr.number = e.number;
+    review::enqueue(app, job).await?;
     Ok(())
 }
 
@@ -253,14 +248,9 @@ async fn issue_comment(app: &AppState, e: IssueCommentEvent) -> Result<(), ApiEr
     if !e.is_review_command() {
         return Ok(());
     }
-    let installation_id = e.installation.map_or(0, |i| i.id);
-    if enabled_repo(app, &e.repository.full_name, installation_id)
-        .await?
-        .is_none()
-    {
+    let Some(repo) = enabled_target(app, &e.repository, e.installation).await? else {
         return Ok(());
-    }
-    let repo = repo_ref(&e.repository, installation_id);
+    };
     let number = e.issue.number;
     let app = app.clone();
     // The PR's head and base come from the forge; fetch them after replying.
@@ -268,7 +258,7 @@ async fn issue_comment(app: &AppState, e: IssueCommentEvent) -> Result<(), ApiEr
         match app.forge.pull_request(&repo, number).await {
             Ok(pr) => {
                 let job = PrJob::from_pull(repo, &pr, Trigger::Command, 0);
-                if let Err(e) = pipeline::enqueue(&app, job).await {
+                if let Err(e) = review::enqueue(&app, job).await {
                     tracing::error!(error = %e, "cannot start the /review command");
                 }
             }

@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 use crate::error::AgentError;
 pub use types::*;
 
-/// Endpoints, keys and the streaming switch of the three providers (DESIGN.md, Configuration).
+/// Endpoints, keys and the streaming switch of the three providers (docs/configuration.md.
 /// The app fills it from the settings table with the environment as fallback.
 #[derive(Clone)]
 pub struct ProviderSettings {
@@ -115,8 +115,8 @@ pub struct ProviderEntry {
     pub key: KeySlot,
 }
 
-/// The registry: the one table mapping provider ids to wire format and key slot (DESIGN.md,
-/// Configuration: providers and key slots). Base URLs come from [`ProviderSettings`].
+/// The registry: the one table mapping provider ids to wire format and key slot
+/// (docs/configuration.md: providers and key slots). Base URLs come from [`ProviderSettings`].
 pub const PROVIDERS: &[ProviderEntry] = &[
     ProviderEntry {
         id: "anthropic",
@@ -287,31 +287,25 @@ impl ModelClient {
             out.apply(ev);
         };
         if self.stream {
-            match self.wire {
-                WireFormat::AnthropicMessages => {
-                    let mut parser = anthropic::StreamParser::default();
-                    sse::drive(response, idle, |data| {
-                        let (events, done) = parser.on_data(data)?;
-                        for ev in events {
-                            emit(ev, &mut out);
-                        }
-                        Ok(done)
-                    })
-                    .await?;
+            // One parser per wire format; only the one of `self.wire` is fed.
+            let mut anthropic_parser = anthropic::StreamParser::default();
+            let mut openai_parser = openai::StreamParser::default();
+            let wire = &self.wire;
+            sse::drive(response, idle, |data| {
+                let (events, done) = match wire {
+                    WireFormat::AnthropicMessages => anthropic_parser.on_data(data)?,
+                    WireFormat::OpenAiChat => openai_parser.on_data(data)?,
+                };
+                for ev in events {
+                    emit(ev, &mut out);
                 }
-                WireFormat::OpenAiChat => {
-                    let mut parser = openai::StreamParser::default();
-                    sse::drive(response, idle, |data| {
-                        let (events, done) = parser.on_data(data)?;
-                        for ev in events {
-                            emit(ev, &mut out);
-                        }
-                        Ok(done)
-                    })
-                    .await?;
-                    for ev in parser.finish() {
-                        emit(ev, &mut out);
-                    }
+                Ok(done)
+            })
+            .await?;
+            if matches!(wire, WireFormat::OpenAiChat) {
+                // A stream that ends after a finish reason without `[DONE]` still completes.
+                for ev in openai_parser.finish() {
+                    emit(ev, &mut out);
                 }
             }
             if !out.completed {

@@ -1,4 +1,4 @@
-//! The two posting tools of spec section 1 step 6: post_comment and post_review. They call a
+//! The two posting tools of docs/review-service.md §1 step 6: post_comment and post_review. They call a
 //! [`ReviewPoster`] supplied by the caller (the app posts to the forge and records findings).
 //! post_review first checks every inline comment against the diff's hunks and folds those
 //! outside into the review body, because GitHub rejects a whole review (422) when one comment

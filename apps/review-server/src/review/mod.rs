@@ -1,0 +1,279 @@
+//! The review of one pull request, from its pending row to its end state
+//! (docs/review-service.md §1 and §3): [`enqueue`] creates the row and starts the run; the run
+//! waits for a run slot, marks the row running, opens the check run, then goes through its
+//! stages, each in its own file:
+//!
+//! - [`prepare`]: sync, diff, the skip rules, the checkout;
+//! - `run.rs`: the agent with its inputs;
+//! - `poster.rs`: the agent's posting tools on the forge;
+//! - `retry.rs`: the automatic retry after a genuine failure.
+//!
+//! Whatever the outcome, the row ends completed, skipped or failed (through
+//! [`crate::records::Records`]), the worktree is removed and the check run completed.
+
+mod poster;
+pub mod prepare;
+mod retry;
+mod run;
+
+use crate::job::PrJob;
+use crate::state::{AppState, CancelReason, LiveRun};
+use agent::{CancellationToken, ReviewOutcome};
+use anyhow::anyhow;
+use forge::CheckConclusion;
+use review_domain::{ReviewRow, Trigger};
+use review_store::{Completion, NewReview};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tracing::Instrument;
+
+pub use retry::spawn_retry_worker;
+
+/// The check run's name on the PR.
+const CHECK_RUN_NAME: &str = "review-server";
+/// The longest a running review may take in all, git work included: 45 minutes (README, "What
+/// a review does"; docs/security.md, "The git phase").
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+
+/// How a run ended without an error.
+enum Finished {
+    /// The agent ran; the diff's patch id.
+    Completed(ReviewOutcome, String),
+    /// Nothing to review.
+    Skipped(prepare::Skip),
+}
+
+/// An error of a run, with what the run had spent when it failed.
+pub struct RunError {
+    error: anyhow::Error,
+    spent: Option<Completion>,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for RunError {
+    fn from(e: E) -> Self {
+        RunError {
+            error: e.into(),
+            spent: None,
+        }
+    }
+}
+
+/// Create the pending row for `job` (publishing review:created) and start its run in the
+/// background; a synchronize cancels the PR's older live runs (superseded). Returns the row;
+/// the run continues after the caller replies.
+pub async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
+    let row = app
+        .records
+        .create_review(&NewReview {
+            repo_full_name: job.repo.full_name(),
+            pr_number: job.pr.number,
+            title: Some(job.pr.title.clone()),
+            trigger: Some(job.trigger),
+            attempt: job.attempt,
+        })
+        .await?;
+    if job.trigger == Trigger::Synchronize {
+        app.supersede(&row.repo_full_name, row.pr_number, row.id);
+    }
+    let cancel = CancellationToken::new();
+    let reason = Arc::new(Mutex::new(None));
+    if let Ok(mut live) = app.live.lock() {
+        live.insert(
+            row.id,
+            LiveRun {
+                repo: row.repo_full_name.clone(),
+                pr_number: row.pr_number,
+                cancel: cancel.clone(),
+                reason: reason.clone(),
+            },
+        );
+    }
+    let app2 = app.clone();
+    let review = row.clone();
+    let span = tracing::info_span!("review", review_id = row.id, repo = %row.repo_full_name, pr = row.pr_number);
+    app.tasks.spawn(
+        async move {
+            let id = review.id;
+            lifecycle(&app2, review, job, cancel, reason).await;
+            if let Ok(mut live) = app2.live.lock() {
+                live.remove(&id);
+            }
+        }
+        .instrument(span),
+    );
+    Ok(row)
+}
+
+/// Run one review to its end state. Never panics; every outcome lands in the row.
+async fn lifecycle(
+    app: &AppState,
+    review: ReviewRow,
+    job: PrJob,
+    cancel: CancellationToken,
+    reason: Arc<Mutex<Option<CancelReason>>>,
+) {
+    let id = review.id;
+    // Wait for a run slot as pending; a stop or supersede while waiting ends the review here.
+    let permit = tokio::select! {
+        p = app.run_slots.clone().acquire_owned() => p.ok(),
+        _ = cancel.cancelled() => None,
+    };
+    let Some(_permit) = permit else {
+        let why = cancel_reason(&reason);
+        log_store_error(id, &app.records.fail(id, why.message(), None).await);
+        return;
+    };
+
+    let session_id = format!(
+        "review-{id}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    match app.records.start(id, &session_id).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return, // stopped while pending
+        Err(e) => {
+            tracing::error!(review_id = id, error = %e, "cannot mark review running");
+            return;
+        }
+    }
+    let check_run_id = match app
+        .forge
+        .create_check_run(&job.repo, &job.pr.head_sha, CHECK_RUN_NAME)
+        .await
+    {
+        Ok(cid) => {
+            if let Err(e) = app.records.attach_check_run(id, cid).await {
+                tracing::warn!(review_id = id, error = %e, "cannot record check run id");
+            }
+            Some(cid)
+        }
+        Err(e) => {
+            tracing::warn!(review_id = id, error = %e, "cannot create check run; reviewing without one");
+            None
+        }
+    };
+
+    let deadline = tokio::time::Instant::now() + REVIEW_TIMEOUT;
+    let stages = async {
+        match prepare::prepare(app, id, &job, deadline).await? {
+            Ok(checkout) => {
+                let patch_id = checkout.patch_id.clone();
+                let outcome = run::run_agent(
+                    app,
+                    &review,
+                    &job,
+                    &session_id,
+                    checkout,
+                    cancel.clone(),
+                    deadline,
+                )
+                .await?;
+                Ok(Finished::Completed(outcome, patch_id))
+            }
+            Err(skip) => Ok(Finished::Skipped(skip)),
+        }
+    };
+    let result = tokio::select! {
+        r = stages => r,
+        _ = cancel.cancelled() => Err(RunError { error: anyhow!("cancelled"), spent: None }),
+    };
+    let (conclusion, title, summary) =
+        record_end(app, &review, &job, result, &cancel, &reason).await;
+    if let Some(cid) = check_run_id
+        && let Err(e) = app
+            .forge
+            .complete_check_run(&job.repo, cid, conclusion, &title, &summary)
+            .await
+    {
+        tracing::warn!(review_id = id, error = %e, "cannot complete check run");
+    }
+}
+
+/// Records how the run ended on the row and starts what follows a genuine failure; returns
+/// the check run's conclusion, title and summary.
+async fn record_end(
+    app: &AppState,
+    review: &ReviewRow,
+    job: &PrJob,
+    result: Result<Finished, RunError>,
+    cancel: &CancellationToken,
+    reason: &Mutex<Option<CancelReason>>,
+) -> (CheckConclusion, String, String) {
+    let id = review.id;
+    match result {
+        Ok(Finished::Completed(outcome, patch_id)) => {
+            let done = Completion {
+                cost: outcome.cost,
+                tokens: outcome.tokens,
+                model: outcome.model.clone(),
+                patch_id: Some(patch_id),
+            };
+            log_store_error(id, &app.records.complete(id, &done).await);
+            let mut summary = format!(
+                "Model {}: {} tokens, ${:.4}; {} inline comment(s) folded into the summary.",
+                outcome.model, outcome.tokens, outcome.cost, outcome.folded_comments
+            );
+            if let Some(reason) = &outcome.cut_short {
+                summary.push_str(&format!(" Cut short at its budget: {reason}."));
+            }
+            (
+                CheckConclusion::Success,
+                "Review posted".to_owned(),
+                summary,
+            )
+        }
+        Ok(Finished::Skipped(skip)) => {
+            log_store_error(id, &app.records.skip(id, skip.patch_id.as_deref()).await);
+            (
+                CheckConclusion::Skipped,
+                "No new changes".to_owned(),
+                skip.summary.to_owned(),
+            )
+        }
+        Err(RunError { error, spent }) => {
+            let cancelled = cancel.is_cancelled();
+            let message = if cancelled {
+                cancel_reason(reason).message().to_owned()
+            } else {
+                format!("{error:#}")
+            };
+            tracing::warn!(review_id = id, error = %message, "review failed");
+            log_store_error(id, &app.records.fail(id, &message, spent.as_ref()).await);
+            if !cancelled && !is_operator_limit(&error) {
+                retry::after_genuine_failure(app, review, job, &message).await;
+            }
+            let conclusion = if cancelled {
+                CheckConclusion::Cancelled
+            } else {
+                CheckConclusion::Failure
+            };
+            (conclusion, "Review failed".to_owned(), message)
+        }
+    }
+}
+
+/// Whether a run failed at a limit the operator set: its budget (REVIEW_MAX_TOKENS,
+/// REVIEW_MAX_COST) or the tree caps (REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES). That is
+/// the limit working, not a genuine failure: a retry would stop at the same place.
+fn is_operator_limit(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<agent::AgentError>()
+            .is_some_and(agent::AgentError::is_budget)
+            || cause.downcast_ref::<prepare::TreeRefused>().is_some()
+    })
+}
+
+fn cancel_reason(reason: &Mutex<Option<CancelReason>>) -> CancelReason {
+    reason
+        .lock()
+        .ok()
+        .and_then(|r| *r)
+        .unwrap_or(CancelReason::Stopped)
+}
+
+fn log_store_error<T>(id: i64, r: &Result<T, review_store::StoreError>) {
+    if let Err(e) = r {
+        tracing::error!(review_id = id, error = %e, "cannot record the review's end state");
+    }
+}

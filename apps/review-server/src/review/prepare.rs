@@ -1,0 +1,222 @@
+//! The git stage of a review: sync the repository into the bare-clone cache, read the diff and
+//! the commit subjects, apply the skip rules, and check the head out for the agent's file
+//! tools. The work runs on blocking threads, held to the tree limits (REVIEW_MAX_TREE_ENTRIES,
+//! REVIEW_MAX_TREE_BYTES) and to the review's deadline, and stops when the review's future is
+//! dropped (stop, supersede, shutdown). The local `review` command reuses [`read_diff`] and
+//! [`check_out`].
+
+use super::{REVIEW_TIMEOUT, RunError};
+use crate::job::PrJob;
+use crate::state::AppState;
+use anyhow::{Context, anyhow};
+use git_cache::{GitError, Limits, Repo, RepoKey, Worktree};
+use review_domain::Trigger;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::time::Instant;
+
+/// Commit subjects shown to the agent at most.
+const COMMITS_SHOWN: usize = 50;
+
+/// The check run's summary of a review skipped for an empty diff.
+const EMPTY_DIFF: &str = "The pull request's diff against its base is empty; nothing to review.";
+/// The check run's summary of a review skipped by the patch-id rule.
+const SAME_PATCH: &str = "The patch id equals the last reviewed one; nothing new to review.";
+
+/// A prepared review: what the agent reads.
+pub struct Checkout {
+    /// `git diff base...head` as text.
+    pub diff: String,
+    /// Its patch id (empty when git cannot compute one).
+    pub patch_id: String,
+    /// Commit subjects, oldest first, at most 50.
+    pub commits: Vec<String>,
+    /// The head's checkout; removed when dropped.
+    pub worktree: Worktree,
+}
+
+/// A review with nothing to review (docs/architecture.md, Lifecycle extras).
+pub struct Skip {
+    /// The diff's patch id; None for an empty diff.
+    pub patch_id: Option<String>,
+    /// Why, for the check run.
+    pub summary: &'static str,
+}
+
+/// The diff of `base...head` (bytes) and the commit subjects the agent is shown, held to
+/// `limits`; a tree over them fails with the settings that raise them named.
+pub fn read_diff(
+    repo: &Repo,
+    base: &str,
+    head: &str,
+    limits: Limits,
+    stop: &AtomicBool,
+) -> anyhow::Result<(Vec<u8>, Vec<String>)> {
+    let diff = repo.diff_bytes(base, head, limits, stop).map_err(refusal)?;
+    let commits = repo.log(base, head, COMMITS_SHOWN).unwrap_or_default();
+    Ok((diff, commits))
+}
+
+/// Checks `head` out in a new folder under `parent` for the agent's file tools, held to
+/// `limits`. The folder is removed when the returned worktree drops.
+pub fn check_out(
+    repo: &Repo,
+    head: &str,
+    parent: &Path,
+    limits: Limits,
+    stop: &AtomicBool,
+) -> anyhow::Result<Worktree> {
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    repo.checkout(head, Some(parent), limits, stop)
+        .map_err(refusal)
+}
+
+/// Sync, diff, skip rules, checkout. An empty diff or an unchanged patch id is skipped before
+/// any checkout.
+pub async fn prepare(
+    app: &AppState,
+    review_id: i64,
+    job: &PrJob,
+    deadline: Instant,
+) -> Result<Result<Checkout, Skip>, RunError> {
+    let token = match app.forge.installation_token(job.repo.installation_id).await {
+        Ok(t) => Some(t),
+        Err(e) if app.config.git_url().starts_with("file://") => {
+            tracing::debug!(error = %e, "no installation token; cloning from a local URL without one");
+            None
+        }
+        Err(e) => return Err(anyhow!(e).context("installation token").into()),
+    };
+    // Fetch the PR head and the base branch into the cache (clone on first use).
+    let key = RepoKey {
+        host: app.config.forge_host(),
+        owner: job.repo.owner.clone(),
+        name: job.repo.name.clone(),
+    };
+    let url = format!(
+        "{}/{}/{}.git",
+        app.config.git_url().trim_end_matches('/'),
+        job.repo.owner,
+        job.repo.name
+    );
+    let refspecs = vec![
+        format!("+refs/pull/{0}/head:refs/pull/{0}/head", job.pr.number),
+        format!("+refs/heads/{0}:refs/heads/{0}", job.pr.base_ref),
+    ];
+    // Raised when this future is dropped or the deadline passes: the blocking git work polls it.
+    let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+    let limits = app.config.tree_limits();
+    let git = app.git.clone();
+    let (base_sha, head_sha) = (job.pr.base_sha.clone(), job.pr.head_sha.clone());
+    let (cloned, repo, diff, commits) = git_phase(deadline, &stop.0, move |stop| {
+        let synced = git
+            .sync(&key, &url, &refspecs, token.as_ref(), stop)
+            .with_context(|| format!("fetching {url}"))?;
+        let repo = Repo::open(&synced.path)?;
+        let (diff, commits) = read_diff(&repo, &base_sha, &head_sha, limits, stop)?;
+        Ok((synced.cloned, repo, diff, commits))
+    })
+    .await?;
+    tracing::info!(review_id, cloned, diff_bytes = diff.len(), "diff ready");
+    if diff.is_empty() {
+        return Ok(Err(Skip {
+            patch_id: None,
+            summary: EMPTY_DIFF,
+        }));
+    }
+    let patch_id = git_cache::patch_id_bytes(&diff).unwrap_or_default();
+    if unchanged_since_last_review(app, job, &patch_id).await? {
+        return Ok(Err(Skip {
+            patch_id: Some(patch_id),
+            summary: SAME_PATCH,
+        }));
+    }
+    let worktrees = app.worktrees_dir();
+    let head_sha = job.pr.head_sha.clone();
+    let worktree = git_phase(deadline, &stop.0, move |stop| {
+        check_out(&repo, &head_sha, &worktrees, limits, stop)
+    })
+    .await?;
+    Ok(Ok(Checkout {
+        diff: git_cache::diff_text(&diff),
+        patch_id,
+        commits,
+        worktree,
+    }))
+}
+
+/// The patch-id skip (docs/architecture.md, Lifecycle extras): a push (trigger synchronize)
+/// whose diff has the same patch id as the PR's last completed review brings nothing new to
+/// review (a rebase, or a merge of the base that changes no line of the PR). Every other
+/// trigger is an explicit request and reviews again; an empty patch id never matches.
+async fn unchanged_since_last_review(
+    app: &AppState,
+    job: &PrJob,
+    patch_id: &str,
+) -> anyhow::Result<bool> {
+    if job.trigger != Trigger::Synchronize || patch_id.is_empty() {
+        return Ok(false);
+    }
+    let last = app
+        .records
+        .store
+        .last_completed_patch_id(&job.repo.full_name(), job.pr.number)
+        .await?;
+    Ok(last.as_deref() == Some(patch_id))
+}
+
+/// Raises its flag when dropped, so blocking git work stops when the review's future is dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs blocking git work with the review's stop flag; past `deadline` the flag is raised and
+/// the review fails with the timeout error while the work winds down on its own.
+async fn git_phase<T: Send + 'static>(
+    deadline: Instant,
+    stop: &Arc<AtomicBool>,
+    work: impl FnOnce(&AtomicBool) -> anyhow::Result<T> + Send + 'static,
+) -> Result<T, RunError> {
+    let flag = stop.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let result = work(&flag);
+        if let Err(e) = &result
+            && flag.load(Ordering::Relaxed)
+        {
+            // The review has already ended (stop, supersede, shutdown, timeout).
+            tracing::info!(error = %format!("{e:#}"), "git work stopped");
+        }
+        result
+    });
+    match tokio::time::timeout_at(deadline, task).await {
+        Ok(joined) => Ok(joined.map_err(|e| anyhow!("git task failed: {e}"))??),
+        Err(_) => {
+            stop.store(true, Ordering::Relaxed);
+            Err(anyhow!(
+                "the review ran longer than its total limit of {} s (in the git phase)",
+                REVIEW_TIMEOUT.as_secs()
+            )
+            .into())
+        }
+    }
+}
+
+/// A tree over the limits, with the settings that raise them named (issue 16 item 5).
+fn refusal(e: GitError) -> anyhow::Error {
+    match e {
+        GitError::TooLarge { .. } => TreeRefused(e).into(),
+        other => other.into(),
+    }
+}
+
+/// A review refused because a tree is over REVIEW_MAX_TREE_ENTRIES or REVIEW_MAX_TREE_BYTES:
+/// the limit working, so never retried automatically.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} (limits: REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES)")]
+pub struct TreeRefused(GitError);

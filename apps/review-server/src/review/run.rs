@@ -1,0 +1,86 @@
+//! The agent stage of a review: gather what the run is told (model, focus, earlier findings,
+//! skills, budget, provider keys) and run the agent on the prepared checkout with the two
+//! posting tools. Which model and which focus follow the cascades of
+//! [`review_domain::model_cascade`] and [`review_domain::review_focus`].
+
+use super::RunError;
+use super::poster::ForgePoster;
+use super::prepare::Checkout;
+use crate::job::PrJob;
+use crate::run_settings::{provider_settings, review_budget};
+use crate::state::AppState;
+use agent::{CancellationToken, ReviewJob, ReviewOutcome};
+use anyhow::anyhow;
+use review_domain::{ModelSpec, ReviewRow, model_cascade, review_focus};
+use tokio::time::Instant;
+
+/// Runs the agent on `checkout` until it ends, is cancelled, or `deadline` passes. The
+/// checkout is removed when this returns, on every path.
+pub async fn run_agent(
+    app: &AppState,
+    review: &ReviewRow,
+    job: &PrJob,
+    session_id: &str,
+    checkout: Checkout,
+    cancel: CancellationToken,
+    deadline: Instant,
+) -> Result<ReviewOutcome, RunError> {
+    let Checkout {
+        diff,
+        commits,
+        worktree,
+        ..
+    } = checkout;
+    let full_name = job.repo.full_name();
+    let repo_row = app.records.repo(&full_name).await?;
+    let settings = app.records.store.settings().await?;
+    let model: ModelSpec = model_cascade(
+        repo_row.as_ref().and_then(|r| r.model.as_deref()),
+        None,
+        settings.get("agent_model").map(String::as_str),
+        &app.config.agent_model,
+    )
+    .parse()?;
+    let focus = review_focus(
+        repo_row.as_ref().and_then(|r| r.prompt.as_deref()),
+        settings.get("default_prompt").map(String::as_str),
+    );
+    // Re-review: the agent is told what earlier reviews of this PR already posted.
+    let earlier_findings = app
+        .records
+        .store
+        .findings_for_pr(&full_name, job.pr.number)
+        .await?;
+
+    let mut agent_job = ReviewJob::new(session_id, worktree.path(), diff, model, job.pr.clone());
+    agent_job.commits = commits;
+    agent_job.total_timeout = deadline.saturating_duration_since(Instant::now());
+    agent_job.focus = focus;
+    agent_job.earlier_findings = earlier_findings;
+    agent_job.skills = crate::skills::enabled_skills(app).await;
+    agent_job.budget = review_budget(&app.config, &settings);
+
+    let providers = provider_settings(&app.config, &settings);
+    let poster = ForgePoster {
+        app: app.clone(),
+        review_id: review.id,
+        repo: job.repo.clone(),
+        number: job.pr.number,
+        head_sha: job.pr.head_sha.clone(),
+    };
+    let outcome = agent::run_review(
+        agent_job,
+        &providers,
+        &app.catalog,
+        &poster,
+        &app.transcripts,
+        cancel,
+    )
+    .await
+    .map_err(|e| RunError {
+        error: anyhow!(e),
+        spent: None,
+    })?;
+    drop(worktree);
+    Ok(outcome)
+}

@@ -1,0 +1,128 @@
+//! What a model run may use: the provider endpoints and keys, and the review budget, each
+//! from the stored settings over the environment (docs/review-service.md §4, Settings rule 2;
+//! docs/configuration.md). Pure functions of the configuration and the stored settings, so the
+//! server (settings from the database) and the local `review` command (no database: an empty
+//! map) choose the same way.
+
+use crate::config::Config;
+use agent::{Budget, ProviderSettings};
+use secrecy::SecretString;
+use std::collections::BTreeMap;
+
+/// Provider endpoints and keys for a run: a stored, non-empty `agent_api_key`,
+/// `second_api_key` or `third_api_key` wins over AGENT_API_KEY, SECOND_API_KEY or
+/// THIRD_API_KEY; endpoints and the streaming switch come from the configuration.
+pub fn provider_settings(config: &Config, stored: &BTreeMap<String, String>) -> ProviderSettings {
+    let key = |name: &str, env: &Option<SecretString>| {
+        stored
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| SecretString::from(v.clone()))
+            .or_else(|| env.clone())
+    };
+    ProviderSettings {
+        anthropic_base_url: config.anthropic_base_url.clone(),
+        openai_base_url: config.openai_base_url.clone(),
+        zai_base_url: config.zai_base_url.clone(),
+        agent_api_key: key("agent_api_key", &config.agent_api_key),
+        second_api_key: key("second_api_key", &config.second_api_key),
+        third_api_key: key("third_api_key", &config.third_api_key),
+        stream: config.agent_stream,
+    }
+}
+
+/// The budget of a review (docs/security.md, "Review budget"): the `review_max_tokens` and
+/// `review_max_cost` settings win over REVIEW_MAX_TOKENS and REVIEW_MAX_COST; a stored value
+/// that does not parse is ignored with a warning. The sources are named for the messages.
+pub fn review_budget(config: &Config, stored: &BTreeMap<String, String>) -> Budget {
+    fn parsed<T: std::str::FromStr>(stored: &BTreeMap<String, String>, key: &str) -> Option<T> {
+        let text = stored.get(key)?.trim();
+        let parsed = text.parse().ok();
+        if parsed.is_none() {
+            tracing::warn!(
+                key,
+                value = text,
+                "ignoring a budget setting that is not a number"
+            );
+        }
+        parsed
+    }
+    let (max_tokens, tokens_source) = match parsed::<i64>(stored, "review_max_tokens") {
+        Some(n) => (Some(n), "review_max_tokens setting"),
+        None => (config.review_max_tokens, "REVIEW_MAX_TOKENS"),
+    };
+    let (max_cost, cost_source) = match parsed::<f64>(stored, "review_max_cost") {
+        Some(c) => (Some(c), "review_max_cost setting"),
+        None => (config.review_max_cost, "REVIEW_MAX_COST"),
+    };
+    Budget {
+        max_tokens,
+        max_cost,
+        tokens_source: tokens_source.to_owned(),
+        cost_source: cost_source.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use secrecy::ExposeSecret;
+
+    fn stored(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn shown(key: &Option<SecretString>) -> Option<&str> {
+        key.as_ref().map(|k| k.expose_secret())
+    }
+
+    #[test]
+    fn a_stored_key_wins_over_the_environment_and_an_empty_one_falls_back() {
+        let mut config = Config::defaults();
+        config.agent_api_key = Some(SecretString::from("env-agent"));
+        config.second_api_key = Some(SecretString::from("env-second"));
+        let s = provider_settings(
+            &config,
+            &stored(&[("agent_api_key", "stored-agent"), ("second_api_key", "")]),
+        );
+        assert_eq!(
+            (
+                shown(&s.agent_api_key),
+                shown(&s.second_api_key),
+                shown(&s.third_api_key)
+            ),
+            (Some("stored-agent"), Some("env-second"), None)
+        );
+        let none = provider_settings(&config, &BTreeMap::new());
+        assert_eq!(shown(&none.agent_api_key), Some("env-agent"));
+    }
+
+    #[test]
+    fn budget_settings_win_and_ones_that_are_not_numbers_are_ignored() {
+        let mut config = Config::defaults();
+        config.review_max_tokens = Some(1000);
+        config.review_max_cost = Some(2.5);
+        let budget = |pairs: &[(&str, &str)]| {
+            let b = review_budget(&config, &stored(pairs));
+            (b.max_tokens, b.max_cost, b.tokens_source, b.cost_source)
+        };
+        let (setting_t, setting_c) = ("review_max_tokens setting", "review_max_cost setting");
+        let (env_t, env_c) = ("REVIEW_MAX_TOKENS", "REVIEW_MAX_COST");
+        assert_eq!(
+            budget(&[("review_max_tokens", " 500 "), ("review_max_cost", "0.75")]),
+            (Some(500), Some(0.75), setting_t.into(), setting_c.into())
+        );
+        assert_eq!(
+            budget(&[("review_max_tokens", "lots"), ("review_max_cost", "")]),
+            (Some(1000), Some(2.5), env_t.into(), env_c.into())
+        );
+        assert_eq!(
+            budget(&[]),
+            (Some(1000), Some(2.5), env_t.into(), env_c.into())
+        );
+    }
+}
