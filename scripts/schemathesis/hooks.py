@@ -19,7 +19,12 @@ SECRET = os.environ["FORGE_WEBHOOK_SECRET"].encode()
 def before_call(ctx, case, **kwargs):
     if case.operation.path != "/webhook/github":
         return
-    body = case.body if isinstance(case.body, bytes) else json.dumps(case.body).encode()
+    if isinstance(case.body, bytes):
+        body = case.body
+    elif isinstance(case.body, (dict, list, str, int, float, bool, type(None))):
+        body = json.dumps(case.body).encode()
+    else:  # no body at all
+        body = b""
     case.body = body
     if case.headers is None:
         case.headers = {}

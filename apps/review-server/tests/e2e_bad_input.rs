@@ -55,6 +55,24 @@ async fn deliveries_with_bad_signatures_or_bodies_get_the_documented_status() {
     assert_eq!(status, 400);
     assert!(v["error"].as_str().unwrap().contains("not JSON"), "{v}");
 
+    // A signed delivery that names no event: no header, or an empty one.
+    for event in [None, Some(""), Some("  ")] {
+        let mut req = w
+            .server
+            .http
+            .post(format!("{}/webhook/github", w.server.url))
+            .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), &body));
+        if let Some(event) = event {
+            req = req.header("X-GitHub-Event", event);
+        }
+        let (status, v) = error_of(req.body(body.clone()).send().await.unwrap()).await;
+        assert_eq!(status, 400, "event header {event:?}: {v}");
+        assert!(
+            v["error"].as_str().unwrap().contains("X-GitHub-Event"),
+            "{v}"
+        );
+    }
+
     assert_eq!(
         error_of(
             w.server
@@ -243,4 +261,82 @@ async fn findings_route_is_guarded_by_the_boot_secret() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+}
+
+/// POST and PUT repo bodies must be JSON objects (serde alone would read a struct from an
+/// array), and a whole number written as `7.0` is the integer JSON Schema says it is.
+#[tokio::test(flavor = "multi_thread")]
+async fn repo_bodies_must_be_objects_and_whole_numbers_may_be_written_as_floats() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
+    let send = |method: reqwest::Method, path: &str, body: Value| {
+        w.server
+            .http
+            .request(method, format!("{}{path}", w.server.url))
+            .json(&body)
+            .send()
+    };
+    let put = reqwest::Method::PUT;
+    let post = reqwest::Method::POST;
+    for body in [
+        json!([null, null]),
+        json!(["p", "m", 1]),
+        json!("x"),
+        json!(null),
+    ] {
+        let (status, v) = error_of(
+            send(put.clone(), "/api/repos/acme/widgets", body.clone())
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            (status, v["error"].clone()),
+            (422, json!("expected a JSON object")),
+            "PUT {body}"
+        );
+        let (status, v) = error_of(
+            send(post.clone(), "/api/repos", body.clone())
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            (status, v["error"].clone()),
+            (422, json!("expected a JSON object")),
+            "POST {body}"
+        );
+    }
+    let (status, v) = error_of(
+        send(
+            post.clone(),
+            "/api/repos",
+            json!({"full_name": "acme/gadgets", "installation_id": 7.0}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, v["installation_id"].clone()),
+        (200, json!(7)),
+        "{v}"
+    );
+    let (status, v) = error_of(
+        send(
+            post,
+            "/api/repos",
+            json!({"full_name": "acme/gadgets", "installation_id": 7.5}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 422, "{v}");
+    let (status, v) = error_of(
+        send(put, "/api/repos/acme/gadgets", json!({"enabled": 1.0}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, v["enabled"].clone()), (200, json!(1)), "{v}");
 }

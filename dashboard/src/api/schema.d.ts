@@ -275,7 +275,9 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example acme */
                     owner: string;
+                    /** @example widgets */
                     name: string;
                 };
                 cookie?: never;
@@ -310,7 +312,9 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example acme */
                     owner: string;
+                    /** @example widgets */
                     name: string;
                 };
                 cookie?: never;
@@ -354,7 +358,9 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example acme */
                     owner: string;
+                    /** @example widgets */
                     name: string;
                 };
                 cookie?: never;
@@ -394,7 +400,9 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example acme */
                     owner: string;
+                    /** @example widgets */
                     name: string;
                 };
                 cookie?: never;
@@ -406,12 +414,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        /**
-                         * @example {
-                         *       "ok": true
-                         *     }
-                         */
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["Ack"];
                     };
                 };
                 /** @description Not found */
@@ -443,8 +446,11 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example acme */
                     owner: string;
+                    /** @example widgets */
                     name: string;
+                    /** @example 2 */
                     number: string;
                 };
                 cookie?: never;
@@ -490,7 +496,9 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
+                    /** @example acme */
                     owner: string;
+                    /** @example widgets */
                     name: string;
                 };
                 cookie?: never;
@@ -581,7 +589,10 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description review id */
+                    /**
+                     * @description review id
+                     * @example 1
+                     */
                     id: string;
                 };
                 cookie?: never;
@@ -628,7 +639,10 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description review id */
+                    /**
+                     * @description review id
+                     * @example 1
+                     */
                     id: string;
                 };
                 cookie?: never;
@@ -672,7 +686,10 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description review id */
+                    /**
+                     * @description review id
+                     * @example 1
+                     */
                     id: string;
                 };
                 cookie?: never;
@@ -684,7 +701,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["Ack"];
                     };
                 };
                 404: {
@@ -700,7 +717,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["RetryFailed"];
                     };
                 };
             };
@@ -728,7 +745,10 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description review id */
+                    /**
+                     * @description review id
+                     * @example 1
+                     */
                     id: string;
                 };
                 cookie?: never;
@@ -741,7 +761,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["SessionBody"];
                     };
                 };
                 /** @description Not found */
@@ -783,7 +803,10 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description review id */
+                    /**
+                     * @description review id
+                     * @example 1
+                     */
                     id: string;
                 };
                 cookie?: never;
@@ -795,7 +818,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["StopOutcome"];
                     };
                 };
                 404: {
@@ -840,9 +863,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            [key: string]: string;
-                        };
+                        "application/json": components["schemas"]["Settings"];
                     };
                 };
             };
@@ -871,9 +892,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            [key: string]: string;
-                        };
+                        "application/json": components["schemas"]["Settings"];
                     };
                 };
                 /** @description a field is not accepted */
@@ -882,7 +901,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -995,7 +1014,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -1023,7 +1042,10 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description skill name */
+                    /**
+                     * @description skill name
+                     * @example lint-rules
+                     */
                     name: string;
                 };
                 cookie?: never;
@@ -1048,7 +1070,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description enabled is not a JSON boolean */
@@ -1057,7 +1079,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -1069,7 +1091,10 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description skill name */
+                    /**
+                     * @description skill name
+                     * @example lint-rules
+                     */
                     name: string;
                 };
                 cookie?: never;
@@ -1219,7 +1244,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["Ack"];
                     };
                 };
             };
@@ -1265,7 +1290,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["Ack"];
                     };
                 };
                 400: {
@@ -1296,6 +1321,17 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description `{"ok": true}`: the request was taken (GET /health, POST /webhook/github, POST
+         *     .../improve, POST .../retry).
+         * @example {
+         *       "ok": true
+         *     }
+         */
+        Ack: {
+            /** @description Always `true`. */
+            ok: boolean;
+        };
         /** @description Whether OAuth is configured (docs/review-service.md §4). */
         AuthStatus: {
             /** @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set. */
@@ -1501,6 +1537,13 @@ export interface components {
             /** @description Per-repo review prompt (the replaceable focus). */
             prompt?: string | null;
         };
+        /** @description 502 of POST /api/reviews/:id/retry: the forge could not give the pull request. */
+        RetryFailed: {
+            /** @description What the forge answered. */
+            error: string;
+            /** @description Always `false`. */
+            ok: boolean;
+        };
         /** @description One review run (spec section 2, ReviewRow). */
         ReviewRow: {
             /**
@@ -1540,11 +1583,44 @@ export interface components {
             trigger?: string | null;
         };
         /**
+         * @description 200 of GET /api/reviews/:id/session: the transcript document, or an object whose `error`
+         *     says why it cannot be shown.
+         */
+        SessionBody: components["schemas"]["Transcript"] | components["schemas"]["SessionUnavailable"] | components["schemas"]["SessionUnparseable"];
+        /** @description The transcript cannot be read or is empty. */
+        SessionUnavailable: {
+            detail: string;
+            /** @description `session-unavailable`. */
+            error: string;
+        };
+        /** @description The transcript is not JSON: its first 1000 characters. */
+        SessionUnparseable: {
+            /** @description `session-unparseable`. */
+            error: string;
+            raw: string;
+        };
+        /**
          * @description Body of PUT /api/skills/:name (docs/review-service.md §4, Skills): the one place a JSON boolean is
          *     accepted (docs/review-service.md §2, conventions).
          */
         SetSkillEnabled: {
             enabled: boolean;
+        };
+        /**
+         * @description GET and PUT /api/settings: every stored setting, each a string; a key never set is absent
+         *     (docs/review-service.md §4, Settings). API keys are returned unredacted.
+         */
+        Settings: {
+            agent_api_key?: string;
+            agent_model?: string;
+            default_prompt?: string;
+            implement_model?: string;
+            improver_model?: string;
+            refine_model?: string;
+            review_max_cost?: string;
+            review_max_tokens?: string;
+            second_api_key?: string;
+            third_api_key?: string;
         };
         /**
          * @description The body of GET /api/settings/test (docs/review-service.md §4): `{ok: true, text}` with the reply cut to
@@ -1564,10 +1640,14 @@ export interface components {
          */
         SettingsUpdate: {
             agent_api_key?: string;
+            /** @description `<provider>/<model>`; empty: the cascade applies. */
             agent_model?: string;
             default_prompt?: string;
+            /** @description `<provider>/<model>`; empty: the cascade applies. */
             implement_model?: string;
+            /** @description `<provider>/<model>`; empty: the cascade applies. */
             improver_model?: string;
+            /** @description `<provider>/<model>`; empty: the cascade applies. */
             refine_model?: string;
             /**
              * @description Most cost one review may reach, in the units of ReviewRow.cost (USD), a positive
@@ -1615,6 +1695,17 @@ export interface components {
             topCost: components["schemas"]["TopCostRow"][];
             triggers: components["schemas"]["TriggerStatsRow"][];
         };
+        /**
+         * @description 200 of POST /api/reviews/:id/stop: `{ok:true, live}` when the review was stopped (`live`:
+         *     a run was aborted here), `{ok:false, reason:"already completed"}` when it had ended.
+         */
+        StopOutcome: {
+            /** @description Present when `ok`: whether a live run was aborted (else the row was failed directly). */
+            live?: boolean;
+            ok: boolean;
+            /** @description Present when not `ok`: `already completed`. */
+            reason?: string;
+        };
         /** @description One of the most expensive reviews (spec section 2, TopCostRow). */
         TopCostRow: {
             /** Format: double */
@@ -1633,6 +1724,25 @@ export interface components {
             /** Format: int64 */
             count: number;
             path: string;
+        };
+        /**
+         * @description A session transcript as the agent writes it (crates/agent/src/transcript.rs); timestamps
+         *     are epoch seconds.
+         */
+        Transcript: {
+            error?: string;
+            /** @description Every message, tool call, tool result and usage, in order: `{type, at, ...}`. */
+            items: unknown[];
+            /** @description `<provider>/<model>`. */
+            model: string;
+            outcome?: unknown;
+            session_id: string;
+            /** Format: int64 */
+            started_at: number;
+            /** @description `running`, `completed`, `failed` or `cancelled`. */
+            status: string;
+            /** Format: int64 */
+            updated_at: number;
         };
         /** @description Reviews per trigger, `unknown` for null (spec section 2, TriggerStatsRow). */
         TriggerStatsRow: {
@@ -1658,7 +1768,7 @@ export interface components {
             full_name: string;
             /**
              * Format: int64
-             * @description Forge app installation id.
+             * @description Forge app installation id (a whole number; `7.0` is read as 7).
              */
             installation_id: number;
         };

@@ -3,14 +3,16 @@
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use review_domain::{RepoRow, ReviewRow};
-use serde::Deserialize;
-use serde_json::json;
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Number, Value, json};
 
 /// Reviews per repo or PR list (docs/review-service.md §8).
 const REVIEWS_PER_LIST: i64 = 200;
@@ -32,7 +34,7 @@ pub async fn list(State(app): State<AppState>) -> Result<Json<Vec<RepoRow>>, Api
     Ok(Json(app.records.store.repos().await?))
 }
 
-#[utoipa::path(get, path = "/api/repos/{owner}/{name}", operation_id = "get_repo", params(("owner" = String, Path), ("name" = String, Path)),
+#[utoipa::path(get, path = "/api/repos/{owner}/{name}", operation_id = "get_repo", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn one(
     State(app): State<AppState>,
@@ -45,7 +47,7 @@ pub async fn one(
 /// POST improve (docs/review-service.md §4, Improve): 202 `{ok: true}` and the improver run is queued; it
 /// may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
 /// the repo is not registered.
-#[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path), ("name" = String, Path)),
+#[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 202, body = super::bodies::Ack), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn improve(
     State(app): State<AppState>,
@@ -67,7 +69,8 @@ pub struct Upsert {
     /// `owner/repo`.
     #[schema(pattern = "^[^/]+/[^/]+$")]
     pub full_name: String,
-    /// Forge app installation id.
+    /// Forge app installation id (a whole number; `7.0` is read as 7).
+    #[serde(deserialize_with = "whole_number")]
     pub installation_id: i64,
 }
 
@@ -77,9 +80,9 @@ pub struct Upsert {
     responses((status = 200, body = RepoRow), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn upsert(
     State(app): State<AppState>,
-    body: Result<Json<Upsert>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<RepoRow>, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    let body: Upsert = object_body(body)?;
     let valid = body
         .full_name
         .split_once('/')
@@ -106,21 +109,21 @@ pub struct Update {
     #[serde(default)]
     pub model: Option<String>,
     /// 0 or 1; omitted keeps it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number_or_null")]
     #[schema(minimum = 0, maximum = 1)]
     pub enabled: Option<i64>,
 }
 
 /// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
 /// keeps it (docs/review-service.md §4, PUT repo rules).
-#[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)), request_body = Update,
+#[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")), request_body = Update,
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
-    body: Result<Json<Update>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<RepoRow>, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    let body: Update = object_body(body)?;
     if let Some(e) = body.enabled
         && !(0..=1).contains(&e)
     {
@@ -138,7 +141,7 @@ pub async fn update(
     row.map(Json).ok_or(ApiError::NotFound)
 }
 
-#[utoipa::path(delete, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)),
+#[utoipa::path(delete, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 204, description = "deleted, or was not registered")))]
 pub async fn remove(
     State(app): State<AppState>,
@@ -148,7 +151,7 @@ pub async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(get, path = "/api/repos/{owner}/{name}/reviews", params(("owner" = String, Path), ("name" = String, Path)),
+#[utoipa::path(get, path = "/api/repos/{owner}/{name}/reviews", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 200, body = Vec<ReviewRow>)))]
 pub async fn repo_reviews(
     State(app): State<AppState>,
@@ -162,7 +165,7 @@ pub async fn repo_reviews(
     Ok(Json(rows))
 }
 
-#[utoipa::path(get, path = "/api/repos/{owner}/{name}/pr/{number}", params(("owner" = String, Path), ("name" = String, Path), ("number" = String, Path)),
+#[utoipa::path(get, path = "/api/repos/{owner}/{name}/pr/{number}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets"), ("number" = String, Path, example = "2")),
     responses((status = 200, body = Vec<ReviewRow>), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn pr_reviews(
     State(app): State<AppState>,
@@ -175,4 +178,38 @@ pub async fn pr_reviews(
         .reviews_for(&format!("{owner}/{name}"), Some(number), REVIEWS_PER_LIST)
         .await?;
     Ok(Json(rows))
+}
+
+/// A request body that must be a JSON object of `T`'s fields. serde alone would also read a
+/// struct from an array (`[null, null]`), which the OpenAPI document does not allow; that and
+/// malformed JSON are 422 `{error}` (docs/review-service.md §7).
+fn object_body<T: DeserializeOwned>(
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<T, ApiError> {
+    let Json(value) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    if !value.is_object() {
+        return Err(ApiError::Unprocessable("expected a JSON object".into()));
+    }
+    serde_json::from_value(value).map_err(|e| ApiError::Unprocessable(e.to_string()))
+}
+
+/// A JSON number with no fractional part as i64: JSON Schema's `integer` counts `7.0` as 7.
+fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let n = Number::deserialize(d)?;
+    n.as_i64()
+        .or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0)
+                // Exact: a whole number of at most 2^53 in magnitude.
+                .map(|f| f as i64)
+        })
+        .ok_or_else(|| D::Error::custom(format!("invalid value {n}, expected a whole number")))
+}
+
+/// [`whole_number`] for an optional field, where `null` counts as absent.
+fn whole_number_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match Option::<Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => whole_number(n).map(Some).map_err(D::Error::custom),
+    }
 }

@@ -36,7 +36,7 @@ async fn review_or_404(app: &AppState, id: &str) -> Result<ReviewRow, ApiError> 
 }
 
 /// GET /api/reviews/:id: the row, or 404 `Not found`.
-#[utoipa::path(get, path = "/api/reviews/{id}", operation_id = "get_review", params(("id" = String, Path, description = "review id")),
+#[utoipa::path(get, path = "/api/reviews/{id}", operation_id = "get_review", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = ReviewRow), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn one(
     State(app): State<AppState>,
@@ -46,7 +46,7 @@ pub async fn one(
 }
 
 /// GET /api/reviews/:id/findings: ordered by id; an unknown review gives 200 [].
-#[utoipa::path(get, path = "/api/reviews/{id}/findings", params(("id" = String, Path, description = "review id")),
+#[utoipa::path(get, path = "/api/reviews/{id}/findings", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = Vec<FindingRow>)))]
 pub async fn findings(
     State(app): State<AppState>,
@@ -61,7 +61,7 @@ pub async fn findings(
 /// GET /api/reviews/:id/session: the transcript; 404 without a review or session id; 200
 /// `{error: "session-unavailable", detail}` when it cannot be read or is empty, 200
 /// `{error: "session-unparseable", raw}` (first 1000 characters) when it is not JSON.
-#[utoipa::path(get, path = "/api/reviews/{id}/session", params(("id" = String, Path, description = "review id")),
+#[utoipa::path(get, path = "/api/reviews/{id}/session", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, description = "the transcript, or an object with an error key", body = super::bodies::SessionBody),
         (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn session(
@@ -104,7 +104,7 @@ pub async fn session(
 /// POST /api/reviews/:id/retry (docs/review-service.md §4): re-fetch the PR and start a fresh review
 /// with trigger retry; the original row is untouched. 202 `{ok:true}`; 404 `Not found` or
 /// `repo not found` (plain text); 502 `{ok:false, error}` when the forge cannot give the PR.
-#[utoipa::path(post, path = "/api/reviews/{id}/retry", params(("id" = String, Path, description = "review id")),
+#[utoipa::path(post, path = "/api/reviews/{id}/retry", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 202, body = super::bodies::Ack), (status = 404, content_type = "text/plain"), (status = 502, body = super::bodies::RetryFailed)))]
 pub async fn retry(
     State(app): State<AppState>,
@@ -146,7 +146,7 @@ pub async fn retry(
 /// ends failed with `Stopped by user`); a pending or running row with no live run here is
 /// failed directly (`{ok:true, live:false}`); a terminal one answers `{ok:false, reason:
 /// "already completed"}`. Stopped reviews are never retried.
-#[utoipa::path(post, path = "/api/reviews/{id}/stop", params(("id" = String, Path, description = "review id")),
+#[utoipa::path(post, path = "/api/reviews/{id}/stop", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = super::bodies::StopOutcome), (status = 404, content_type = "text/plain")))]
 pub async fn stop(
     State(app): State<AppState>,

@@ -68,23 +68,30 @@ pub struct SettingsUpdate {
     pub second_api_key: Option<String>,
     #[schema(nullable = false)]
     pub third_api_key: Option<String>,
-    #[schema(nullable = false)]
+    /// `<provider>/<model>`; empty: the cascade applies.
+    #[schema(nullable = false, pattern = "^$|^[a-z0-9][a-z0-9-]*/[!-~]+$")]
     pub agent_model: Option<String>,
-    #[schema(nullable = false)]
+    /// `<provider>/<model>`; empty: the cascade applies.
+    #[schema(nullable = false, pattern = "^$|^[a-z0-9][a-z0-9-]*/[!-~]+$")]
     pub refine_model: Option<String>,
-    #[schema(nullable = false)]
+    /// `<provider>/<model>`; empty: the cascade applies.
+    #[schema(nullable = false, pattern = "^$|^[a-z0-9][a-z0-9-]*/[!-~]+$")]
     pub implement_model: Option<String>,
     #[schema(nullable = false)]
     pub default_prompt: Option<String>,
-    #[schema(nullable = false)]
+    /// `<provider>/<model>`; empty: the cascade applies.
+    #[schema(nullable = false, pattern = "^$|^[a-z0-9][a-z0-9-]*/[!-~]+$")]
     pub improver_model: Option<String>,
     /// Most input plus output tokens one review may use, a positive integer as a string;
     /// empty: REVIEW_MAX_TOKENS applies (unset: no limit).
-    #[schema(nullable = false)]
+    #[schema(nullable = false, pattern = "^$|^[1-9][0-9]{0,17}$")]
     pub review_max_tokens: Option<String>,
     /// Most cost one review may reach, in the units of ReviewRow.cost (USD), a positive
     /// number as a string; empty: REVIEW_MAX_COST applies (unset: no limit).
-    #[schema(nullable = false)]
+    #[schema(
+        nullable = false,
+        pattern = "^$|^[1-9][0-9]{0,8}(\\.[0-9]{1,6})?$|^0\\.[0-9]{0,5}[1-9]$"
+    )]
     pub review_max_cost: Option<String>,
 }
 

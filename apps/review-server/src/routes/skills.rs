@@ -68,7 +68,7 @@ pub async fn install_skill(
 
 /// PUT /api/skills/:name `{enabled: true|false}`: 200 with the row; 404 `{"error":"not found"}`
 /// for an unknown skill; 422 when enabled is missing or not a JSON boolean.
-#[utoipa::path(put, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name")),
+#[utoipa::path(put, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name", example = "lint-rules")),
     request_body = SetSkillEnabled,
     responses((status = 200, body = SkillMetaRow),
         (status = 404, description = "{\"error\":\"not found\"}", body = crate::error::ErrorBody),
@@ -91,7 +91,7 @@ pub async fn set_skill_enabled(
 }
 
 /// DELETE /api/skills/:name: 204, also for an unknown skill.
-#[utoipa::path(delete, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name")),
+#[utoipa::path(delete, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name", example = "lint-rules")),
     responses((status = 204, description = "deleted, or there was no such skill")))]
 pub async fn delete_skill(
     State(app): State<AppState>,

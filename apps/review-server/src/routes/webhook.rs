@@ -45,11 +45,14 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/webhook/github", post(receive))
 }
 
+/// The first of `names` present with a non-empty value: an empty `X-GitHub-Event:` names no
+/// event, so it is as missing as an absent one.
 fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
     names
         .iter()
-        .find_map(|n| headers.get(*n))
-        .and_then(|v| v.to_str().ok())
+        .filter_map(|n| headers.get(*n))
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| !v.trim().is_empty())
 }
 
 /// Parse the delivery straight from the bytes into the event's type (no JSON tree in between:
