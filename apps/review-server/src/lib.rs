@@ -57,7 +57,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     if !interrupted.is_empty() {
         tracing::warn!(
             count = interrupted.len(),
-            "reviews interrupted by a restart marked failed"
+            "reviews interrupted by a restart marked failed; no automatic retry"
         );
     }
     if config.webhook_secret.is_none() {

@@ -95,7 +95,12 @@ async fn stop_aborts_a_live_run_which_fails_stopped_by_user_and_is_not_retried()
         (status, serde_json::from_str::<Value>(&body).unwrap()),
         (200, json!({ "ok": false, "reason": "already completed" }))
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    w.server
+        .wait_log_line(&[
+            "no automatic retry: the run was cancelled",
+            &format!("review_id={id}"),
+        ])
+        .await;
     assert_eq!(rows(&w).await.len(), 1, "a stopped review is never retried");
     assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
     assert_eq!(
@@ -139,7 +144,9 @@ async fn genuine_failure_is_retried_once_and_a_failed_retry_comments_on_the_pr()
         comment["body"].as_str().unwrap().contains("failed twice"),
         "{comment}"
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    w.server
+        .wait_log_line(&["no automatic retry: the review was itself a retry"])
+        .await;
     assert_eq!(rows(&w).await.len(), 2, "a retry is never retried");
 }
 
@@ -153,14 +160,15 @@ async fn automatic_retry_stands_down_when_another_review_of_the_pr_is_active() {
     let db = w.server.data_dir.join("review.db");
     let pool = sqlx_pool(&db).await;
     sqlx_exec(&pool, "INSERT INTO reviews (repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES ('acme/widgets', 1, 'running', 'opened', 0, 1)").await;
-    tokio::time::sleep(Duration::from_millis(3000)).await;
+    w.server
+        .wait_log_line(&["automatic retry stands down"])
+        .await;
     assert_eq!(
         rows(&w).await.len(),
         2,
         "the retry stood down: {:?}",
         rows(&w).await
     );
-    assert!(w.server.log().contains("stands down"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -189,7 +197,12 @@ async fn newer_push_supersedes_the_running_review_without_retry() {
         (Some("failed"), Some("superseded by a newer push"))
     );
     assert_eq!(all[0]["status"], "completed");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    w.server
+        .wait_log_line(&[
+            "no automatic retry: the run was cancelled",
+            &format!("review_id={first_id}"),
+        ])
+        .await;
     assert_eq!(
         rows(&w).await.len(),
         2,
@@ -323,7 +336,9 @@ async fn restart_fails_unfinished_reviews_without_retry() {
         (row["status"].as_str(), row["error"].as_str()),
         (Some("failed"), Some("interrupted by restart"))
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server
+        .wait_log_line(&["interrupted by a restart marked failed; no automatic retry"])
+        .await;
     assert_eq!(
         server
             .get_json("/api/repos/acme/widgets/pr/1")

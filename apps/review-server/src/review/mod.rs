@@ -239,7 +239,15 @@ async fn record_end(
             };
             tracing::warn!(review_id = id, error = %message, "review failed");
             log_store_error(id, &app.records.fail(id, &message, spent.as_ref()).await);
-            if !cancelled && !is_operator_limit(&error) {
+            if cancelled {
+                // Tests wait for these lines instead of sleeping past the retry delay.
+                tracing::info!(review_id = id, reason = %message, "no automatic retry: the run was cancelled");
+            } else if is_operator_limit(&error) {
+                tracing::info!(
+                    review_id = id,
+                    "no automatic retry: the run stopped at an operator limit"
+                );
+            } else {
                 retry::after_genuine_failure(app, review, job, &message).await;
             }
             let conclusion = if cancelled {

@@ -13,6 +13,10 @@ use review_domain::{ReviewRow, Trigger};
 /// first run; after a failed automatic retry the PR gets a comment saying so.
 pub async fn after_genuine_failure(app: &AppState, review: &ReviewRow, job: &PrJob, error: &str) {
     if job.trigger == Trigger::Retry {
+        tracing::info!(
+            review_id = review.id,
+            "no automatic retry: the review was itself a retry"
+        );
         if job.attempt == 1 {
             let body = format!(
                 "The automatic review of this pull request failed twice; the last error was:\n\n> {}\n\nA maintainer can retry it from the dashboard or with a `/review` comment.",
