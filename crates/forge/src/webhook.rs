@@ -182,6 +182,27 @@ mod tests {
     }
 
     #[test]
+    fn the_domain_pull_request_carries_every_field_of_the_delivery() {
+        let e: PullRequestEvent =
+            serde_json::from_str(&sample("pull_request.opened.json")).unwrap();
+        assert_eq!(
+            e.pull_request.to_domain(),
+            review_domain::PullRequest {
+                number: 2,
+                title: "Update the README with new information.".into(),
+                body: Some(
+                    "This is a pretty simple change that we need to pull into master.".into()
+                ),
+                author: Some("Codertocat".into()),
+                base_ref: "master".into(),
+                base_sha: "f95f852bd8fca8fcc58a9a2d6c842781e32a215e".into(),
+                head_ref: "changes".into(),
+                head_sha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".into(),
+            }
+        );
+    }
+
+    #[test]
     fn githubs_example_issue_comment_is_not_a_command_on_a_plain_issue() {
         let mut e: IssueCommentEvent =
             serde_json::from_str(&sample("issue_comment.created.json")).unwrap();
