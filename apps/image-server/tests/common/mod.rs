@@ -54,25 +54,6 @@ pub fn fixture(name: &str) -> Vec<u8> {
     .unwrap()
 }
 
-/// A file from ../shared/images (not committed); `None` with a notice when absent.
-pub fn shared_image(name: &str) -> Option<Vec<u8>> {
-    let p = format!(
-        "{}/../../../shared/images/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    match std::fs::read(&p) {
-        Ok(b) => Some(b),
-        Err(_) => {
-            assert!(
-                !under_ci(),
-                "{p} is absent under CI: the test would skip its part"
-            );
-            eprintln!("skipped part: {p} is absent");
-            None
-        }
-    }
-}
-
 pub async fn config_for(storage: &Storage, dir: &tempfile::TempDir) -> Config {
     let mut config = Config::defaults();
     config.listen = "127.0.0.1:0".parse().unwrap();
