@@ -1,4 +1,4 @@
-//! The two-tier result cache (DESIGN.md "Image server decisions").
+//! The two-tier result cache (docs/architecture.md, Image server decisions).
 //!
 //! Both tiers are keyed by the source path, the canonical [`TransformSpec`] string, the
 //! resolved output format and the source's ETag (plus the watermark's ETag), so a replaced

@@ -1,5 +1,5 @@
-//! image-server: an image CDN origin (spec/image-service.md, DESIGN.md "Image server
-//! decisions").
+//! image-server: an image CDN origin (docs/image-service.md; docs/architecture.md, Image
+//! server decisions).
 //!
 //! [`serve`] wires the object store, the result cache and the routes under one middleware
 //! stack and serves until `shutdown` resolves. Tests start it on `127.0.0.1:0`.
@@ -30,7 +30,7 @@ pub use config::Config;
 pub use error::ApiError;
 pub use storage::open as open_store;
 
-/// The version reported by `/admin/health` (spec section 9).
+/// The version reported by `/admin/health` (docs/image-service.md §9).
 pub const VERSION: &str = "2.0.0";
 
 /// Shared state of every handler.
@@ -174,7 +174,7 @@ async fn deadline(request: Request, next: axum::middleware::Next) -> axum::respo
     }
 }
 
-/// 404 `{"error"}` for a path that is no endpoint (DESIGN.md: errors are JSON).
+/// 404 `{"error"}` for a path that is no endpoint (docs/image-service.md §7: errors are JSON).
 async fn no_route() -> ApiError {
     ApiError::NotFound("no such endpoint (see README for the API)".into())
 }

@@ -1,4 +1,4 @@
-//! `GET /images/resize/{*path}` and `POST /images/upload` (spec section 4).
+//! `GET /images/resize/{*path}` and `POST /images/upload` (docs/image-service.md §4).
 
 use std::sync::Arc;
 
