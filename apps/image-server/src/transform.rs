@@ -4,7 +4,7 @@
 //! The policy, in the order a job meets it:
 //! 1. admission (resize misses only): TRANSFORM_CONCURRENCY + TRANSFORM_QUEUE_SIZE tickets,
 //!    taken without waiting before the source is fetched; none left is a 429
-//!    (docs/image-service.md §8);
+//!    (docs/configuration.md: TRANSFORM_QUEUE_SIZE);
 //! 2. the HEIF gate: one HEIC/AVIF job at a time, taken *before* a slot, so that a HEIF job
 //!    waiting for it never holds a slot another format could use (image-pipeline decodes one
 //!    HEIF at a time anyway: libheif 1.15 holds the whole picture);

@@ -3,6 +3,14 @@
 
 use image::{DynamicImage, ImageEncoder, RgbaImage};
 
+/// A committed test photo: `tests/fixtures/<name>` of this crate (sources and licences in
+/// `tests/fixtures/ATTRIBUTION.md`). Panics when it is absent (test helper).
+#[allow(clippy::expect_used)]
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).expect(&path)
+}
+
 /// Inserts an APP1 `Exif` segment with IFD0 Orientation = `orientation` after the SOI marker.
 pub fn with_exif_orientation(jpeg: &[u8], orientation: u8) -> Vec<u8> {
     let tiff: [u8; 26] = [

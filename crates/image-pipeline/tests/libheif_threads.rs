@@ -6,15 +6,8 @@
 //! of 40). third_party/libheif-rs/PATCHED.md has the fix.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use image_pipeline::{Limits, OutputFormat, TransformSpec, probe, samples, transform};
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
+use image_pipeline::samples::{self, fixture};
+use image_pipeline::{Limits, OutputFormat, TransformSpec, probe, transform};
 
 #[test]
 fn deep_mirrored_avifs_decode_while_other_threads_probe_and_encode_heifs() {

@@ -2,18 +2,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use image_pipeline::image::{Rgba, RgbaImage};
+use image_pipeline::samples::fixture;
 use image_pipeline::{
     Limits, OutputFormat, PipelineError, TransformSpec, decode_to_rgba, samples, transform, verify,
 };
 use pretty_assertions::assert_eq;
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
 
 fn spec(q: &str) -> TransformSpec {
     spec_with(q, &Limits::default())

@@ -46,13 +46,8 @@ pub fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
-pub fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/../../crates/image-pipeline/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
+#[allow(unused_imports)] // not every test binary uses it
+pub use image_pipeline::samples::fixture;
 
 pub async fn config_for(storage: &Storage, dir: &tempfile::TempDir) -> Config {
     let mut config = Config::defaults();
