@@ -1,5 +1,6 @@
-# Sourced by burst.sh and amplification.sh after they set PORT: a work folder removed on exit,
-# the release build of image-server (BIN), and one server at a time on 127.0.0.1:$PORT over
+# Sourced by burst.sh, amplification.sh and timing.sh after they set PORT: a work folder removed
+# on exit, the release build of image-server (BIN; IMAGE_SERVER_BIN names a binary built
+# already, and skips the build), and one server at a time on 127.0.0.1:$PORT over
 # $WORK/images with the result caches off.
 #   start [VAR=value ...]   starts $SERVER_BIN (default $BIN) with those settings, waits for health
 #   stop                    stops it
@@ -10,10 +11,14 @@ SERVER=""
 cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-echo "building image-server (release)..." >&2
-(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && cargo build --release -p image-server) >"$WORK/build.log" 2>&1 ||
-  { tail -30 "$WORK/build.log"; exit 1; }
-BIN="$CARGO_TARGET_DIR/release/image-server"
+if [ -n "${IMAGE_SERVER_BIN:-}" ]; then
+  BIN="$IMAGE_SERVER_BIN"
+else
+  echo "building image-server (release)..." >&2
+  (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && cargo build --release -p image-server) >"$WORK/build.log" 2>&1 ||
+    { tail -30 "$WORK/build.log"; exit 1; }
+  BIN="$CARGO_TARGET_DIR/release/image-server"
+fi
 mkdir -p "$WORK/images"
 
 start() {

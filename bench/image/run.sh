@@ -147,16 +147,22 @@ CACHED=$!; PIDS+=("$CACHED")
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$((OURS_PORT + 10))/admin/health" -o /dev/null && break; sleep 0.1; done
 hit_url="http://127.0.0.1:$((OURS_PORT + 10))/images/resize/lake.jpg?width=800&format=webp&quality=80"
 curl -sf "$hit_url" -o /dev/null
+# Each row's peak RSS is read right after that row's own run, its high-water mark reset first:
+# the concurrency-2 row must not report the peak of the concurrency-16 run.
+reset_hwm $CACHED
 read -r h_rps h_p50 h_p99 <<<"$(measure "$hit_url")"
+h_rss=$(hwm $CACHED)
+reset_hwm $CACHED
 read -r h16_rps h16_p50 h16_p99 <<<"$(CONC=16 measure "$hit_url")"
+h16_rss=$(hwm $CACHED)
 TABLE+="
 
 Cache hits from memory (lake 800w WebP, wrk on the same 2 cores):
 
 | concurrency | req/s | p50 | p99 | peak RSS (MB) |
 |---:|---:|---|---|---:|
-| 2 | $h_rps | $h_p50 | $h_p99 | $(hwm $CACHED) |
-| 16 | $h16_rps | $h16_p50 | $h16_p99 | $(hwm $CACHED) |"
+| 2 | $h_rps | $h_p50 | $h_p99 | $h_rss |
+| 16 | $h16_rps | $h16_p50 | $h16_p99 | $h16_rss |"
 
 SHARP_VERSION=$(head -1 "$WORK/sharp.log")
 HEADER="Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average before the run $LOAD_BEFORE and after $(cut -d' ' -f1-3 /proc/loadavg) ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')), wrk -t2 -c2, $ROUNDS alternating rounds of ${DURATION}s per side and case (each after a 2 s warm-up, request rates averaged), result caches off. Reference: $SHARP_VERSION."

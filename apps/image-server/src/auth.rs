@@ -1,5 +1,5 @@
-//! The API key of upload and admin endpoints (DESIGN.md: `X-API-Key`, the original's header,
-//! or `Authorization: Bearer <key>`; resize and health are open).
+//! The API key of upload and admin endpoints (docs/image-service.md §5: `X-API-Key`, the
+//! original's header, or `Authorization: Bearer <key>`; resize and health are open).
 
 use anyhow::Context;
 use axum::http::HeaderMap;

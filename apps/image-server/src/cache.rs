@@ -1,4 +1,4 @@
-//! The two-tier result cache (DESIGN.md "Image server decisions").
+//! The two-tier result cache (docs/architecture.md, Image server decisions).
 //!
 //! Both tiers are keyed by the source path, the canonical [`TransformSpec`] string, the
 //! resolved output format and the source's ETag (plus the watermark's ETag), so a replaced
@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::task::TaskTracker;
 
 use crate::error::ApiError;
+use crate::failure::Failure;
 use crate::storage::CACHE_PREFIX;
 
 /// An encoded result as served.
@@ -104,14 +105,10 @@ impl ResultCache {
     /// Returns the cached result or runs `make` (at most once per key at a time).
     ///
     /// # Errors
-    /// Whatever `make` fails with.
-    pub async fn get_or_make<F>(
-        &self,
-        key: &CacheKey,
-        make: F,
-    ) -> Result<Arc<CachedImage>, Arc<ApiError>>
+    /// Whatever `make` fails with, given to every request that waited for it.
+    pub async fn get_or_make<F>(&self, key: &CacheKey, make: F) -> Result<Arc<CachedImage>, Failure>
     where
-        F: Future<Output = Result<CachedImage, ApiError>> + Send,
+        F: Future<Output = Result<CachedImage, Failure>> + Send,
     {
         let load = async {
             // The type is read from the bytes, not the name (see `CacheKey::ext`); anything
@@ -138,12 +135,16 @@ impl ResultCache {
                     }
                 });
             }
-            Ok::<_, ApiError>(Arc::new(made))
+            Ok::<_, Failure>(Arc::new(made))
         };
         match &self.memory {
-            None => load.await.map_err(Arc::new),
+            None => load.await,
             Some(memory) => {
-                let entry = memory.entry(key.full()).or_try_insert_with(load).await?;
+                let entry = memory
+                    .entry(key.full())
+                    .or_try_insert_with(load)
+                    .await
+                    .map_err(|shared| Failure::clone(&shared))?;
                 if entry.is_fresh() {
                     Ok(entry.into_value())
                 } else {

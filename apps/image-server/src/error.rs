@@ -1,7 +1,7 @@
 //! The one place where failures become HTTP responses.
 //!
-//! Every error a client can cause maps to the status DESIGN.md names ("Image server
-//! decisions") with a JSON body `{"error": "..."}` that says what to fix. Server-side failures
+//! Every error a client can cause maps to the status docs/image-service.md §7 names, with a
+//! JSON body `{"error": "..."}` that says what to fix. Server-side failures
 //! (storage down, encoder failure) are logged with their cause and answered 500/503 with a
 //! short message: internal details (paths on disk, credentials in URLs) never reach the body.
 

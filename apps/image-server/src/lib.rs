@@ -1,5 +1,5 @@
-//! image-server: an image CDN origin (spec/image-service.md, DESIGN.md "Image server
-//! decisions").
+//! image-server: an image CDN origin (docs/image-service.md; docs/architecture.md, Image
+//! server decisions).
 //!
 //! [`serve`] wires the object store, the result cache and the routes under one middleware
 //! stack and serves until `shutdown` resolves. Tests start it on `127.0.0.1:0`.
@@ -8,10 +8,12 @@ mod auth;
 mod cache;
 mod config;
 mod error;
+mod failure;
 mod metrics;
 mod routes;
 mod signing;
 mod storage;
+mod transform;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +23,6 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use object_store::ObjectStore;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
@@ -29,7 +30,7 @@ pub use config::Config;
 pub use error::ApiError;
 pub use storage::open as open_store;
 
-/// The version reported by `/admin/health` (spec section 9).
+/// The version reported by `/admin/health` (docs/image-service.md §9).
 pub const VERSION: &str = "2.0.0";
 
 /// Shared state of every handler.
@@ -44,17 +45,11 @@ pub(crate) struct App {
     /// What a resize URL is held to: `limits` when URLs must be signed (every served URL was
     /// verified), `limits` with the MAX_UNSIGNED_* caps when they are open (README "Deployment").
     pub resize_limits: image_pipeline::Limits,
-    /// Bounds CPU-bound transformations running at once.
-    pub transforms: Semaphore,
-    /// One HEIF transformation at a time, taken before a `transforms` slot: image-pipeline
-    /// decodes one HEIF at a time anyway (libheif 1.15 holds the whole picture), and a request
-    /// waiting for that must not hold a slot other formats could use.
-    pub heif_transforms: Semaphore,
-    /// Admission of misses: TRANSFORM_CONCURRENCY + TRANSFORM_QUEUE_SIZE permits, taken
-    /// without waiting before the source is fetched (`None`: no limit).
-    pub admission: Option<Semaphore>,
+    /// The scheduling policy of every resize miss and upload check (admission, the HEIF gate,
+    /// slots, metrics).
+    pub transforms: transform::Transforms,
     /// Counters, histograms and gauges for the metrics listener.
-    pub metrics: metrics::Metrics,
+    pub metrics: Arc<metrics::Metrics>,
     /// Short-lived memory of source ETags (path -> etag), so cache hits skip the store.
     pub etags: moka::future::Cache<String, String>,
 }
@@ -114,6 +109,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         .build();
     // Base64 JSON bodies are 4/3 of the image; the handler enforces the decoded limit (413).
     let body_limit = routes::images::raw_body_limit(config.max_upload_bytes);
+    let metrics = Arc::new(metrics::Metrics::new());
     let state: AppState = Arc::new(App {
         config,
         store,
@@ -122,10 +118,8 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         signer,
         limits,
         resize_limits,
-        transforms: Semaphore::new(workers),
-        heif_transforms: Semaphore::new(1),
-        admission: (queue_size > 0).then(|| Semaphore::new(workers + queue_size)),
-        metrics: metrics::Metrics::new(),
+        transforms: transform::Transforms::new(workers, queue_size, Arc::clone(&metrics)),
+        metrics,
         etags,
     });
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request| {
@@ -180,7 +174,7 @@ async fn deadline(request: Request, next: axum::middleware::Next) -> axum::respo
     }
 }
 
-/// 404 `{"error"}` for a path that is no endpoint (DESIGN.md: errors are JSON).
+/// 404 `{"error"}` for a path that is no endpoint (docs/image-service.md §7: errors are JSON).
 async fn no_route() -> ApiError {
     ApiError::NotFound("no such endpoint (see README for the API)".into())
 }

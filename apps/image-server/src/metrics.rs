@@ -11,8 +11,8 @@
 //! | `http_request_duration_seconds` | histogram | method, route | time to the response head |
 //! | `resize_results_total` | counter | cache (`hit`, `miss`) | resize answers, as in X-Cache |
 //! | `transform_duration_seconds` | histogram | source, output | decode to encode of one miss, on a blocking thread |
-//! | `transforms_waiting` | gauge | | misses queued for a transform slot (or the HEIF decoder) |
-//! | `transforms_running` | gauge | | transformations running now |
+//! | `transforms_waiting` | gauge | | misses and upload checks queued for a transform slot (or the HEIF gate), `transform` |
+//! | `transforms_running` | gauge | | transformations and upload checks running now |
 //! | `cache_entries`, `cache_bytes` | gauge | | the memory tier, read at scrape time |
 
 use std::time::Instant;

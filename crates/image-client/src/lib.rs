@@ -1,4 +1,5 @@
-//! image-client: the Rust client of image-server (spec section 1: resize URLs and uploads).
+//! image-client: the Rust client of image-server (docs/image-service.md §1: resize URLs and
+//! uploads).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), image_client::ClientError> {

@@ -1,7 +1,8 @@
 //! The one error type of the pipeline; the server maps each variant to an HTTP status.
 
-/// Why a transformation could not be produced.
-#[derive(Debug, thiserror::Error)]
+/// Why a transformation could not be produced. Cloneable, so that one failure can answer every
+/// request that waited for it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PipelineError {
     /// A query parameter is invalid (HTTP 400). `name` is the parameter as the client sent it.
     #[error("invalid parameter {name}: {reason}")]

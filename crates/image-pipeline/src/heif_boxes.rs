@@ -4,9 +4,9 @@
 //! libheif 1.15 reports such an image's size from its `ispe` property, but allocates the canvas
 //! it pastes the tiles or layers into from the item's own data. A file may declare 96x64 in
 //! `ispe` and an 8508x6974 overlay canvas (a 3 KB input the fuzzer found: 355 MB of RSS), so
-//! the pixel limit is checked against this canvas too (`decode::probe`), and against those of
-//! the other derived items libheif decodes with the primary image (a grid's alpha plane is a
-//! grid too).
+//! the pixel limit is checked against this canvas too (`decode::heif::header_size`), and
+//! against those of the other derived items libheif decodes with the primary image (a grid's
+//! alpha plane is a grid too).
 //!
 //! A grid also says how many tiles it has (up to 256 x 256), and libheif decodes every one of
 //! them, even when all point at the same small coded image: the tile count is held to what

@@ -1,7 +1,7 @@
 //! image-pipeline: decode, transform and encode images, bytes in and bytes out, no I/O.
 //!
-//! This is the engine of image-server's resize endpoint (spec section 4, DESIGN.md "Image
-//! server decisions"). The server parses the query into a [`TransformSpec`] (whose `Display`
+//! This is the engine of image-server's resize endpoint (docs/image-service.md §4;
+//! docs/architecture.md, Image server decisions). The server parses the query into a [`TransformSpec`] (whose `Display`
 //! is the cache key), fetches the source (and watermark) bytes, and calls [`transform`].
 //!
 //! Order of operations: decode (JPEG shrink-on-load when the output is small), embedded ICC
@@ -271,7 +271,7 @@ impl ResizeJob<'_> {
 ///
 /// Without `width` and `height` the size comes from the source, so a larger source (a
 /// panorama, a rotation's bounding box) is shrunk to fit rather than refused: every parameter
-/// is optional (spec section 4).
+/// is optional (docs/image-service.md §4).
 ///
 /// # Errors
 /// [`PipelineError::BadParam`] naming the parameter that asked for more: `enlarge` when the

@@ -649,22 +649,15 @@ mod tests {
     #[test]
     fn every_fit_gives_the_sharp_sizes() {
         let s = (4000, 2250);
-        assert_eq!(
-            plan(s, Some(400), Some(400), Fit::Inside, false).resize,
-            (400, 225)
-        );
-        assert_eq!(
-            plan(s, Some(400), Some(400), Fit::Outside, false).resize,
-            (711, 400)
-        );
-        assert_eq!(
-            plan(s, Some(400), Some(400), Fit::Fill, false).resize,
-            (400, 400)
-        );
-        assert_eq!(
-            plan(s, Some(400), Some(400), Fit::Cover, false).resize,
-            (400, 400)
-        );
+        for (fit, want) in [
+            (Fit::Inside, (400, 225)),
+            (Fit::Outside, (711, 400)),
+            (Fit::Fill, (400, 400)),
+            (Fit::Cover, (400, 400)),
+        ] {
+            let got = plan(s, Some(400), Some(400), fit, false).resize;
+            assert_eq!(got, want, "{fit:?}");
+        }
         let contain = plan(s, Some(400), Some(400), Fit::Contain, false);
         assert_eq!(
             (contain.resize, contain.pad_to),

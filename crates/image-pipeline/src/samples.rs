@@ -3,6 +3,14 @@
 
 use image::{DynamicImage, ImageEncoder, RgbaImage};
 
+/// A committed test photo: `tests/fixtures/<name>` of this crate (sources and licences in
+/// `tests/fixtures/ATTRIBUTION.md`). Panics when it is absent (test helper).
+#[allow(clippy::expect_used)]
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).expect(&path)
+}
+
 /// Inserts an APP1 `Exif` segment with IFD0 Orientation = `orientation` after the SOI marker.
 pub fn with_exif_orientation(jpeg: &[u8], orientation: u8) -> Vec<u8> {
     let tiff: [u8; 26] = [
@@ -165,7 +173,7 @@ pub fn png_with_icc(img: &RgbaImage, icc: &[u8]) -> Vec<u8> {
 /// The embedded ICC profile of a HEIF file (for example the Display P3 profile of an iPhone
 /// photo), if it has one.
 pub fn heif_icc_profile(heif: &[u8]) -> Option<Vec<u8>> {
-    let ctx = libheif_rs::HeifContext::read_from_bytes(heif).ok()?;
+    let ctx = crate::decode::heif::context(heif).ok()?;
     let handle = ctx.primary_image_handle().ok()?;
     handle.color_profile_raw().map(|raw| raw.data)
 }
@@ -173,7 +181,6 @@ pub fn heif_icc_profile(heif: &[u8]) -> Option<Vec<u8>> {
 /// `img` as a HEIC file, written by libheif's own HEVC encoder (x265) at quality 90: with an
 /// alpha plane when `alpha` is true, else from its RGB alone. Panics if libheif has no HEVC
 /// encoder (test helper).
-#[allow(clippy::expect_used)]
 pub fn heic(img: &RgbaImage, alpha: bool) -> Vec<u8> {
     use libheif_rs::{Channel, ColorSpace, RgbChroma};
     let (chroma, channels) = if alpha {
@@ -181,44 +188,67 @@ pub fn heic(img: &RgbaImage, alpha: bool) -> Vec<u8> {
     } else {
         (RgbChroma::Rgb, 3)
     };
-    let mut image = libheif_rs::Image::new(img.width(), img.height(), ColorSpace::Rgb(chroma))
-        .expect("libheif image");
+    let rows = img
+        .rows()
+        .map(|row| row.flat_map(|px| px.0[..channels].to_vec()).collect());
+    heic_of_plane(
+        img.dimensions(),
+        ColorSpace::Rgb(chroma),
+        Channel::Interleaved,
+        rows,
+    )
+}
+
+/// `img` as a monochrome HEIC file (a luma plane only), written by libheif's HEVC encoder.
+pub fn heic_grey(img: &image::GrayImage) -> Vec<u8> {
+    use libheif_rs::{Channel, ColorSpace};
+    let rows = img.rows().map(|row| row.map(|px| px.0[0]).collect());
+    heic_of_plane(img.dimensions(), ColorSpace::Monochrome, Channel::Y, rows)
+}
+
+/// A HEIC file of one 8-bit plane (`Interleaved` or `Y`) in `space`, filled from `rows`.
+#[allow(clippy::expect_used)]
+fn heic_of_plane(
+    (width, height): (u32, u32),
+    space: libheif_rs::ColorSpace,
+    channel: libheif_rs::Channel,
+    rows: impl Iterator<Item = Vec<u8>>,
+) -> Vec<u8> {
+    let mut image = libheif_rs::Image::new(width, height, space).expect("libheif image");
     image
-        .create_plane(Channel::Interleaved, img.width(), img.height(), 8)
+        .create_plane(channel, width, height, 8)
         .expect("libheif plane");
-    let plane = image.planes_mut().interleaved.expect("interleaved plane");
-    for (y, row) in img.rows().enumerate() {
-        let out = &mut plane.data[y * plane.stride..];
-        for (px, dst) in row.zip(out.chunks_exact_mut(channels)) {
-            dst.copy_from_slice(&px.0[..channels]);
-        }
+    let planes = image.planes_mut();
+    let plane = match channel {
+        libheif_rs::Channel::Y => planes.y,
+        _ => planes.interleaved,
+    }
+    .expect("the plane just made");
+    for (y, row) in rows.enumerate() {
+        plane.data[y * plane.stride..][..row.len()].copy_from_slice(&row);
     }
     encode_heic(&image)
 }
 
-/// `img` as a monochrome HEIC file (a luma plane only), written by libheif's HEVC encoder.
-#[allow(clippy::expect_used)]
-pub fn heic_grey(img: &image::GrayImage) -> Vec<u8> {
-    use libheif_rs::{Channel, ColorSpace};
-    let mut image = libheif_rs::Image::new(img.width(), img.height(), ColorSpace::Monochrome)
-        .expect("libheif image");
-    image
-        .create_plane(Channel::Y, img.width(), img.height(), 8)
-        .expect("libheif plane");
-    let plane = image.planes_mut().y.expect("luma plane");
-    for (y, row) in img.rows().enumerate() {
-        for (px, dst) in row.zip(&mut plane.data[y * plane.stride..]) {
-            *dst = px.0[0];
-        }
-    }
-    encode_heic(&image)
+/// Holds the pipeline's HEIF decoder (one HEIF decode at a time per process) until the guard is
+/// dropped: a HEIF decode started meanwhile waits, so a test can see what happens while one is
+/// in progress.
+pub fn hold_heif_decoder() -> std::sync::MutexGuard<'static, ()> {
+    crate::decode::heif::hold_gate()
+}
+
+/// The process's libheif, initialised once and never deinitialised: tests that call libheif
+/// themselves use it rather than a `LibHeif` of their own, whose drop could tear down libheif's
+/// plugins while a decode runs on another thread (see `decode::heif`).
+pub fn libheif() -> &'static libheif_rs::LibHeif {
+    crate::decode::heif::libheif()
 }
 
 /// `image` (any libheif layout and depth) as a HEIC file, written by libheif's HEVC encoder
 /// (x265) at quality 90. Panics if libheif has no HEVC encoder (test helper).
 #[allow(clippy::expect_used)]
 pub fn encode_heic(image: &libheif_rs::Image) -> Vec<u8> {
-    let lib = libheif_rs::LibHeif::new();
+    let lib = libheif();
     let mut ctx = libheif_rs::HeifContext::new().expect("libheif context");
     let mut encoder = lib
         .encoder_for_format(libheif_rs::CompressionFormat::Hevc)

@@ -1,6 +1,6 @@
 //! The canonical transformation request.
 //!
-//! The resize endpoint's query (spec section 4, DESIGN.md "Image server decisions") is parsed
+//! The resize endpoint's query (docs/image-service.md §4; docs/architecture.md, Image server decisions) is parsed
 //! once into a [`TransformSpec`]. Its [`Display`](fmt::Display) form lists every parameter that
 //! differs from its default, in a fixed order and with normalised values, so two queries that
 //! ask for the same output print the same string: that string is the cache key.
@@ -9,7 +9,7 @@ use std::fmt;
 
 use crate::error::PipelineError;
 
-/// Limits that parsing and decoding enforce (DESIGN.md "Configuration").
+/// Limits that parsing and decoding enforce (docs/configuration.md).
 ///
 /// `max_enlarge` and `max_grown_output_pixels` bound what a request may cost beyond its source
 /// (image-server sets them for unsigned resize URLs only: its README "Deployment"). Without
@@ -440,8 +440,8 @@ fn scaled(name: &str, size: u32, dpr: f64, max: u32) -> Result<u32, PipelineErro
 impl TransformSpec {
     /// Parses the resize endpoint's query pairs (already percent-decoded).
     ///
-    /// Accepts the spec's names plus DESIGN.md's (`fit`, `position`, `background`, `enlarge`,
-    /// crop as `cropLeft`/`cropTop`/`cropWidth`/`cropHeight`, `watermark*`) and `dpr`, the
+    /// Accepts the spec's names (docs/image-service.md §4) plus those of docs/architecture.md,
+    /// Image server decisions (`fit`, `position`, `background`, `enlarge`, crop as `cropLeft`/`cropTop`/`cropWidth`/`cropHeight`, `watermark*`) and `dpr`, the
     /// device pixel ratio of imgproxy, imgix and Cloudinary (0 < dpr <= 5; it multiplies width
     /// and height, so `width=400&dpr=2` is `width=800`, cache entry included); snake_case and
     /// camelCase spellings of the multi-word names are both accepted. Unknown names are ignored

@@ -3,16 +3,9 @@
 //! 8-bit samples, so a lossy encoder at sharp's settings makes the same choices.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use image_pipeline::samples::fixture;
 use image_pipeline::{Limits, OutputFormat, TransformSpec, decode_to_rgba, transform};
 use pretty_assertions::assert_eq;
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
 
 /// Resizes lake.jpg to `width` as PNG (lossless) and counts the samples that differ from the
 /// libvips reference: `(differing samples, largest difference, size)`.

@@ -1,5 +1,5 @@
 //! `GET /admin/health` (open, for load balancers) and `POST /admin/cache/storage/clear`
-//! (needs the key), spec section 4.
+//! (needs the key), docs/image-service.md §4.
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};

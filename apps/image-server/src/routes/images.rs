@@ -1,4 +1,4 @@
-//! `GET /images/resize/{*path}` and `POST /images/upload` (spec section 4).
+//! `GET /images/resize/{*path}` and `POST /images/upload` (docs/image-service.md §4).
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use image_pipeline::{FormatParam, SourceFormat, TransformSpec};
+use image_pipeline::{FormatParam, TransformSpec};
 use object_store::PutPayload;
 use rand::RngCore;
 use serde::Deserialize;
@@ -18,6 +18,7 @@ use serde_json::json;
 
 use crate::cache::{CacheKey, CachedImage};
 use crate::error::ApiError;
+use crate::failure::Failure;
 use crate::storage::{is_unusable_path, object_path};
 use crate::{App, AppState, auth};
 
@@ -58,13 +59,13 @@ async fn source_etag(
     Ok(etag)
 }
 
-async fn fetch(app: &App, path: &object_store::path::Path, what: &str) -> Result<Bytes, ApiError> {
+async fn fetch(app: &App, path: &object_store::path::Path, what: &str) -> Result<Bytes, Failure> {
     let got = app
         .store
         .get(path)
         .await
         .map_err(|e| not_found_or_storage(e, path, what))?;
-    got.bytes().await.map_err(ApiError::Storage)
+    got.bytes().await.map_err(|e| Failure::Storage(Arc::new(e)))
 }
 
 /// A read's failure: 404 when nothing can be at `path` (absent, or a stored file where the
@@ -73,11 +74,11 @@ fn not_found_or_storage(
     e: object_store::Error,
     path: &object_store::path::Path,
     what: &str,
-) -> ApiError {
+) -> Failure {
     if matches!(e, object_store::Error::NotFound { .. }) || is_unusable_path(&e) {
-        ApiError::NotFound(format!("{what} {path}"))
+        Failure::NotFound(format!("{what} {path}"))
     } else {
-        ApiError::Storage(e)
+        Failure::Storage(Arc::new(e))
     }
 }
 
@@ -154,40 +155,17 @@ async fn resize(
 
     let make = {
         let app = Arc::clone(&app);
-        let spec = spec.clone();
         async move {
-            let _admitted = match &app.admission {
-                Some(admission) => Some(admission.try_acquire().map_err(|_| ApiError::Busy)?),
-                None => None,
-            };
+            let _admitted = app.transforms.admit()?;
             let source = fetch(&app, &path, "image not found:").await?;
             let mark = match &watermark_path {
                 Some(p) => Some(fetch(&app, p, "watermark not found:").await?),
                 None => None,
             };
-            let closed = |e: tokio::sync::AcquireError| ApiError::Internal(e.to_string());
-            let sniffed = image_pipeline::sniff(&source);
-            let waiting = app.metrics.waiting();
-            let _heif = if matches!(sniffed, Some(SourceFormat::Heif | SourceFormat::Avif)) {
-                Some(app.heif_transforms.acquire().await.map_err(closed)?)
-            } else {
-                None
-            };
-            let _permit = app.transforms.acquire().await.map_err(closed)?;
-            drop(waiting);
-            let _running = app.metrics.running();
-            let limits = app.resize_limits;
-            let started = std::time::Instant::now();
-            let out = tokio::task::spawn_blocking(move || {
-                image_pipeline::transform(&source, &spec, format, mark.as_deref(), &limits)
-            })
-            .await
-            .map_err(|e| ApiError::Internal(format!("transform task: {e}")))??;
-            let source_name = sniffed.map_or("unknown", |f| {
-                f.mime().strip_prefix("image/").unwrap_or("unknown")
-            });
-            app.metrics
-                .transformed(source_name, out.format.name(), started);
+            let out = app
+                .transforms
+                .resize(source, spec, format, mark, app.resize_limits)
+                .await?;
             Ok(CachedImage {
                 bytes: Bytes::from(out.bytes),
                 content_type: out.format.mime(),
@@ -195,11 +173,7 @@ async fn resize(
             })
         }
     };
-    let image = app
-        .cache
-        .get_or_make(&key, make)
-        .await
-        .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(|shared| clone_error(&shared)))?;
+    let image = app.cache.get_or_make(&key, make).await?;
     app.metrics.resize_result(!image.transformed);
     let mut response = (StatusCode::OK, common, image.bytes.clone()).into_response();
     let h = response.headers_mut();
@@ -212,47 +186,6 @@ async fn resize(
         HeaderValue::from_static(if image.transformed { "MISS" } else { "HIT" }),
     );
     Ok(response)
-}
-
-/// A coalesced failure is shared by every waiter; each gets an equivalent error.
-fn clone_error(e: &ApiError) -> ApiError {
-    match e {
-        ApiError::BadRequest(m) => ApiError::BadRequest(m.clone()),
-        ApiError::Unauthorized => ApiError::Unauthorized,
-        ApiError::Forbidden => ApiError::Forbidden,
-        ApiError::NotFound(m) => ApiError::NotFound(m.clone()),
-        ApiError::TooLarge(n) => ApiError::TooLarge(*n),
-        ApiError::UnsupportedMedia(m) => ApiError::UnsupportedMedia(m.clone()),
-        ApiError::Unprocessable(m) => ApiError::Unprocessable(m.clone()),
-        ApiError::MethodNotAllowed => ApiError::MethodNotAllowed,
-        ApiError::Busy => ApiError::Busy,
-        ApiError::Timeout(s) => ApiError::Timeout(*s),
-        ApiError::Storage(e) => ApiError::Internal(format!("storage: {e}")),
-        ApiError::Internal(m) => ApiError::Internal(m.clone()),
-    }
-}
-
-/// Decodes an upload at a small scale ([`image_pipeline::verify`]) so that a truncated or
-/// corrupt image is refused (422) instead of stored; it takes a transform slot (and the HEIF
-/// decoder for HEIC and AVIF) like a resize.
-async fn verify_upload(app: &App, bytes: &Bytes) -> Result<image_pipeline::SourceInfo, ApiError> {
-    // The header first: a bomb or a non-image is refused before waiting for a slot.
-    let info = image_pipeline::probe(bytes, app.limits.max_source_pixels)?;
-    let closed = |e: tokio::sync::AcquireError| ApiError::Internal(e.to_string());
-    let _heif = if matches!(info.format, SourceFormat::Heif | SourceFormat::Avif) {
-        Some(app.heif_transforms.acquire().await.map_err(closed)?)
-    } else {
-        None
-    };
-    let _permit = app.transforms.acquire().await.map_err(closed)?;
-    let bytes = bytes.clone();
-    tokio::task::spawn_blocking(move || {
-        image_pipeline::verify(&bytes, &info)?;
-        Ok::<_, image_pipeline::PipelineError>(info)
-    })
-    .await
-    .map_err(|e| ApiError::Internal(format!("upload check task: {e}")))?
-    .map_err(ApiError::from)
 }
 
 /// The original SDK's JSON upload body.
@@ -444,7 +377,10 @@ async fn store_upload(
         Some(p) => Some(object_path(&p)?),
         None => None,
     };
-    let info = verify_upload(&app, &bytes).await?;
+    let info = app
+        .transforms
+        .verify(bytes.clone(), app.limits.max_source_pixels)
+        .await?;
     let path = match named {
         Some(p) => p,
         None => {

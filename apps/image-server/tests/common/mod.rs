@@ -46,32 +46,8 @@ pub fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
-pub fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/../../crates/image-pipeline/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-/// A file from ../shared/images (not committed); `None` with a notice when absent.
-pub fn shared_image(name: &str) -> Option<Vec<u8>> {
-    let p = format!(
-        "{}/../../../shared/images/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    match std::fs::read(&p) {
-        Ok(b) => Some(b),
-        Err(_) => {
-            assert!(
-                !under_ci(),
-                "{p} is absent under CI: the test would skip its part"
-            );
-            eprintln!("skipped part: {p} is absent");
-            None
-        }
-    }
-}
+#[allow(unused_imports)] // not every test binary uses it
+pub use image_pipeline::samples::fixture;
 
 pub async fn config_for(storage: &Storage, dir: &tempfile::TempDir) -> Config {
     let mut config = Config::defaults();
