@@ -1,5 +1,5 @@
 //! Settings of image-server: every one a clap flag with an environment fallback
-//! (DESIGN.md "Configuration", image-server table).
+//! (docs/configuration.md, image-server).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! Configuration: every setting is a clap flag with an environment fallback (DESIGN.md,
-//! Configuration). Secrets are `SecretString` and never printed.
+//! Configuration: every setting is a clap flag with an environment fallback
+//! (docs/configuration.md). Secrets are `SecretString` and never printed.
 
 use clap::{Args, Parser, Subcommand};
 use secrecy::SecretString;
@@ -65,7 +65,7 @@ pub struct ReviewArgs {
     pub prompt: Option<String>,
 }
 
-/// Server settings (DESIGN.md, Configuration, review-server).
+/// Server settings (docs/configuration.md, review-server).
 #[derive(Debug, Clone, Args)]
 pub struct Config {
     /// Bind address.
@@ -164,7 +164,7 @@ pub struct Config {
     #[arg(long, env = "AGENT_STREAM", default_value_t = true, action = clap::ArgAction::Set)]
     pub agent_stream: bool,
     /// Signs dashboard session cookies; with the two App OAuth credentials it turns the OAuth
-    /// gate on (spec section 5 rule 1).
+    /// gate on (docs/review-service.md §5 rule 1).
     #[arg(long, env = "AUTH_SECRET", hide_env_values = true)]
     pub auth_secret: Option<SecretString>,
     /// The forge App's OAuth client id.

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! GET /api/stats, GET /api/stats/charts and GET /api/reviews against the real binary
-//! (spec/review-service.md section 4, Stats and Reviews; section 8). Rows are seeded straight
+//! (docs/review-service.md §4, Stats and Reviews; §8). Rows are seeded straight
 //! into the server's SQLite file after it has migrated it; every test is named after the rule
 //! it proves and compares whole bodies.
 

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The lifecycle rules of spec/review-service.md section 3 and the event stream of section 6,
+//! The lifecycle rules of docs/review-service.md §3 and the event stream of §6,
 //! against the real binary.
 
 mod common;
@@ -266,7 +266,10 @@ async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
         .fail("/repos/acme/widgets/pulls/1", 500, "Server Error");
     let (status, body) = post(&w, &format!("/api/reviews/{id}/retry")).await;
     let body: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!((status, body["ok"].clone()), (502, json!(false)));
+    assert_eq!(
+        (status, body["ok"].clone(), body["code"].clone()),
+        (502, json!(false), json!("forge_unavailable"))
+    );
     assert!(
         body["error"].as_str().unwrap().contains("Server Error"),
         "{body}"

@@ -218,12 +218,14 @@ async fn resize(
 fn clone_error(e: &ApiError) -> ApiError {
     match e {
         ApiError::BadRequest(m) => ApiError::BadRequest(m.clone()),
+        ApiError::InvalidParameter(m) => ApiError::InvalidParameter(m.clone()),
         ApiError::Unauthorized => ApiError::Unauthorized,
         ApiError::Forbidden => ApiError::Forbidden,
         ApiError::NotFound(m) => ApiError::NotFound(m.clone()),
         ApiError::TooLarge(n) => ApiError::TooLarge(*n),
         ApiError::UnsupportedMedia(m) => ApiError::UnsupportedMedia(m.clone()),
         ApiError::Unprocessable(m) => ApiError::Unprocessable(m.clone()),
+        ApiError::TooManyPixels(m) => ApiError::TooManyPixels(m.clone()),
         ApiError::MethodNotAllowed => ApiError::MethodNotAllowed,
         ApiError::Busy => ApiError::Busy,
         ApiError::Timeout(s) => ApiError::Timeout(*s),

@@ -1,5 +1,5 @@
-//! `/api/auth-status` and the sign-in endpoints under `/api/auth/*` (spec section 4, endpoints
-//! outside the dashboard prefix; section 5). The sign-in endpoints exist only while OAuth is
+//! `/api/auth-status` and the sign-in endpoints under `/api/auth/*` (docs/review-service.md
+//! §4, outside the dashboard prefix; §5). The sign-in endpoints exist only while OAuth is
 //! on; otherwise they fall through to the global `{"error":"not found"}`.
 
 use crate::auth::Auth;
@@ -23,7 +23,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/auth/signout", post(sign_out))
 }
 
-/// Whether OAuth is configured (spec section 4).
+/// Whether OAuth is configured (docs/review-service.md §4).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AuthStatus {
     /// True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set.

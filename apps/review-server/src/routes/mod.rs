@@ -16,7 +16,7 @@ pub mod skills;
 pub mod stats;
 pub mod webhook;
 
-use crate::error::{not_found, panic_response};
+use crate::error::{method_not_allowed, not_found, panic_response};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
@@ -41,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .merge(chat::router())
         .merge(dashboard::router())
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::auth::gate,

@@ -11,7 +11,7 @@ use utoipa::OpenApi;
 #[openapi(
     info(
         title = "review-server",
-        description = "Pull request review service (spec/review-service.md)"
+        description = "Pull request review service (docs/review-service.md)"
     ),
     paths(
         super::health::health,

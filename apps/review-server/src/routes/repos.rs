@@ -1,4 +1,4 @@
-//! Repos under /api (spec/review-service.md section 4, Repos): list, get, upsert, PUT, DELETE,
+//! Repos under /api (docs/review-service.md §4, Repos): list, get, upsert, PUT, DELETE,
 //! improve, and the review lists of a repo and of a PR.
 
 use crate::error::ApiError;
@@ -12,7 +12,7 @@ use review_domain::{RepoRow, ReviewRow};
 use serde::Deserialize;
 use serde_json::json;
 
-/// Reviews per repo or PR list (spec section 8).
+/// Reviews per repo or PR list (docs/review-service.md §8).
 const REVIEWS_PER_LIST: i64 = 200;
 
 pub fn router() -> Router<AppState> {
@@ -42,9 +42,9 @@ pub async fn one(
     row.map(Json).ok_or(ApiError::NotFound)
 }
 
-/// POST improve (spec section 4, Improve): 202 `{ok: true}` and the improver run is queued; it
-/// may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
-/// the repo is not registered.
+/// POST improve (docs/review-service.md §4, Repos rule 3): 202 `{ok: true}` and the improver run is
+/// queued; it may decline (too soon, no new completed reviews), which is logged only. 404 `Not
+/// found` when the repo is not registered.
 #[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path), ("name" = String, Path)),
     responses((status = 202, body = Object, example = json!({"ok": true})), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn improve(
@@ -110,7 +110,7 @@ pub struct Update {
 }
 
 /// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-/// keeps it (spec section 4, PUT repo rules).
+/// keeps it (docs/review-service.md §4, Repos rule 2).
 #[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path), ("name" = String, Path)), request_body = Update,
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update(

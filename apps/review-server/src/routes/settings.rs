@@ -1,4 +1,4 @@
-//! Settings under /api (spec/review-service.md section 4, Settings): the flat key-value object,
+//! Settings under /api (docs/review-service.md §4, Settings): the flat key-value object,
 //! its PUT rules 1-4, and the one-prompt connection test.
 //!
 //! Decisions where the spec is open: only the eight keys the dashboard writes are accepted (an
@@ -19,8 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The keys the dashboard writes (spec section 2, Settings), and the two keys of the review
-/// budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
+/// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
+/// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
 /// REVIEW_MAX_COST.
 pub const SETTING_KEYS: [&str; 10] = [
     "agent_api_key",
@@ -46,7 +46,7 @@ const MODEL_KEYS: [&str; 4] = [
 /// The prompt of GET /api/settings/test: small, so the test costs about one request.
 const TEST_PROMPT: &str = "This is a connection test. Reply with the single word: pong";
 
-/// Longest reply text returned by the test (spec section 8).
+/// Longest reply text returned by the test (docs/review-service.md §8).
 const TEST_REPLY_CHARS: usize = 200;
 
 /// Routes of this module.
@@ -56,9 +56,9 @@ pub fn router() -> Router<AppState> {
         .route("/api/settings/test", get(test_settings))
 }
 
-/// The body of PUT /api/settings (spec section 4): every field optional; an absent field keeps
-/// its value, an empty string deletes the row (the API keys then fall back to the environment,
-/// the model fields to the cascade), an empty `default_prompt` is a no-op.
+/// The body of PUT /api/settings (docs/review-service.md §4, Settings): every field optional; an
+/// absent field keeps its value, an empty string deletes the row (the API keys then fall back to
+/// the environment, the model fields to the cascade), an empty `default_prompt` is a no-op.
 #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsUpdate {
@@ -88,8 +88,8 @@ pub struct SettingsUpdate {
     pub review_max_cost: Option<String>,
 }
 
-/// The body of GET /api/settings/test (spec section 4): `{ok: true, text}` with the reply cut to
-/// 200 characters, or `{ok: false, error}`. Always status 200.
+/// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
+/// with the reply cut to 200 characters, or `{ok: false, error}`. Always status 200.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct SettingsTest {
     pub ok: bool,
@@ -103,7 +103,7 @@ pub struct SettingsTest {
 }
 
 /// GET /api/settings: every stored setting as a flat object of strings, API keys unredacted
-/// (spec section 4, Settings). A key never set is absent.
+/// (docs/review-service.md §4, Settings). A key never set is absent.
 #[utoipa::path(get, path = "/api/settings",
     responses((status = 200, description = "every stored setting", body = BTreeMap<String, String>)))]
 pub async fn get_settings(
@@ -112,7 +112,8 @@ pub async fn get_settings(
     Ok(Json(app.records.store.settings().await?))
 }
 
-/// PUT /api/settings: apply rules 1-3 of spec section 4 and answer the full settings object.
+/// PUT /api/settings: apply rules 1-3 of docs/review-service.md §4, Settings, and answer the
+/// full settings object.
 /// 422 `{error}` naming the field for an unknown key, a non-string value or a model field that
 /// is not `<provider>/<model>`; nothing is written then.
 #[utoipa::path(put, path = "/api/settings", request_body = SettingsUpdate,

@@ -1,6 +1,6 @@
 //! The harness of the end-to-end tests: real git repositories in temp dirs served over
 //! file://, the real review-server binary on a loopback port, the fake forge and the scripted
-//! model of `tests/` (DESIGN.md, Test doubles and real parts).
+//! model of `tests/` (docs/architecture.md, Test doubles and real parts).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use serde_json::{Value, json};
