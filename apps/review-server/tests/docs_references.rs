@@ -59,10 +59,10 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The `##` headings of a Markdown file, without the hashes.
+/// The `##` and `###` headings of a Markdown file, without the hashes.
 fn headings(text: &str) -> BTreeSet<String> {
     text.lines()
-        .filter_map(|l| l.strip_prefix("## "))
+        .filter_map(|l| l.strip_prefix("## ").or_else(|| l.strip_prefix("### ")))
         .map(|h| h.trim().to_owned())
         .collect()
 }
