@@ -1,5 +1,6 @@
-//! HTTP routes, one module per feature, merged in [`router`] under one middleware stack
-//! (STYLE.md rule 6).
+//! HTTP routes, one module per feature, merged in [`router`] under one middleware stack: trace
+//! span on the matched route, catch-panic, body limit, the request guard and the OAuth gate
+//! (docs/review-service.md §5), with JSON 404 and 405 fallbacks (docs/review-service.md §7).
 
 pub mod auth;
 pub mod chat;
