@@ -211,3 +211,27 @@ fn the_spec_numbered_sections_are_all_there() {
         );
     }
 }
+
+#[test]
+fn configuration_md_lists_every_environment_variable_of_both_servers() {
+    let docs = std::fs::read_to_string(root().join("docs/configuration.md")).unwrap();
+    let mut seen = 0;
+    for config in [
+        "apps/review-server/src/config.rs",
+        "apps/image-server/src/config.rs",
+    ] {
+        let source = std::fs::read_to_string(root().join(config)).unwrap();
+        for piece in source.split("env = \"").skip(1) {
+            let name = piece.split('"').next().unwrap_or_default();
+            seen += 1;
+            assert!(
+                docs.contains(&format!("| {name} |")),
+                "docs/configuration.md has no row for {name} ({config})"
+            );
+        }
+    }
+    assert!(
+        seen > 40,
+        "only {seen} variables found: is the scan broken?"
+    );
+}
