@@ -1,7 +1,8 @@
-//! The one place where failures become HTTP responses.
+//! The one place where failures become HTTP responses (docs/image-service.md §7).
 //!
-//! Every error a client can cause maps to the status docs/image-service.md §7 names, with a
-//! JSON body `{"error": "..."}` that says what to fix. Server-side failures
+//! Every error a client can cause maps to the status of docs/image-service.md §7 with a JSON
+//! body `{"error": "...", "code": "..."}`: `error` says what to fix, for people; `code` is a
+//! stable [`ApiError::code`] for programs, one per distinct failure. Server-side failures
 //! (storage down, encoder failure) are logged with their cause and answered 500/503 with a
 //! short message: internal details (paths on disk, credentials in URLs) never reach the body.
 
@@ -13,9 +14,14 @@ use image_pipeline::PipelineError;
 /// An error answered to the client.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    /// 400: a parameter or path is invalid; the message names it.
+    /// 400 `invalid_request`: the path, the query string or the body cannot be used; the
+    /// message names what.
     #[error("{0}")]
     BadRequest(String),
+    /// 400 `invalid_parameter`: a resize parameter is malformed or out of range (the unsigned
+    /// caps included); the message names it.
+    #[error("{0}")]
+    InvalidParameter(String),
     /// 401: the API key is missing or wrong.
     #[error("missing or invalid API key (send it in X-API-Key or Authorization: Bearer)")]
     Unauthorized,
@@ -34,9 +40,12 @@ pub enum ApiError {
     /// 415: the bytes are not an image we read.
     #[error("{0}")]
     UnsupportedMedia(String),
-    /// 422: an image we cannot decode, or too many pixels.
+    /// 422 `undecodable_image`: an image we cannot decode.
     #[error("{0}")]
     Unprocessable(String),
+    /// 422 `too_many_pixels`: the source is over MAX_SOURCE_PIXELS, known from its header.
+    #[error("{0}")]
+    TooManyPixels(String),
     /// 429: TRANSFORM_QUEUE_SIZE misses are already waiting; sent with `Retry-After: 1`.
     #[error("too many transformations waiting; retry in a moment")]
     Busy,
@@ -55,17 +64,38 @@ impl ApiError {
     /// The status this error is answered with.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::BadRequest(_) | Self::InvalidParameter(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMedia(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unprocessable(_) | Self::TooManyPixels(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Busy => StatusCode::TOO_MANY_REQUESTS,
             Self::Storage(_) | Self::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable machine-readable `code` of the body, snake_case, one per distinct failure;
+    /// never renamed or reused (docs/image-service.md §7 lists them, §9 their stability).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "invalid_request",
+            Self::InvalidParameter(_) => "invalid_parameter",
+            Self::Unauthorized => "invalid_api_key",
+            Self::Forbidden => "invalid_url_signature",
+            Self::NotFound(_) => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::TooLarge(_) => "payload_too_large",
+            Self::UnsupportedMedia(_) => "not_an_image",
+            Self::Unprocessable(_) => "undecodable_image",
+            Self::TooManyPixels(_) => "too_many_pixels",
+            Self::Busy => "queue_full",
+            Self::Storage(_) => "storage_unavailable",
+            Self::Timeout(_) => "request_timeout",
+            Self::Internal(_) => "internal_error",
         }
     }
 }
@@ -73,11 +103,10 @@ impl ApiError {
 impl From<PipelineError> for ApiError {
     fn from(e: PipelineError) -> Self {
         match e {
-            PipelineError::BadParam { .. } => Self::BadRequest(e.to_string()),
+            PipelineError::BadParam { .. } => Self::InvalidParameter(e.to_string()),
             PipelineError::NotAnImage => Self::UnsupportedMedia(e.to_string()),
-            PipelineError::TooManyPixels { .. } | PipelineError::Undecodable(_) => {
-                Self::Unprocessable(e.to_string())
-            }
+            PipelineError::TooManyPixels { .. } => Self::TooManyPixels(e.to_string()),
+            PipelineError::Undecodable(_) => Self::Unprocessable(e.to_string()),
             PipelineError::Encode(m) => Self::Internal(m),
         }
     }
@@ -91,11 +120,86 @@ impl IntoResponse for ApiError {
             Self::Internal(m) => tracing::error!(error = %m, "internal error"),
             _ => tracing::debug!(%status, error = %self, "request refused"),
         }
-        let body = Json(serde_json::json!({ "error": self.to_string() }));
+        let body = Json(serde_json::json!({ "error": self.to_string(), "code": self.code() }));
         if matches!(self, Self::Busy) {
             // 429 rather than 503: CDNs cache a 503 (CloudFront for 10 s), not a 429.
             return (status, [(header::RETRY_AFTER, "1")], body).into_response();
         }
         (status, body).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of each variant.
+    fn one_of_each() -> Vec<ApiError> {
+        vec![
+            ApiError::BadRequest("invalid image path: ..".into()),
+            ApiError::InvalidParameter("invalid parameter width: not a number".into()),
+            ApiError::Unauthorized,
+            ApiError::Forbidden,
+            ApiError::NotFound("image not found: a.jpg".into()),
+            ApiError::MethodNotAllowed,
+            ApiError::TooLarge(10),
+            ApiError::UnsupportedMedia("not a supported image".into()),
+            ApiError::Unprocessable("source image cannot be decoded".into()),
+            ApiError::TooManyPixels("source is 9x9 pixels".into()),
+            ApiError::Busy,
+            ApiError::Storage(object_store::Error::NotImplemented),
+            ApiError::Timeout(120),
+            ApiError::Internal("encoder".into()),
+        ]
+    }
+
+    #[test]
+    fn every_failure_has_its_own_code_and_the_docs_table_lists_it_with_its_status() {
+        let docs = include_str!("../../../docs/image-service.md");
+        let mut seen = std::collections::BTreeSet::new();
+        for e in one_of_each() {
+            let code = e.code();
+            assert!(seen.insert(code), "{code} used twice");
+            assert!(
+                code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{code} is not snake_case"
+            );
+            let row = format!("| `{code}` | {} |", e.status().as_u16());
+            assert!(docs.contains(&row), "docs/image-service.md §7 lacks {row}");
+        }
+    }
+
+    #[test]
+    fn pipeline_errors_keep_their_status_and_get_distinct_codes() {
+        let cases = [
+            (
+                PipelineError::BadParam {
+                    name: "width".into(),
+                    reason: "not a number".into(),
+                },
+                400,
+                "invalid_parameter",
+            ),
+            (PipelineError::NotAnImage, 415, "not_an_image"),
+            (
+                PipelineError::TooManyPixels {
+                    width: 10,
+                    height: 10,
+                    limit: 50,
+                },
+                422,
+                "too_many_pixels",
+            ),
+            (
+                PipelineError::Undecodable("truncated".into()),
+                422,
+                "undecodable_image",
+            ),
+            (PipelineError::Encode("x".into()), 500, "internal_error"),
+        ];
+        for (e, status, code) in cases {
+            let e = ApiError::from(e);
+            assert_eq!((e.status().as_u16(), e.code()), (status, code), "{e}");
+        }
     }
 }

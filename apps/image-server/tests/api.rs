@@ -1285,7 +1285,7 @@ async fn a_malformed_clear_query_is_a_json_400_after_the_key_check() {
 }
 
 /// Without API_KEY the server generates one into DATA_DIR/api-key, accepts only it, and keeps
-/// it across restarts (docs/configuration.md).
+/// it across restarts (docs/configuration.md, image-server).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generated_api_key_is_kept_in_the_data_dir_across_restarts() {
     let s = TestServer::start_local_with(|config| config.api_key = None).await;

@@ -65,7 +65,7 @@ pub struct ReviewArgs {
     pub prompt: Option<String>,
 }
 
-/// Server settings (docs/configuration.md).
+/// Server settings (docs/configuration.md, review-server).
 #[derive(Debug, Clone, Args)]
 pub struct Config {
     /// Bind address.

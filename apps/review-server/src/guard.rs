@@ -6,25 +6,27 @@
 //! 1. **Host.** Every request but the webhook, the internal route and `/health` must name an
 //!    allowed host: an IP literal (a browser that reached us by IP is same-origin with it, so
 //!    DNS rebinding cannot use one), `localhost`, AUTH_URL's host, or a name in ALLOWED_HOSTS
-//!    (`*` allows any, for a proxy that checks Host itself). Otherwise 403.
+//!    (`*` allows any, for a proxy that checks Host itself). Otherwise 403 `forbidden_host`.
 //! 2. **Cross-site writes.** A POST, PUT, PATCH or DELETE under `/api` is refused 403 when its
 //!    `Sec-Fetch-Site` is `cross-site` or its `Origin` is another origin than the Host it was
-//!    sent to (or AUTH_URL's origin). Requests without either header (curl, server-to-server)
-//!    pass: browsers always send `Origin` on cross-origin writes.
+//!    sent to (or AUTH_URL's origin): `cross_site`. Requests without either header (curl,
+//!    server-to-server) pass: browsers always send `Origin` on cross-origin writes.
 //! 3. **Body size.** 25 MiB for the webhook (GitHub's cap), 1 MiB for everything else; over
-//!    it, 413 `{"error": ...}` before the handler runs.
+//!    it, 413 `payload_too_large` before the handler runs.
+//!
+//! Refusals are JSON `{"error", "code"}` with the codes of docs/review-service.md §7.
 //!
 //! The webhook and the internal route are exempt from 1 and 2: the forge sends its own Host,
 //! and the internal route has its own secret and loopback check. `/health` is exempt from 1
 //! because orchestrators probe it by pod IP or service name.
 
+use crate::error::{ErrorCode, error_response};
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::StreamExt;
-use serde_json::json;
 use std::net::IpAddr;
 
 /// Largest webhook delivery: GitHub caps payloads at 25 MiB.
@@ -88,8 +90,8 @@ pub async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) ->
         let host = request_host(&req);
         if !hosts.allows(host.unwrap_or_default()) {
             let shown: String = host.unwrap_or("(none)").chars().take(100).collect();
-            return refuse(
-                StatusCode::FORBIDDEN,
+            return error_response(
+                ErrorCode::ForbiddenHost,
                 format!("host {shown:?} is not allowed: add it to ALLOWED_HOSTS (or set AUTH_URL)"),
             );
         }
@@ -99,7 +101,7 @@ pub async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) ->
         && is_write(req.method())
         && let Some(why) = cross_site(req.headers(), request_host(&req), &hosts)
     {
-        return refuse(StatusCode::FORBIDDEN, why);
+        return error_response(ErrorCode::CrossSite, why);
     }
     let limit = if path.starts_with("/webhook/") {
         WEBHOOK_BODY_LIMIT
@@ -226,8 +228,8 @@ const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// (rule 3), whether its Content-Length says so up front or it streams past the limit.
 async fn limit_body(req: Request, limit: usize) -> Result<Request, Response> {
     let too_large = || {
-        refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
+        error_response(
+            ErrorCode::PayloadTooLarge,
             format!("request body too large: at most {limit} bytes"),
         )
     };
@@ -245,8 +247,8 @@ async fn limit_body(req: Request, limit: usize) -> Result<Request, Response> {
     let mut buffered = bytes::BytesMut::new();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| {
-            refuse(
-                StatusCode::BAD_REQUEST,
+            error_response(
+                ErrorCode::UnreadableBody,
                 format!("cannot read the request body: {e}"),
             )
         })?;
@@ -272,10 +274,6 @@ async fn drain(body: Body) {
         }
     })
     .await;
-}
-
-fn refuse(status: StatusCode, message: String) -> Response {
-    (status, axum::Json(json!({ "error": message }))).into_response()
 }
 
 #[cfg(test)]

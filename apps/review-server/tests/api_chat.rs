@@ -430,7 +430,7 @@ async fn configuration_and_question_problems_are_400_with_an_error() {
         {"role": "system", "parts": [{"type": "text", "text": "rules"}]},
         {"role": "user", "parts": [{"type": "text", "text": "  \n "}, {"type": "file", "text": "x"}]}]});
     let (status, body) = status_and_body(&chat, &only_assistant).await;
-    assert_eq!(status, 400);
+    assert_eq!((status, &body["code"]), (400, &json!("no_question")));
     assert!(
         body["error"]
             .as_str()
@@ -446,7 +446,10 @@ async fn configuration_and_question_problems_are_400_with_an_error() {
         (status, body),
         (
             400,
-            json!({"error": "messages[0]: the question is 6001 characters, over the limit of 4000"})
+            json!({
+                "error": "messages[0]: the question is 6001 characters, over the limit of 4000",
+                "code": "question_too_long"
+            })
         )
     );
 
@@ -461,7 +464,10 @@ async fn configuration_and_question_problems_are_400_with_an_error() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let (status, body) = status_and_body(&chat, &question("How many reviews?")).await;
-    assert_eq!(status, 400);
+    assert_eq!(
+        (status, &body["code"]),
+        (400, &json!("model_not_configured"))
+    );
     let error = body["error"].as_str().unwrap();
     assert!(
         error.contains("second_api_key") && error.contains("SECOND_API_KEY"),
@@ -506,7 +512,11 @@ async fn each_body_limit_is_422_naming_the_field() {
     ];
     for (body, says) in cases {
         let (status, got) = status_and_body(&chat, &body).await;
-        assert_eq!(status, 422, "{says}: {got}");
+        assert_eq!(
+            (status, &got["code"]),
+            (422, &json!("invalid_body")),
+            "{says}: {got}"
+        );
         assert!(
             got["error"].as_str().unwrap().starts_with(says),
             "{says}: {got}"

@@ -225,7 +225,11 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
         (json!({"refine_model": "no-provider"}), "refine_model"),
     ] {
         let (status, err) = put(&s, "/api/settings", body).await;
-        assert_eq!(status, 422, "{err}");
+        assert_eq!(
+            (status, &err["code"]),
+            (422, &json!("invalid_body")),
+            "{err}"
+        );
         assert!(err["error"].as_str().unwrap().starts_with(field), "{err}");
     }
     let (status, _) = put(&s, "/api/settings", json!(["agent_api_key"])).await;
@@ -399,6 +403,16 @@ async fn models_query_is_case_insensitive_on_provider_slash_model() {
     assert_eq!(list["models"][0]["configured"], false);
     let list = s.get_json("/api/models?all=1&q=%20LARGE%20").await;
     assert_eq!(ids(&list), vec!["mistral/Large-Model"]);
+    // A parameter given twice is not guessed at: 400 in JSON, with its code.
+    let r = s
+        .http
+        .get(format!("{}/api/models?q=a&q=b", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "invalid_query", "{body}");
 }
 
 #[tokio::test]
@@ -593,7 +607,18 @@ async fn bad_skill_url_is_422() {
         json!({"url": "https://github.com/acme/no-such-repo/tree/main/skills/sql-safety"}),
     ] {
         let (status, err) = post(&s, "/api/skills", body.clone()).await;
-        assert_eq!(status, 422, "{body} -> {err}");
+        // No url string at all breaks the body's schema; a url that cannot be installed fails
+        // the install.
+        let code = if body["url"].is_string() {
+            "skill_install_failed"
+        } else {
+            "invalid_body"
+        };
+        assert_eq!(
+            (status, &err["code"]),
+            (422, &json!(code)),
+            "{body} -> {err}"
+        );
         assert!(
             err["error"].as_str().is_some_and(|e| !e.is_empty()),
             "{body} -> {err}"
@@ -678,7 +703,10 @@ async fn skill_reinstall_updates_in_place_and_reenables() {
 async fn enable_unknown_skill_is_404_not_found() {
     let (_d, s) = start_temp(&[]).await;
     let (status, body) = put(&s, "/api/skills/nope", json!({"enabled": true})).await;
-    assert_eq!((status, body), (404, json!({"error": "not found"})));
+    assert_eq!(
+        (status, body),
+        (404, json!({"error": "not found", "code": "not_found"}))
+    );
 }
 
 #[tokio::test]
@@ -694,7 +722,11 @@ async fn enable_requires_a_json_boolean() {
     .await;
     for body in [json!({"enabled": 1}), json!({"enabled": "true"}), json!({})] {
         let (status, err) = put(&s, "/api/skills/sql-safety", body.clone()).await;
-        assert_eq!(status, 422, "{body} -> {err}");
+        assert_eq!(
+            (status, &err["code"]),
+            (422, &json!("invalid_body")),
+            "{body}"
+        );
         assert!(err["error"].is_string());
     }
     let (status, row) = put(&s, "/api/skills/sql-safety", json!({"enabled": true})).await;

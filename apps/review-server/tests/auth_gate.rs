@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The OAuth gate end to end (docs/review-service.md §5, §4 endpoints outside the
-//! prefix, §7 first row): the real binary, the fake forge playing GitHub's OAuth
+//! The OAuth gate end to end (docs/review-service.md §5, §4 outside the dashboard prefix, §7
+//! first row): the real binary, the fake forge playing GitHub's OAuth
 //! endpoints (`/login/oauth/access_token`, `/user`), a browser played by hand (no redirects
 //! followed, cookies carried explicitly).
 
@@ -135,7 +135,7 @@ async fn gate_is_off_and_the_api_open_when_oauth_is_not_configured() {
     assert_eq!(r.status(), 404);
     assert_eq!(
         r.json::<Value>().await.unwrap(),
-        json!({"error": "not found"})
+        json!({"error": "not found", "code": "not_found"})
     );
 }
 
@@ -205,7 +205,7 @@ async fn auth_status_health_and_webhook_are_outside_the_gate() {
     assert_eq!(r.status(), 401);
     assert_eq!(
         r.json::<Value>().await.unwrap(),
-        json!({"error": "invalid signature"})
+        json!({"error": "invalid signature", "code": "invalid_signature"})
     );
     let r = g.server.deliver("ping", b"{}", Some(SECRET)).await;
     assert_eq!(r.status(), 200);

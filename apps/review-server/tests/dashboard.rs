@@ -70,7 +70,7 @@ async fn app_paths_get_the_dashboard_and_api_paths_keep_the_json_404() {
         assert_eq!(r.status(), 404, "{path}");
         assert_eq!(
             r.json::<Value>().await.unwrap(),
-            serde_json::json!({"error": "not found"}),
+            serde_json::json!({"error": "not found", "code": "not_found"}),
             "{path}"
         );
     }

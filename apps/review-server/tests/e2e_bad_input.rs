@@ -18,7 +18,7 @@ async fn error_of(r: reqwest::Response) -> (u16, Value) {
 async fn deliveries_with_bad_signatures_or_bodies_get_the_documented_status() {
     let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
     let body = w.pull_request_payload("opened", &w.upstream.sha("feature"));
-    let invalid = json!({ "error": "invalid signature" });
+    let invalid = json!({ "error": "invalid signature", "code": "invalid_signature" });
 
     assert_eq!(
         error_of(
@@ -52,7 +52,7 @@ async fn deliveries_with_bad_signatures_or_bodies_get_the_documented_status() {
             .await,
     )
     .await;
-    assert_eq!(status, 400);
+    assert_eq!((status, &v["code"]), (400, &json!("invalid_payload")));
     assert!(v["error"].as_str().unwrap().contains("not JSON"), "{v}");
 
     // A signed delivery that names no event: no header, or an empty one.
@@ -108,10 +108,28 @@ async fn deliveries_with_bad_signatures_or_bodies_get_the_documented_status() {
             .await,
     )
     .await;
-    assert_eq!(status, 400);
+    assert_eq!((status, &err["code"]), (400, &json!("invalid_payload")));
     assert!(
         err["error"].as_str().unwrap().contains("repository"),
         "{err}"
+    );
+
+    // A signed delivery without an event name.
+    let r = w
+        .server
+        .http
+        .post(format!("{}/webhook/github", w.server.url))
+        .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), b"{}"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_of(r).await,
+        (
+            400,
+            json!({ "error": "missing X-GitHub-Event header", "code": "missing_event" })
+        )
     );
 
     // The Forge-named headers of the spec work too.
@@ -144,7 +162,26 @@ async fn unknown_routes_get_the_global_not_found() {
         .send()
         .await
         .unwrap();
-    assert_eq!(error_of(r).await, (404, json!({ "error": "not found" })));
+    assert_eq!(
+        error_of(r).await,
+        (404, json!({ "error": "not found", "code": "not_found" }))
+    );
+    // A known route asked with another method: 405 in JSON, with the methods it takes.
+    let r = w
+        .server
+        .http
+        .delete(format!("{}/api/stats", w.server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["allow"], "GET,HEAD");
+    assert_eq!(
+        error_of(r).await,
+        (
+            405,
+            json!({ "error": "method not allowed on this route", "code": "method_not_allowed" })
+        )
+    );
     let r = w
         .server
         .http
@@ -260,7 +297,13 @@ async fn findings_route_is_guarded_by_the_boot_secret() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 401);
+    assert_eq!(
+        error_of(r).await,
+        (
+            401,
+            json!({ "error": "missing or wrong internal secret", "code": "bad_internal_secret" })
+        )
+    );
 }
 
 /// POST and PUT repo bodies must be JSON objects (serde alone would read a struct from an

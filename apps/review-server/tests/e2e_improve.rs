@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! POST /api/repos/:owner/:name/improve end to end (docs/review-service.md §4, Improve; FACTS.md, the
-//! improver): a real review first posts inline comments on the fake forge, people reply to
-//! them there, and the improver turns the replies into a pull request rewriting REVIEW.md.
+//! POST /api/repos/:owner/:name/improve end to end (docs/review-service.md §3, improver
+//! rows, and §4, Repos rule 3): a real review first posts inline comments on the fake forge, people
+//! reply to them there, and the improver turns the replies into a pull request rewriting REVIEW.md.
 
 mod common;
 

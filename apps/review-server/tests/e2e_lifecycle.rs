@@ -279,7 +279,10 @@ async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
         .fail("/repos/acme/widgets/pulls/1", 500, "Server Error");
     let (status, body) = post(&w, &format!("/api/reviews/{id}/retry")).await;
     let body: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!((status, body["ok"].clone()), (502, json!(false)));
+    assert_eq!(
+        (status, body["ok"].clone(), body["code"].clone()),
+        (502, json!(false), json!("forge_unavailable"))
+    );
     assert!(
         body["error"].as_str().unwrap().contains("Server Error"),
         "{body}"

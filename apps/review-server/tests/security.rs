@@ -58,6 +58,7 @@ async fn a_dns_rebinding_host_is_refused_with_the_gate_off_and_on() {
             .await;
             assert_eq!(r.status(), 403, "gated={gated} {path}");
             let body: Value = r.json().await.unwrap();
+            assert_eq!(body["code"], "forbidden_host", "{body}");
             assert!(
                 body["error"].as_str().unwrap().contains("ALLOWED_HOSTS"),
                 "{body}"
@@ -150,6 +151,7 @@ async fn a_cross_site_write_is_refused_with_the_gate_off_and_on() {
                 assert_eq!(r.status(), 403, "gated={gated} {method} {path} {headers:?}");
                 let body: Value = r.json().await.unwrap();
                 assert!(body["error"].as_str().unwrap().contains("cross-site"));
+                assert_eq!(body["code"], "cross_site", "{body}");
             }
         }
         // The same request from the dashboard's own origin reaches the handler (the gate, when
@@ -205,6 +207,7 @@ async fn api_bodies_over_1_mib_are_413_while_a_2_mib_delivery_is_accepted() {
             .unwrap();
         assert_eq!(r.status(), 413, "{path}");
         let body: Value = r.json().await.unwrap();
+        assert_eq!(body["code"], "payload_too_large", "{body}");
         assert!(
             body["error"].as_str().unwrap().contains("too large"),
             "{body}"

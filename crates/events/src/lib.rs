@@ -1,4 +1,4 @@
-//! The live event bus of spec/review-service.md section 6: every write site publishes one
+//! The live event bus of docs/review-service.md §6: every write site publishes one
 //! [`Event`] with a per-boot monotonic id; the SSE route subscribes and frames them. There is no
 //! replay buffer (rule 3): a subscriber sees what is published after it subscribed.
 
@@ -19,7 +19,7 @@ pub struct Event {
     pub id: u64,
     /// `owner/name`, or None for events without a repository.
     pub repo: Option<String>,
-    /// The payload, with `type` inside (spec section 6).
+    /// The payload, with `type` inside (docs/review-service.md §6).
     pub data: Value,
 }
 
@@ -35,7 +35,7 @@ impl Event {
     }
 }
 
-/// The SSE frame of a named heartbeat event (spec section 6: sent on connect and after
+/// The SSE frame of a named heartbeat event (docs/review-service.md §6: sent on connect and after
 /// HEARTBEAT_SECS of silence; named, so browsers' default handler never sees it).
 pub fn heartbeat_frame() -> &'static str {
     "event: heartbeat\ndata: {}\n\n"

@@ -21,7 +21,7 @@ const DEFAULT_FETCH_REFSPEC: &str = "+refs/heads/*:refs/heads/*";
 /// appear in the repository's URL. Each part must be a single path component.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RepoKey {
-    /// The forge's host name, e.g. `github.com` (DESIGN.md: the host of FORGE_URL).
+    /// The forge's host name, e.g. `github.com` (docs/configuration.md: the host of FORGE_URL).
     pub host: String,
     /// The owner (user or organisation).
     pub owner: String,
@@ -39,7 +39,7 @@ pub struct Synced {
     pub cloned: bool,
 }
 
-/// The cache of bare clones under one root folder (DESIGN.md: `$DATA_DIR/repos`).
+/// The cache of bare clones under one root folder (docs/architecture.md, Git: `$DATA_DIR/repos`).
 ///
 /// `Send + Sync`: share it in an `Arc`. Syncs of one repository are serialized by a lock of
 /// that repository; different repositories sync in parallel.

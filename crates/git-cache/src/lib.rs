@@ -1,5 +1,5 @@
-//! git-cache: the bare-clone cache of the review service (spec/review-service.md section 1,
-//! steps 4-7; DESIGN.md "Git").
+//! git-cache: the bare-clone cache of the review service (docs/review-service.md §1, steps
+//! 4-7; docs/architecture.md, Git).
 //!
 //! Why it exists: every review needs the pull request's commits on disk, a checkout of the head
 //! tree for the agent's file tools, the `base...head` diff it reviews, and a patch id that says

@@ -48,10 +48,10 @@ export interface paths {
         /**
          * POST /api/chat: answers with the UI message stream (`text/event-stream`, header
          *     `x-vercel-ai-ui-message-stream: v1`): `data: <part>` frames ending with `data: [DONE]`.
-         *     Model errors and refused SQL arrive inside the stream (docs/review-service.md §7). 400 `{error}` when
-         *     no user message has text, a question is over 4000 characters, or the model's provider has
-         *     no API key (or the model setting is not `<provider>/<model>`); 422 `{error}` naming the
-         *     field when the body breaks the limits of docs/review-service.md §8.
+         *     Model errors and refused SQL arrive inside the stream (docs/review-service.md §7). 400 `{error}`
+         *     when no user message has text, a question is over 4000 characters, or the model's provider has
+         *     no API key (or the model setting is not `<provider>/<model>`); 422 `{error}` naming the field
+         *     when the body breaks the limits of docs/review-service.md §8.
          */
         post: {
             parameters: {
@@ -117,12 +117,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** GET /api/events: `text/event-stream`. */
+        /**
+         * GET /api/events: `text/event-stream`; 400 `invalid_query` when the query string cannot be
+         *     read (a repeated `repo`).
+         */
         get: {
             parameters: {
                 query?: {
                     /** @description `owner/name`: only this repo's events. */
-                    repo?: string | null;
+                    repo?: string;
                 };
                 header?: never;
                 path?: never;
@@ -137,6 +140,15 @@ export interface paths {
                     };
                     content: {
                         "text/event-stream": unknown;
+                    };
+                };
+                /** @description the query string cannot be read */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -159,17 +171,18 @@ export interface paths {
         /**
          * GET /api/models: `{total, providers, models[]}`; without `all=1` only configured providers'
          *     models; `q` filters `<provider>/<model>` case-insensitively; `refresh=1` rebuilds the cached
-         *     catalog; at most 100 models (docs/review-service.md §4, Models).
+         *     catalog; at most 100 models (docs/review-service.md §4, Models). 400 `invalid_query` when
+         *     the query string cannot be read (a repeated key).
          */
         get: {
             parameters: {
                 query?: {
                     /** @description Case-insensitive substring of `<provider>/<model>`. */
-                    q?: string | null;
+                    q?: string;
                     /** @description `1`: search the whole catalog, not only configured providers. */
-                    all?: string | null;
+                    all?: string;
                     /** @description `1`: rebuild the cached catalog first. */
-                    refresh?: string | null;
+                    refresh?: string;
                 };
                 header?: never;
                 path?: never;
@@ -183,6 +196,15 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["ModelList"];
+                    };
+                };
+                /** @description the query string cannot be read */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -305,7 +327,7 @@ export interface paths {
         };
         /**
          * PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-         *     keeps it (docs/review-service.md §4, PUT repo rules).
+         *     keeps it (docs/review-service.md §4, Repos rule 2).
          */
         put: {
             parameters: {
@@ -391,9 +413,9 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * POST improve (docs/review-service.md §4, Improve): 202 `{ok: true}` and the improver run is queued; it
-         *     may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
-         *     the repo is not registered.
+         * POST improve (docs/review-service.md §4, Repos rule 3): 202 `{ok: true}` and the improver run is
+         *     queued; it may decline (too soon, no new completed reviews), which is logged only. 404 `Not
+         *     found` when the repo is not registered.
          */
         post: {
             parameters: {
@@ -532,7 +554,8 @@ export interface paths {
         };
         /**
          * GET /api/reviews: ReviewRow[] newest id first, skipped included, filtered by status and
-         *     the stats filter, at most `limit` (docs/review-service.md §4, Reviews; §8).
+         *     the stats filter, at most `limit` (docs/review-service.md §4, Reviews;
+         *     §8).
          */
         get: {
             parameters: {
@@ -869,7 +892,8 @@ export interface paths {
             };
         };
         /**
-         * PUT /api/settings: apply rules 1-3 of docs/review-service.md §4 and answer the full settings object.
+         * PUT /api/settings: apply rules 1-3 of docs/review-service.md §4, Settings, and answer the
+         *     full settings object.
          *     422 `{error}` naming the field for an unknown key, a non-string value or a model field that
          *     is not `<provider>/<model>`; nothing is written then.
          */
@@ -1178,7 +1202,8 @@ export interface paths {
         };
         /**
          * GET /api/stats/charts: reliability, per-day latency percentiles over a 5000-row sample
-         *     (latencyTruncated when capped), findingsDaily and topFiles (10) (docs/review-service.md §4, Stats).
+         *     (latencyTruncated when capped), findingsDaily and topFiles (10) (docs/review-service.md §4,
+         *     Stats).
          */
         get: {
             parameters: {
@@ -1365,7 +1390,10 @@ export interface components {
             /** @description The part's type, e.g. `text`. */
             type: string;
         };
-        /** @description The body of POST /api/chat (docs/review-service.md §4, Chat). Other keys are accepted and ignored. */
+        /**
+         * @description The body of POST /api/chat (docs/review-service.md §4, Chat). Other keys are accepted and
+         *     ignored.
+         */
         ChatRequest: {
             /** @description The conversation, oldest first. */
             messages: components["schemas"]["ChatMessage"][];
@@ -1385,10 +1413,20 @@ export interface components {
             /** Format: int64 */
             tokens: number;
         };
-        /** @description The JSON error body of spec section 7: `{"error": "..."}`. */
+        /** @description The JSON error body of docs/review-service.md §7: `{"error": "...", "code": "..."}`. */
         ErrorBody: {
+            /** @description What went wrong, for programs: stable, one per distinct failure. */
+            code: components["schemas"]["ErrorCode"];
+            /** @description What went wrong, for people; the spec fixes some of these texts. */
             error: string;
         };
+        /**
+         * @description The stable, machine-readable `code` of a JSON error body: one per distinct failure,
+         *     snake_case on the wire. Never renamed or reused (docs/review-service.md §7 lists them with
+         *     their status and meaning, §9 their stability).
+         * @enum {string}
+         */
+        ErrorCode: "invalid_payload" | "missing_event" | "unreadable_body" | "invalid_query" | "no_question" | "question_too_long" | "model_not_configured" | "invalid_signature" | "bad_internal_secret" | "forbidden_host" | "cross_site" | "not_loopback" | "not_found" | "method_not_allowed" | "payload_too_large" | "invalid_body" | "skill_install_failed" | "rate_limited" | "internal_error" | "forge_unavailable";
         /** @description A recorded finding (spec section 2, FindingRow). */
         FindingRow: {
             body: string;
@@ -1539,6 +1577,8 @@ export interface components {
         };
         /** @description 502 of POST /api/reviews/:id/retry: the forge could not give the pull request. */
         RetryFailed: {
+            /** @description `forge_unavailable`. */
+            code: components["schemas"]["ErrorCode"];
             /** @description What the forge answered. */
             error: string;
             /** @description Always `false`. */
@@ -1623,8 +1663,8 @@ export interface components {
             third_api_key?: string;
         };
         /**
-         * @description The body of GET /api/settings/test (docs/review-service.md §4): `{ok: true, text}` with the reply cut to
-         *     200 characters, or `{ok: false, error}`. Always status 200.
+         * @description The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
+         *     with the reply cut to 200 characters, or `{ok: false, error}`. Always status 200.
          */
         SettingsTest: {
             error?: string | null;
@@ -1634,9 +1674,9 @@ export interface components {
             text?: string | null;
         };
         /**
-         * @description The body of PUT /api/settings (docs/review-service.md §4): every field optional; an absent field keeps
-         *     its value, an empty string deletes the row (the API keys then fall back to the environment,
-         *     the model fields to the cascade), an empty `default_prompt` is a no-op.
+         * @description The body of PUT /api/settings (docs/review-service.md §4, Settings): every field optional; an
+         *     absent field keeps its value, an empty string deletes the row (the API keys then fall back to
+         *     the environment, the model fields to the cascade), an empty `default_prompt` is a no-op.
          */
         SettingsUpdate: {
             agent_api_key?: string;

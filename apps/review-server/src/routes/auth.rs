@@ -1,5 +1,5 @@
-//! `/api/auth-status` and the sign-in endpoints under `/api/auth/*` (docs/review-service.md §4, endpoints
-//! outside the dashboard prefix; §5). The sign-in endpoints exist only while OAuth is
+//! `/api/auth-status` and the sign-in endpoints under `/api/auth/*` (docs/review-service.md
+//! §4, outside the dashboard prefix; §5). The sign-in endpoints exist only while OAuth is
 //! on; otherwise they fall through to the global `{"error":"not found"}`.
 
 use crate::auth::Auth;

@@ -22,6 +22,8 @@ pub struct RetryFailed {
     pub ok: bool,
     /// What the forge answered.
     pub error: String,
+    /// `forge_unavailable`.
+    pub code: crate::error::ErrorCode,
 }
 
 /// 200 of POST /api/reviews/:id/stop: `{ok:true, live}` when the review was stopped (`live`:

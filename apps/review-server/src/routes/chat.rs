@@ -15,7 +15,7 @@
 //!   turn's cancellation token; server shutdown cancels it too.
 
 use super::events::event_stream_response;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::records::StoreView;
 use crate::state::AppState;
 use agent::chat::DONE_FRAME;
@@ -44,7 +44,7 @@ pub const MAX_TEXT_CHARS: usize = 4000;
 /// Characters of a message's `id`, at most (docs/review-service.md §8).
 pub const MAX_ID_CHARS: usize = 128;
 /// Characters of one question (a user message's text parts joined by newlines), at most; over
-/// it the answer is 400 (docs/review-service.md §4, Chat: "a question over the character limit").
+/// it the answer is 400 (docs/review-service.md §4, Chat).
 pub const MAX_QUESTION_CHARS: usize = 4000;
 
 /// Routes of this module.
@@ -52,7 +52,8 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/chat", post(chat))
 }
 
-/// The body of POST /api/chat (docs/review-service.md §4, Chat). Other keys are accepted and ignored.
+/// The body of POST /api/chat (docs/review-service.md §4, Chat). Other keys are accepted and
+/// ignored.
 #[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
 pub struct ChatRequest {
     /// The conversation, oldest first.
@@ -96,10 +97,10 @@ pub struct ChatPart {
 
 /// POST /api/chat: answers with the UI message stream (`text/event-stream`, header
 /// `x-vercel-ai-ui-message-stream: v1`): `data: <part>` frames ending with `data: [DONE]`.
-/// Model errors and refused SQL arrive inside the stream (docs/review-service.md §7). 400 `{error}` when
-/// no user message has text, a question is over 4000 characters, or the model's provider has
-/// no API key (or the model setting is not `<provider>/<model>`); 422 `{error}` naming the
-/// field when the body breaks the limits of docs/review-service.md §8.
+/// Model errors and refused SQL arrive inside the stream (docs/review-service.md §7). 400 `{error}`
+/// when no user message has text, a question is over 4000 characters, or the model's provider has
+/// no API key (or the model setting is not `<provider>/<model>`); 422 `{error}` naming the field
+/// when the body breaks the limits of docs/review-service.md §8.
 #[utoipa::path(post, path = "/api/chat", request_body = ChatRequest,
     responses(
         (status = 200, description = "AI SDK v5 UI message stream: `data: <json part>` frames ending with `data: [DONE]`",
@@ -111,26 +112,33 @@ pub async fn chat(
     State(app): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::Unprocessable(e.body_text()))?;
+    let Json(body) = body?;
     let request = parse_request(&body).map_err(ApiError::Unprocessable)?;
-    let questions = questions(&request).map_err(ApiError::BadRequest)?;
+    let questions = questions(&request)?;
     let model = app.global_model().await?;
     let spec: ModelSpec = model.parse().map_err(|e| {
-        ApiError::BadRequest(format!(
-            "{e}: set the agent_model setting or AGENT_MODEL to <provider>/<model>"
-        ))
+        ApiError::refused(
+            ErrorCode::ModelNotConfigured,
+            format!("{e}: set the agent_model setting or AGENT_MODEL to <provider>/<model>"),
+        )
     })?;
     let Ok(permit) = app.chat_turns.clone().try_acquire_owned() else {
-        return Err(ApiError::TooManyRequests(format!(
-            "{} chat turns are already running (CHAT_MAX_CONCURRENT); try again when one ends",
-            app.config.chat_max_concurrent.max(1)
-        )));
+        return Err(ApiError::refused(
+            ErrorCode::RateLimited,
+            format!(
+                "{} chat turns are already running (CHAT_MAX_CONCURRENT); try again when one ends",
+                app.config.chat_max_concurrent.max(1)
+            ),
+        ));
     };
     let providers = app.provider_settings().await?;
     let chat = match Chat::new(&providers, spec, questions) {
         Ok(chat) => chat,
         Err(e @ (AgentError::MissingKey { .. } | AgentError::UnknownProvider(_))) => {
-            return Err(ApiError::BadRequest(e.to_string()));
+            return Err(ApiError::refused(
+                ErrorCode::ModelNotConfigured,
+                e.to_string(),
+            ));
         }
         Err(e) => return Err(ApiError::Internal(e.into())),
     };
@@ -192,10 +200,11 @@ impl ChatDatabase for ReadOnlyQueries {
     }
 }
 
-/// The user's questions (docs/review-service.md §4, Chat rule 1): the text parts of user messages, joined
-/// per message; assistant and system messages, other part types and blank questions are
-/// dropped. Errors (400): no question is left, or one is over [`MAX_QUESTION_CHARS`].
-fn questions(request: &ChatRequest) -> Result<Vec<String>, String> {
+/// The user's questions (docs/review-service.md §4, Chat rule 1): the text parts of user messages,
+/// joined per message; assistant and system messages, other part types and blank questions are
+/// dropped. Errors (400): no question is left (`no_question`), or one is over
+/// [`MAX_QUESTION_CHARS`] (`question_too_long`).
+fn questions(request: &ChatRequest) -> Result<Vec<String>, ApiError> {
     let mut out = Vec::new();
     for (i, message) in request.messages.iter().enumerate() {
         if message.role != ChatRole::User {
@@ -213,21 +222,26 @@ fn questions(request: &ChatRequest) -> Result<Vec<String>, String> {
         }
         let chars = text.chars().count();
         if chars > MAX_QUESTION_CHARS {
-            return Err(format!(
-                "messages[{i}]: the question is {chars} characters, over the limit of {MAX_QUESTION_CHARS}"
+            return Err(ApiError::refused(
+                ErrorCode::QuestionTooLong,
+                format!(
+                    "messages[{i}]: the question is {chars} characters, over the limit of {MAX_QUESTION_CHARS}"
+                ),
             ));
         }
         out.push(text);
     }
     if out.is_empty() {
-        return Err(
-            "no usable question: send at least one user message with a non-empty text part".into(),
-        );
+        return Err(ApiError::refused(
+            ErrorCode::NoQuestion,
+            "no usable question: send at least one user message with a non-empty text part",
+        ));
     }
     Ok(out)
 }
 
-/// Validates the body against docs/review-service.md §8 and reads it; the error (422) names the field.
+/// Validates the body against docs/review-service.md §8 and reads it; the error (422) names the
+/// field.
 fn parse_request(body: &Value) -> Result<ChatRequest, String> {
     let Some(obj) = body.as_object() else {
         return Err("expected a JSON object with messages".into());
@@ -404,19 +418,25 @@ mod tests {
     }
 
     #[test]
-    fn questions_without_text_or_over_the_limit_are_400_messages() {
+    fn questions_without_text_or_over_the_limit_are_400_with_their_codes() {
         let req = |messages: Value| parse_request(&json!({ "messages": messages })).unwrap();
-        let err = questions(&req(
+        let refused = |r: Result<Vec<String>, ApiError>| match r {
+            Err(ApiError::Refused(code, message)) => (code, message),
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        let (code, message) = refused(questions(&req(
             json!([{"role": "assistant", "parts": [{"type": "text", "text": "hi"}]}]),
-        ))
-        .unwrap_err();
-        assert!(err.starts_with("no usable question"), "{err}");
+        )));
+        assert_eq!(code, ErrorCode::NoQuestion);
+        assert!(message.starts_with("no usable question"), "{message}");
         let two = json!([{"role": "user", "parts": [
             {"type": "text", "text": "a".repeat(2000)}, {"type": "text", "text": "b".repeat(2000)}]}]);
-        let err = questions(&req(two)).unwrap_err();
         assert_eq!(
-            err,
-            "messages[0]: the question is 4001 characters, over the limit of 4000"
+            refused(questions(&req(two))),
+            (
+                ErrorCode::QuestionTooLong,
+                "messages[0]: the question is 4001 characters, over the limit of 4000".to_owned()
+            )
         );
     }
 }

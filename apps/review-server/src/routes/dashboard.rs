@@ -1,5 +1,5 @@
-//! The dashboard: the single-page app of spec/review-service.md section 1 (last paragraph),
-//! served by this server from `dashboard/dist` (issue 17, Serving).
+//! The dashboard: the single-page app of docs/review-service.md §1, served by this server
+//! from `dashboard/dist` (docs/architecture.md, Dashboard).
 //!
 //! Release builds embed the built files in the binary (rust-embed); debug builds read
 //! `dashboard/dist` from disk on every request, so `npm run build` shows on reload. The build
@@ -8,7 +8,7 @@
 //!
 //! Rules, in order:
 //! - a path whose first segment is `api`, `health`, `webhook` or `internal` keeps the JSON 404
-//!   of spec section 7: those prefixes belong to the API;
+//!   of docs/review-service.md §7: those prefixes belong to the API;
 //! - a request other than GET or HEAD gets the same JSON 404;
 //! - a file of the build is served as it is; a missing file under `/assets/` is a plain 404
 //!   (a stale hashed chunk answered with HTML would only fail as a script);
@@ -381,7 +381,10 @@ mod tests {
                 "application/json",
                 "{path}"
             );
-            assert_eq!(body(resp).await, r#"{"error":"not found"}"#);
+            assert_eq!(
+                body(resp).await,
+                r#"{"error":"not found","code":"not_found"}"#
+            );
         }
     }
 
@@ -391,7 +394,10 @@ mod tests {
         for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
             let resp = respond(&src, &method, "/reviews", &HeaderMap::new()).await;
             assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-            assert_eq!(body(resp).await, r#"{"error":"not found"}"#);
+            assert_eq!(
+                body(resp).await,
+                r#"{"error":"not found","code":"not_found"}"#
+            );
         }
     }
 

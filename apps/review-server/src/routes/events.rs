@@ -6,9 +6,11 @@
 //! `Last-Event-ID` is ignored. A subscriber that falls too far behind skips what it missed and
 //! goes on (clients refetch on reconnect anyway, rule 4).
 
+use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
 use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::Response;
@@ -25,15 +27,22 @@ pub fn router() -> Router<AppState> {
 
 /// Query of GET /api/events.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// `owner/name`: only this repo's events.
     repo: Option<String>,
 }
 
-/// GET /api/events: `text/event-stream`.
+/// GET /api/events: `text/event-stream`; 400 `invalid_query` when the query string cannot be
+/// read (a repeated `repo`).
 #[utoipa::path(get, path = "/api/events", params(EventsQuery),
-    responses((status = 200, description = "server-sent events", content_type = "text/event-stream")))]
-pub async fn stream(State(app): State<AppState>, Query(q): Query<EventsQuery>) -> Response {
+    responses((status = 200, description = "server-sent events", content_type = "text/event-stream"),
+        (status = 400, description = "the query string cannot be read", body = crate::error::ErrorBody)))]
+pub async fn stream(
+    State(app): State<AppState>,
+    query: Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query?;
     let filter = q.repo.filter(|r| !r.is_empty());
     let rx = app.records.subscribe();
     let heartbeat = Duration::from_secs(app.config.heartbeat_secs.max(1));
@@ -65,8 +74,8 @@ pub async fn stream(State(app): State<AppState>, Query(q): Query<EventsQuery>) -
             }
         }
     });
-    event_stream_response(Body::from_stream(futures::StreamExt::chain(
-        opening, frames,
+    Ok(event_stream_response(Body::from_stream(
+        futures::StreamExt::chain(opening, frames),
     )))
 }
 

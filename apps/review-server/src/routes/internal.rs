@@ -1,9 +1,10 @@
-//! POST /internal/reviews/:id/findings: the findings write-back of docs/architecture.md, Findings for
-//! agent tools running out of process. Loopback peers only (403 otherwise), and the header
+//! POST /internal/reviews/:id/findings: the findings write-back (docs/architecture.md, Findings)
+//! for agent tools running out of process. Loopback peers only (403 otherwise), and the header
 //! `X-Internal-Secret` must hold the secret made at boot (401 otherwise). Shares
-//! [`Records::record_findings`](crate::records::Records::record_findings) with the in-process tools.
+//! [`Records::record_findings`](crate::records::Records::record_findings) with the in-process
+//! tools.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::records::FindingsError;
 use crate::state::AppState;
 use axum::extract::{ConnectInfo, Path, State};
@@ -37,14 +38,17 @@ async fn write_back(
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     if !peer.ip().is_loopback() {
-        return Err(ApiError::Forbidden("loopback only"));
+        return Err(ApiError::refused(ErrorCode::NotLoopback, "loopback only"));
     }
     let given = headers
         .get(SECRET_HEADER)
         .map(|v| v.as_bytes())
         .unwrap_or_default();
     if !bool::from(given.ct_eq(app.internal_secret.as_bytes())) {
-        return Err(ApiError::Unauthorized("missing or wrong internal secret"));
+        return Err(ApiError::refused(
+            ErrorCode::BadInternalSecret,
+            "missing or wrong internal secret",
+        ));
     }
     let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
     let body: Body = serde_json::from_slice(&body)

@@ -1,5 +1,6 @@
-//! HTTP routes, one module per feature, merged in [`router`] under one middleware stack
-//! (docs/architecture.md, Layout).
+//! HTTP routes, one module per feature, merged in [`router`] under one middleware stack: trace
+//! span on the matched route, catch-panic, body limit, the request guard and the OAuth gate
+//! (docs/review-service.md §5), with JSON 404 and 405 fallbacks (docs/review-service.md §7).
 
 pub mod auth;
 pub mod bodies;
@@ -17,7 +18,7 @@ pub mod skills;
 pub mod stats;
 pub mod webhook;
 
-use crate::error::{not_found, panic_response};
+use crate::error::{method_not_allowed, not_found, panic_response};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
@@ -42,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .merge(chat::router())
         .merge(dashboard::router())
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
             state.auth.clone(),
             crate::auth::gate,

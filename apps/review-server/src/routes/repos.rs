@@ -44,9 +44,9 @@ pub async fn one(
     row.map(Json).ok_or(ApiError::NotFound)
 }
 
-/// POST improve (docs/review-service.md §4, Improve): 202 `{ok: true}` and the improver run is queued; it
-/// may decline (too soon, no new completed reviews), which is logged only. 404 `Not found` when
-/// the repo is not registered.
+/// POST improve (docs/review-service.md §4, Repos rule 3): 202 `{ok: true}` and the improver run is
+/// queued; it may decline (too soon, no new completed reviews), which is logged only. 404 `Not
+/// found` when the repo is not registered.
 #[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 202, body = super::bodies::Ack), (status = 404, description = "Not found", content_type = "text/plain")))]
 pub async fn improve(
@@ -115,7 +115,7 @@ pub struct Update {
 }
 
 /// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-/// keeps it (docs/review-service.md §4, PUT repo rules).
+/// keeps it (docs/review-service.md §4, Repos rule 2).
 #[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")), request_body = Update,
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update(

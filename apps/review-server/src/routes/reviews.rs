@@ -130,13 +130,7 @@ pub async fn retry(
     };
     let pr = match app.forge.pull_request(&repo_ref, review.pr_number).await {
         Ok(pr) => pr,
-        Err(e) => {
-            return Ok((
-                StatusCode::BAD_GATEWAY,
-                Json(json!({ "ok": false, "error": e.to_string() })),
-            )
-                .into_response());
-        }
+        Err(e) => return Err(ApiError::ForgeUnavailable(e.to_string())),
     };
     review::enqueue(&app, PrJob::from_pull(repo_ref, &pr, Trigger::Retry, 0)).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "ok": true }))).into_response())

@@ -19,8 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the review
-/// budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
+/// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
+/// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
 /// REVIEW_MAX_COST.
 pub const SETTING_KEYS: [&str; 10] = [
     "agent_api_key",
@@ -56,9 +56,9 @@ pub fn router() -> Router<AppState> {
         .route("/api/settings/test", get(test_settings))
 }
 
-/// The body of PUT /api/settings (docs/review-service.md §4): every field optional; an absent field keeps
-/// its value, an empty string deletes the row (the API keys then fall back to the environment,
-/// the model fields to the cascade), an empty `default_prompt` is a no-op.
+/// The body of PUT /api/settings (docs/review-service.md §4, Settings): every field optional; an
+/// absent field keeps its value, an empty string deletes the row (the API keys then fall back to
+/// the environment, the model fields to the cascade), an empty `default_prompt` is a no-op.
 #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsUpdate {
@@ -95,8 +95,8 @@ pub struct SettingsUpdate {
     pub review_max_cost: Option<String>,
 }
 
-/// The body of GET /api/settings/test (docs/review-service.md §4): `{ok: true, text}` with the reply cut to
-/// 200 characters, or `{ok: false, error}`. Always status 200.
+/// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
+/// with the reply cut to 200 characters, or `{ok: false, error}`. Always status 200.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct SettingsTest {
     pub ok: bool,
@@ -119,7 +119,8 @@ pub async fn get_settings(
     Ok(Json(app.records.store.settings().await?))
 }
 
-/// PUT /api/settings: apply rules 1-3 of docs/review-service.md §4 and answer the full settings object.
+/// PUT /api/settings: apply rules 1-3 of docs/review-service.md §4, Settings, and answer the
+/// full settings object.
 /// 422 `{error}` naming the field for an unknown key, a non-string value or a model field that
 /// is not `<provider>/<model>`; nothing is written then.
 #[utoipa::path(put, path = "/api/settings", request_body = SettingsUpdate,

@@ -1,7 +1,7 @@
 //! Skills under /api (docs/review-service.md §4, Skills): list, install from a forge
 //! tree URL, enable/disable, delete. The work is in [`crate::skills`].
 
-use crate::error::{ApiError, not_found};
+use crate::error::{ApiError, ErrorCode, not_found};
 use crate::skills::{self, InstallError};
 use crate::state::AppState;
 use axum::extract::rejection::JsonRejection;
@@ -62,7 +62,10 @@ pub async fn install_skill(
     match skills::install(&app, url).await {
         Ok(row) => Ok(Json(row)),
         Err(InstallError::Store(e)) => Err(e.into()),
-        Err(e) => Err(ApiError::Unprocessable(e.to_string())),
+        Err(e) => Err(ApiError::refused(
+            ErrorCode::SkillInstallFailed,
+            e.to_string(),
+        )),
     }
 }
 

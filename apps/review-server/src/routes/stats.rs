@@ -1,5 +1,5 @@
-//! GET /api/stats, GET /api/stats/charts and GET /api/reviews (docs/review-service.md
-//! §4, Stats and Reviews; §8, limits).
+//! GET /api/stats, GET /api/stats/charts and GET /api/reviews (docs/review-service.md §4,
+//! Stats and Reviews; §8, limits).
 //!
 //! Query strings are read leniently: every parameter is an optional string, the first of
 //! repeated keys wins, and junk falls back as the filter rules say (the parser is
@@ -24,7 +24,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/reviews", get(list_reviews))
 }
 
-/// The query of the three endpoints (docs/review-service.md §4, Stats filter parameters and the list
+/// The query of the three endpoints (docs/review-service.md §4, Stats filter and the list
 /// query table). Every field is a raw string; see [`StatsFilter::parse`] for the rules.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -91,7 +91,8 @@ pub async fn stats(
 }
 
 /// GET /api/stats/charts: reliability, per-day latency percentiles over a 5000-row sample
-/// (latencyTruncated when capped), findingsDaily and topFiles (10) (docs/review-service.md §4, Stats).
+/// (latencyTruncated when capped), findingsDaily and topFiles (10) (docs/review-service.md §4,
+/// Stats).
 #[utoipa::path(get, path = "/api/stats/charts", params(StatsQuery),
     responses((status = 200, body = Charts)))]
 pub async fn charts(
@@ -103,7 +104,8 @@ pub async fn charts(
 }
 
 /// GET /api/reviews: ReviewRow[] newest id first, skipped included, filtered by status and
-/// the stats filter, at most `limit` (docs/review-service.md §4, Reviews; §8).
+/// the stats filter, at most `limit` (docs/review-service.md §4, Reviews;
+/// §8).
 #[utoipa::path(get, path = "/api/reviews", params(StatsQuery),
     responses((status = 200, body = Vec<ReviewRow>)))]
 pub async fn list_reviews(

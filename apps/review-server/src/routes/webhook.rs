@@ -1,5 +1,5 @@
-//! POST /webhook/github (docs/review-service.md §1, §4 and §6; docs/architecture.md, Lifecycle
-//! extras).
+//! POST /webhook/github (docs/review-service.md §1, §4 and §6; docs/architecture.md,
+//! Lifecycle extras).
 //!
 //! The raw body is HMAC-verified with FORGE_WEBHOOK_SECRET before anything else (401
 //! `{"error":"invalid signature"}`, also when no secret is configured). Event names come from
@@ -20,7 +20,7 @@
 //! The reply is 200 `{"ok":true}` and never waits for a review. A verified body that is not
 //! JSON, or a known event whose payload lacks a field we need, is 400 with the parse error.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::job::PrJob;
 use crate::records::now;
 use crate::review;
@@ -58,7 +58,8 @@ fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
 /// Parse the delivery straight from the bytes into the event's type (no JSON tree in between:
 /// serde skips the fields we do not read).
 fn payload<T: DeserializeOwned>(event: &str, body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("{event} payload: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::refused(ErrorCode::InvalidPayload, format!("{event} payload: {e}")))
 }
 
 /// The one field every delivery is looked at for: `repository.full_name`, borrowed.
@@ -96,7 +97,7 @@ pub async fn receive(
         return Err(ApiError::InvalidSignature);
     }
     let event = header(&headers, &["x-github-event", "x-forge-event"])
-        .ok_or_else(|| ApiError::BadRequest("missing X-GitHub-Event header".into()))?
+        .ok_or_else(|| ApiError::refused(ErrorCode::MissingEvent, "missing X-GitHub-Event header"))?
         .to_owned();
     let delivery = header(&headers, &["x-github-delivery", "x-forge-delivery"]).map(str::to_owned);
     // A redelivery (same id within 24 hours) is acknowledged and not dispatched again; the claim
@@ -138,7 +139,12 @@ async fn dispatch(
             envelope.installation.map_or(0, |i| i.id),
         ),
         Err(e) if e.is_data() => (None, 0),
-        Err(e) => return Err(ApiError::BadRequest(format!("body is not JSON: {e}"))),
+        Err(e) => {
+            return Err(ApiError::refused(
+                ErrorCode::InvalidPayload,
+                format!("body is not JSON: {e}"),
+            ));
+        }
     };
     app.records
         .webhook_received(repo_name.as_deref(), event, delivery);
