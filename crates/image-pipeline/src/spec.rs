@@ -875,4 +875,125 @@ mod tests {
         assert_eq!(Rgba::parse("ff000080"), Some(Rgba([255, 0, 0, 128])));
         assert_eq!(Rgba::parse("ff00"), None);
     }
+
+    #[test]
+    fn every_fit_name_parses_in_any_case_and_names_itself() {
+        let all = [
+            Fit::Inside,
+            Fit::Cover,
+            Fit::Contain,
+            Fit::Fill,
+            Fit::Outside,
+        ];
+        let names: Vec<_> = all.iter().map(|f| f.name()).collect();
+        assert_eq!(names, ["inside", "cover", "contain", "fill", "outside"]);
+        for fit in all {
+            assert_eq!(Fit::parse(fit.name()), Some(fit));
+            assert_eq!(Fit::parse(&fit.name().to_ascii_uppercase()), Some(fit));
+        }
+        assert_eq!(Fit::parse("stretch"), None);
+        assert_eq!(Fit::parse(""), None);
+    }
+
+    #[test]
+    fn every_position_alias_parses_to_its_compass_point() {
+        let table = [
+            (
+                &["centre", "center", "CENTER"][..],
+                Position::Centre,
+                "centre",
+                (0.5, 0.5),
+            ),
+            (&["north", "top"][..], Position::North, "north", (0.5, 0.0)),
+            (
+                &["northeast", "right_top", "top-right", "North East"][..],
+                Position::NorthEast,
+                "northeast",
+                (1.0, 0.0),
+            ),
+            (&["east", "right"][..], Position::East, "east", (1.0, 0.5)),
+            (
+                &["southeast", "rightbottom", "bottom_right"][..],
+                Position::SouthEast,
+                "southeast",
+                (1.0, 1.0),
+            ),
+            (
+                &["south", "bottom"][..],
+                Position::South,
+                "south",
+                (0.5, 1.0),
+            ),
+            (
+                &["southwest", "left-bottom", "bottomleft"][..],
+                Position::SouthWest,
+                "southwest",
+                (0.0, 1.0),
+            ),
+            (&["west", "left"][..], Position::West, "west", (0.0, 0.5)),
+            (
+                &["northwest", "lefttop", "top left"][..],
+                Position::NorthWest,
+                "northwest",
+                (0.0, 0.0),
+            ),
+            (&["entropy"][..], Position::Entropy, "entropy", (0.5, 0.5)),
+            (
+                &["attention", "Attention"][..],
+                Position::Attention,
+                "attention",
+                (0.5, 0.5),
+            ),
+        ];
+        for (aliases, position, name, fractions) in table {
+            for alias in aliases {
+                assert_eq!(Position::parse(alias), Some(position), "{alias}");
+            }
+            assert_eq!((position.name(), position.fractions()), (name, fractions));
+            assert_eq!(Position::parse(position.name()), Some(position));
+        }
+        assert_eq!(Position::parse("middle"), None);
+        assert_eq!(Position::parse(""), None);
+    }
+
+    #[test]
+    fn output_formats_are_told_by_their_signatures_only() {
+        let riff_webp = b"RIFF\x10\x00\x00\x00WEBPVP8 ";
+        let cases: [(&[u8], Option<OutputFormat>); 11] = [
+            (b"\xFF\xD8\xFF\xE0rest", Some(OutputFormat::Jpeg)),
+            (b"\xFF\xD8\xFE", None),
+            (b"\x89PNG\r\n\x1a\nIHDR", Some(OutputFormat::Png)),
+            (b"\x89PNG\r\n\x1a", None),
+            (riff_webp, Some(OutputFormat::Webp)),
+            (b"RIFF\x10\x00\x00\x00WEBP", Some(OutputFormat::Webp)),
+            (b"RIFF\x10\x00\x00\x00WEB", None),
+            (b"RIFX\x10\x00\x00\x00WEBPVP8 ", None),
+            (b"RIFF\x10\x00\x00\x00WAVEfmt ", None),
+            (
+                b"\x00\x00\x00\x20ftypavif\x00\x00",
+                Some(OutputFormat::Avif),
+            ),
+            (b"\x00\x00\x00\x20ftypheic\x00\x00", None),
+        ];
+        for (bytes, format) in cases {
+            assert_eq!(OutputFormat::of(bytes), format, "{bytes:?}");
+        }
+        assert_eq!(OutputFormat::of(b"ftypavif"), None);
+        let all = [
+            OutputFormat::Webp,
+            OutputFormat::Jpeg,
+            OutputFormat::Png,
+            OutputFormat::Avif,
+        ];
+        let named: Vec<_> = all.iter().map(|f| (f.name(), f.mime())).collect();
+        assert_eq!(
+            named,
+            [
+                ("webp", "image/webp"),
+                ("jpeg", "image/jpeg"),
+                ("png", "image/png"),
+                ("avif", "image/avif"),
+            ]
+        );
+    }
 }
