@@ -9,8 +9,9 @@
 //! (`migrations/0008_stats_totals.sql`) instead of summing days. Percentiles walk an index and
 //! stop at the rank.
 
+use crate::reviews::REVIEW_COLUMNS;
 use crate::rows::review_from_row;
-use crate::{REVIEW_COLUMNS, Result, Store, StoreError};
+use crate::{Result, Store, StoreError};
 use futures::TryFutureExt;
 use review_domain::{ReviewRow, StatsFilter};
 use serde::Serialize;
