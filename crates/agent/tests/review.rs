@@ -12,7 +12,9 @@ use agent::{
     TranscriptStore, complete_text, run_review,
 };
 use pretty_assertions::assert_eq;
-use review_domain::{FindingRow, ModelSpec, PostedReview, ReviewEvent, ReviewSubmission, Side};
+use review_domain::{
+    FindingKind, FindingRow, ModelSpec, PostedReview, ReviewEvent, ReviewSubmission, Severity, Side,
+};
 use serde_json::{Value, json};
 use test_doubles::scripted_model::{Behavior, FAIL_MESSAGE, REPLY_WITHOUT_TOOLS, ScriptedModel};
 
@@ -488,8 +490,8 @@ fn finding(body: &str) -> FindingRow {
         review_id: 3,
         repo_full_name: "o/r".into(),
         pr_number: 7,
-        kind: "inline".into(),
-        severity: Some("blocking".into()),
+        kind: FindingKind::Inline,
+        severity: Some(Severity::Blocking),
         event: None,
         path: Some("src/lib.rs".into()),
         line: Some(3),

@@ -1,11 +1,13 @@
-//! Plain types of the review service: the rows of spec/review-service.md section 2, the enums
-//! of section 3, model specs, and what the agent's two tools submit. No I/O lives here, so the
+//! Plain types of the review service: the rows of docs/review-service.md §2, the enums of §2
+//! and §3, model specs, and what the agent's two tools submit. No I/O lives here, so the
 //! store, the agent and the HTTP layer can all share these shapes without depending on each other.
 
+mod enums;
 mod filters;
 mod model;
 mod rows;
 
+pub use enums::*;
 pub use filters::*;
 pub use model::{ModelSpec, ModelSpecError};
 pub use rows::*;

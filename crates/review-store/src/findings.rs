@@ -52,9 +52,7 @@ impl Store {
         .bind(review_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| finding_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(finding_from_row).collect()
     }
 
     /// Every finding recorded on a PR, oldest first: what a re-review must not post again.
@@ -66,8 +64,6 @@ impl Store {
         .bind(pr_number)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| finding_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(finding_from_row).collect()
     }
 }

@@ -19,7 +19,7 @@ mod skills;
 mod stats;
 
 pub use deliveries::DELIVERY_WINDOW_SECS;
-pub use reviews::{Completion, NewReview, status_of};
+pub use reviews::{Completion, NewReview};
 pub use stats::*;
 
 pub use read_query::{
@@ -42,6 +42,15 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("invalid database URL {url:?}: {message}")]
     Url { url: String, message: String },
+    /// A column of a closed set (review status, finding kind, ...) holds text this version does
+    /// not know, written by hand or by another program; the message names the text and the
+    /// values allowed (docs/review-service.md §2).
+    #[error("unknown value in {table}.{column}: {message}")]
+    UnknownValue {
+        table: &'static str,
+        column: &'static str,
+        message: String,
+    },
     /// A read-only query that is not one SELECT statement, or that reads a hidden table
     /// ([`Store::read_query`]); the message says what to change.
     #[error("query refused: {0}")]

@@ -53,10 +53,7 @@ impl Store {
             .bind(full_name)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref()
-            .map(repo_from_row)
-            .transpose()
-            .map_err(Into::into)
+        row.as_ref().map(repo_from_row).transpose()
     }
 
     /// Every repo, newest created_at first (spec section 4, GET /api/repos).
@@ -64,9 +61,7 @@ impl Store {
         let rows = sqlx::query("SELECT * FROM repos ORDER BY created_at DESC, full_name")
             .fetch_all(&self.pool)
             .await?;
-        rows.iter()
-            .map(|r| repo_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(repo_from_row).collect()
     }
 
     /// PUT repo (spec section 4): prompt and model are written as given (None clears them);

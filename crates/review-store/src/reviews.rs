@@ -4,7 +4,7 @@
 
 use crate::rows::review_from_row;
 use crate::{Result, Store};
-use review_domain::{ReviewRow, ReviewStatus, Trigger};
+use review_domain::{ReviewRow, Trigger};
 use sqlx::Row;
 
 /// The columns of a ReviewRow, in the order of the spec.
@@ -47,7 +47,7 @@ impl Store {
         .bind(now)
         .fetch_one(&self.pool)
         .await?;
-        Ok(review_from_row(&row)?)
+        review_from_row(&row)
     }
 
     /// One review, or None.
@@ -210,7 +210,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok(review_from_row(r)?)).collect()
+        rows.iter().map(review_from_row).collect()
     }
 
     /// At boot: every review left pending or running becomes failed with `error` (DESIGN.md,
@@ -224,9 +224,7 @@ impl Store {
         .bind(now)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| review_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(review_from_row).collect()
     }
 
     /// The patch id of the PR's newest completed review, if any.
@@ -264,9 +262,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| review_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(review_from_row).collect()
     }
 
     /// True when a review of the PR other than `except` is pending or running (the automatic
@@ -292,10 +288,5 @@ impl Store {
 
 /// Map an optional review row (the RETURNING of a conditional update, or a lookup).
 fn optional_review(row: Option<sqlx::sqlite::SqliteRow>) -> Result<Option<ReviewRow>> {
-    Ok(row.as_ref().map(review_from_row).transpose()?)
-}
-
-/// Parse a status column; unknown text (never written by us) reads as failed.
-pub fn status_of(row: &ReviewRow) -> ReviewStatus {
-    row.status.parse().unwrap_or(ReviewStatus::Failed)
+    row.as_ref().map(review_from_row).transpose()
 }

@@ -29,7 +29,7 @@ pub struct NewSkill {
     pub blob: Vec<u8>,
 }
 
-fn skill_from_row(r: &SqliteRow) -> std::result::Result<SkillMetaRow, sqlx::Error> {
+fn skill_from_row(r: &SqliteRow) -> Result<SkillMetaRow> {
     Ok(SkillMetaRow {
         name: r.try_get("name")?,
         source_url: r.try_get("source_url")?,
@@ -51,9 +51,7 @@ impl Store {
         ))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| skill_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(skill_from_row).collect()
     }
 
     /// One skill, or None. No blob.
@@ -64,10 +62,7 @@ impl Store {
         .bind(name)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref()
-            .map(skill_from_row)
-            .transpose()
-            .map_err(Into::into)
+        row.as_ref().map(skill_from_row).transpose()
     }
 
     /// Install a skill enabled, or re-install one by name: the row is updated in place (its
@@ -100,7 +95,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(skill_from_row(&row)?)
+        skill_from_row(&row)
     }
 
     /// Enable or disable a skill; the re-read row, or None when there is no such skill.

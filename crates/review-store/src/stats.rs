@@ -578,8 +578,6 @@ impl Store {
         }
         q.push(" ORDER BY r.id DESC LIMIT ").push_bind(limit);
         let rows = q.build().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|r| review_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(review_from_row).collect()
     }
 }

@@ -1353,21 +1353,27 @@ export interface components {
         ErrorBody: {
             error: string;
         };
-        /** @description A recorded finding (spec section 2, FindingRow). */
+        /** @description A recorded finding (docs/review-service.md §2, FindingRow). */
         FindingRow: {
             body: string;
             /** Format: int64 */
             created_at: number;
-            /** @description COMMENT, APPROVE or REQUEST_CHANGES; summary rows only. */
-            event?: string | null;
+            /**
+             * @description COMMENT, APPROVE or REQUEST_CHANGES; summary rows only.
+             * @enum {string|null}
+             */
+            event?: "COMMENT" | "APPROVE" | "REQUEST_CHANGES" | null;
             /** Format: int64 */
             github_comment_id?: number | null;
             /** Format: int64 */
             github_review_id?: number | null;
             /** Format: int64 */
             id: number;
-            /** @description inline, summary or comment. */
-            kind: string;
+            /**
+             * @description inline, summary or comment.
+             * @enum {string}
+             */
+            kind: "inline" | "summary" | "comment";
             /** Format: int64 */
             line?: number | null;
             path?: string | null;
@@ -1376,8 +1382,11 @@ export interface components {
             repo_full_name: string;
             /** Format: int64 */
             review_id: number;
-            /** @description blocking, nit or question; inline rows only. */
-            severity?: string | null;
+            /**
+             * @description blocking, nit or question; inline rows only.
+             * @enum {string|null}
+             */
+            severity?: "blocking" | "nit" | "question" | null;
         };
         /** @description Findings per UTC day and severity (spec section 2, FindingsDailyRow). */
         FindingsDailyRow: {
@@ -1477,7 +1486,7 @@ export interface components {
             /** Format: int64 */
             in_flight: number;
         };
-        /** @description A registered repository (spec section 2, RepoRow). */
+        /** @description A registered repository (docs/review-service.md §2, RepoRow). */
         RepoRow: {
             /**
              * Format: int64
@@ -1501,7 +1510,7 @@ export interface components {
             /** @description Per-repo review prompt (the replaceable focus). */
             prompt?: string | null;
         };
-        /** @description One review run (spec section 2, ReviewRow). */
+        /** @description One review run (docs/review-service.md §2, ReviewRow). */
         ReviewRow: {
             /**
              * Format: int64
@@ -1531,13 +1540,19 @@ export interface components {
             pr_number: number;
             repo_full_name: string;
             session_id?: string | null;
-            /** @description One of [`ReviewStatus`], as its lowercase name. */
-            status: string;
+            /**
+             * @description pending, running, completed, failed or skipped (docs/review-service.md §3).
+             * @enum {string}
+             */
+            status: "pending" | "running" | "completed" | "failed" | "skipped";
             title?: string | null;
             /** Format: int64 */
             tokens?: number | null;
-            /** @description One of [`Trigger`], as its lowercase name. */
-            trigger?: string | null;
+            /**
+             * @description What started the run; null for improver runs.
+             * @enum {string|null}
+             */
+            trigger?: "opened" | "synchronize" | "reopened" | "command" | "retry" | "improve" | "ready_for_review" | null;
         };
         /**
          * @description Body of PUT /api/skills/:name (spec section 4, Skills): the one place a JSON boolean is
@@ -1588,7 +1603,7 @@ export interface components {
             count: number;
             severity: string;
         };
-        /** @description An installed reviewer skill (spec section 2, SkillMetaRow). The stored blob is never part of it. */
+        /** @description An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never part of it. */
         SkillMetaRow: {
             /** Format: int64 */
             created_at: number;
