@@ -529,7 +529,8 @@ async fn execute(
     agent_job.total_timeout = deadline.saturating_duration_since(Instant::now());
     agent_job.focus = focus;
     agent_job.earlier_findings = earlier_findings;
-    agent_job.skills = crate::skills::enabled_skills(app).await;
+    agent_job.skills =
+        crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;
     agent_job.budget = app.review_budget(&settings);
 
     let providers = app.provider_settings().await?;

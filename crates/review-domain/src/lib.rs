@@ -1,11 +1,13 @@
 //! Plain types of the review service: the rows of docs/review-service.md §2, the enums of §2
-//! and §3, model specs, and what the agent's two tools submit. No I/O lives here, so the
+//! and §3, model specs, what the agent's two tools submit, and the
+//! pure rules of reviewer skills ([`skills`]). No I/O lives here, so the
 //! store, the agent and the HTTP layer can all share these shapes without depending on each other.
 
 mod enums;
 mod filters;
 mod model;
 mod rows;
+pub mod skills;
 
 pub use enums::*;
 pub use filters::*;
