@@ -94,7 +94,8 @@ string_enum!(
 );
 
 impl ReviewStatus {
-    /// Completed, failed and skipped reviews never change status again (docs/review-service.md §3, stop).
+    /// Completed, failed and skipped reviews never change status again (docs/review-service.md §3,
+    /// stop).
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Skipped)
     }

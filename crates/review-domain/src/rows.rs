@@ -74,7 +74,8 @@ pub struct FindingRow {
     pub created_at: i64,
 }
 
-/// An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never part of it.
+/// An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never
+/// part of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SkillMetaRow {
     pub name: String,
@@ -111,8 +112,8 @@ pub struct NewFinding {
 }
 
 impl NewFinding {
-    /// The field rules of docs/review-service.md §2: severity, path and line belong to inline rows, event to
-    /// summary rows. Returns the first broken rule as a message naming the field.
+    /// The field rules of docs/review-service.md §2: severity, path and line belong to inline rows,
+    /// event to summary rows. Returns the first broken rule as a message naming the field.
     pub fn validate(&self) -> Result<(), String> {
         match self.kind {
             FindingKind::Inline => {
@@ -145,7 +146,8 @@ impl NewFinding {
 }
 
 /// One inline comment of a formal review, as the agent's post_review tool submits it
-/// (docs/architecture.md, Findings). `line` (and `start_line` for a range) are file line numbers on `side`.
+/// (docs/architecture.md, Findings). `line` (and `start_line` for a range) are file line numbers on
+/// `side`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InlineComment {
     pub path: String,

@@ -6,9 +6,9 @@ use crate::{Result, Store};
 use review_domain::RepoRow;
 
 impl Store {
-    /// The one registration path (spec section 6 rule 2): insert `full_name` with enabled 0, or
-    /// update only installation_id of an existing row. Returns the re-read row and whether
-    /// anything changed (callers publish repo:updated only then).
+    /// The one registration path (docs/review-service.md §6 rule 2): insert `full_name` with
+    /// enabled 0, or update only installation_id of an existing row. Returns the re-read row and
+    /// whether anything changed (callers publish repo:updated only then).
     pub async fn register_repo(
         &self,
         full_name: &str,
@@ -56,7 +56,7 @@ impl Store {
         row.as_ref().map(repo_from_row).transpose()
     }
 
-    /// Every repo, newest created_at first (spec section 4, GET /api/repos).
+    /// Every repo, newest created_at first (docs/review-service.md §4, GET /api/repos).
     pub async fn repos(&self) -> Result<Vec<RepoRow>> {
         let rows = sqlx::query("SELECT * FROM repos ORDER BY created_at DESC, full_name")
             .fetch_all(&self.pool)
@@ -64,8 +64,8 @@ impl Store {
         rows.iter().map(repo_from_row).collect()
     }
 
-    /// PUT repo (spec section 4): prompt and model are written as given (None clears them);
-    /// enabled only when Some. Returns the re-read row, or None when not registered.
+    /// PUT repo (docs/review-service.md §4): prompt and model are written as given (None clears
+    /// them); enabled only when Some. Returns the re-read row, or None when not registered.
     pub async fn update_repo(
         &self,
         full_name: &str,

@@ -10,7 +10,7 @@ use sqlx::Row;
 /// The columns of a ReviewRow, in the order of the spec.
 pub(crate) const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
 
-/// A review to insert (spec section 3: it starts pending).
+/// A review to insert (docs/review-service.md §3: it starts pending).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewReview {
     pub repo_full_name: String,
@@ -22,8 +22,8 @@ pub struct NewReview {
     pub attempt: i64,
 }
 
-/// What a completed review records (spec section 3: cost, tokens, model, completed_at, and the
-/// patch id on the success path).
+/// What a completed review records (docs/review-service.md §3: cost, tokens, model, completed_at,
+/// and the patch id on the success path).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
     pub cost: f64,
@@ -61,8 +61,8 @@ impl Store {
         optional_review(row)
     }
 
-    /// pending -> running with the agent session id (spec section 3). None when the review
-    /// was not pending (stopped or failed meanwhile).
+    /// pending -> running with the agent session id (docs/review-service.md §3). None when the
+    /// review was not pending (stopped or failed meanwhile).
     pub async fn start_review(&self, id: i64, session_id: &str) -> Result<Option<ReviewRow>> {
         self.transition(
             id,
@@ -83,8 +83,8 @@ impl Store {
         Ok(())
     }
 
-    /// running -> completed with cost, tokens, model, patch id and completed_at (spec section 3).
-    /// None when the review was no longer running.
+    /// running -> completed with cost, tokens, model, patch id and completed_at
+    /// (docs/review-service.md §3). None when the review was no longer running.
     pub async fn complete_review(
         &self,
         id: i64,
@@ -106,8 +106,8 @@ impl Store {
         optional_review(row)
     }
 
-    /// pending or running -> failed with `error` (spec section 3). Tokens, cost and model are
-    /// recorded when known (a failed run still spent them). None when already terminal.
+    /// pending or running -> failed with `error` (docs/review-service.md §3). Tokens, cost and
+    /// model are recorded when known (a failed run still spent them). None when already terminal.
     pub async fn fail_review(
         &self,
         id: i64,
@@ -132,7 +132,7 @@ impl Store {
     }
 
     /// pending or running -> skipped: the PR's patch id is unchanged since its last completed
-    /// review (DESIGN.md, Lifecycle extras). None when already terminal.
+    /// review (docs/architecture.md, Lifecycle extras). None when already terminal.
     pub async fn skip_review(
         &self,
         id: i64,
@@ -213,8 +213,8 @@ impl Store {
         rows.iter().map(review_from_row).collect()
     }
 
-    /// At boot: every review left pending or running becomes failed with `error` (DESIGN.md,
-    /// Lifecycle extras). Returns the rows changed.
+    /// At boot: every review left pending or running becomes failed with `error`
+    /// (docs/architecture.md, Lifecycle extras). Returns the rows changed.
     pub async fn fail_unfinished(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
         let rows = sqlx::query(&format!(
             "UPDATE reviews SET status = 'failed', error = ?, completed_at = ?
@@ -245,7 +245,7 @@ impl Store {
     }
 
     /// Reviews of a repo (and PR when given), newest id first, at most `limit`
-    /// (spec section 4: last 200).
+    /// (docs/review-service.md §4: last 200).
     pub async fn reviews_for(
         &self,
         repo: &str,
@@ -266,7 +266,7 @@ impl Store {
     }
 
     /// True when a review of the PR other than `except` is pending or running (the automatic
-    /// retry stands down then, spec section 3).
+    /// retry stands down then, docs/review-service.md §3).
     pub async fn pr_has_active_review(
         &self,
         repo: &str,

@@ -1,4 +1,4 @@
-//! The `skills` table (spec/review-service.md section 2, SkillMetaRow; section 4, Skills):
+//! The `skills` table (docs/review-service.md §2, SkillMetaRow; §4, Skills):
 //! installed reviewer skills pinned to a commit SHA, with the fetched files kept as one blob.
 //! The blob is read only by [`Store::enabled_skill_blobs`]; every row the API returns comes
 //! from [`SKILL_COLUMNS`], which leaves it out.
@@ -12,7 +12,7 @@ use sqlx::sqlite::SqliteRow;
 const SKILL_COLUMNS: &str =
     "name, source_url, owner, repo, path, \"ref\", description, enabled, created_at";
 
-/// A skill to install (spec section 4, Skills: install).
+/// A skill to install (docs/review-service.md §4, Skills: install).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSkill {
     /// `^[a-z0-9]+(-[a-z0-9]+)*$`, the primary key.
@@ -44,7 +44,7 @@ fn skill_from_row(r: &SqliteRow) -> Result<SkillMetaRow> {
 }
 
 impl Store {
-    /// Every skill, newest created_at first (spec section 4, GET /api/skills). No blob.
+    /// Every skill, newest created_at first (docs/review-service.md §4, GET /api/skills). No blob.
     pub async fn skills(&self) -> Result<Vec<SkillMetaRow>> {
         let rows = sqlx::query(&format!(
             "SELECT {SKILL_COLUMNS} FROM skills ORDER BY created_at DESC, name"
@@ -66,7 +66,8 @@ impl Store {
     }
 
     /// Install a skill enabled, or re-install one by name: the row is updated in place (its
-    /// created_at kept) and re-enabled (spec section 4, Skills). Returns the re-read row.
+    /// created_at kept) and re-enabled (docs/review-service.md §4, Skills). Returns the re-read
+    /// row.
     pub async fn upsert_skill(&self, skill: &NewSkill, now: i64) -> Result<SkillMetaRow> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(

@@ -1,5 +1,5 @@
-//! The dashboard aggregates (spec/review-service.md section 2, Aggregate rows; section 4,
-//! Stats and the GET /api/reviews list; section 8, limits), all computed in SQL.
+//! The dashboard aggregates (docs/review-service.md §2, Aggregate rows; §4,
+//! Stats and the GET /api/reviews list; §8, limits), all computed in SQL.
 //!
 //! A window is split into whole UTC days, read from the per-day rollups that the triggers of
 //! `migrations/0007_stats_rollups.sql` keep exact, and the partial days at its edges, read from
@@ -18,14 +18,14 @@ use serde::Serialize;
 use sqlx::{QueryBuilder, Sqlite};
 
 const DAY: i64 = 86_400;
-/// Rows of topCost (spec section 8).
+/// Rows of topCost (docs/review-service.md §8).
 pub const TOP_COST_ROWS: i64 = 5;
-/// Rows of topFiles (spec section 8).
+/// Rows of topFiles (docs/review-service.md §8).
 pub const TOP_FILES_ROWS: i64 = 10;
-/// The chart latency sample cap (spec section 8).
+/// The chart latency sample cap (docs/review-service.md §8).
 pub const LATENCY_SAMPLE_CAP: i64 = 5000;
 
-/// Per-repo totals (spec section 2, ProjectStatsRow). `avg_duration` is the mean of
+/// Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of
 /// `completed_at - created_at` in seconds over the rows that have completed_at, or null.
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ProjectStatsRow {
@@ -38,7 +38,7 @@ pub struct ProjectStatsRow {
     pub avg_duration: Option<f64>,
 }
 
-/// Per-model totals over reviews with a model (spec section 2, ModelStatsRow).
+/// Per-model totals over reviews with a model (docs/review-service.md §2, ModelStatsRow).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ModelStatsRow {
     pub model: String,
@@ -47,7 +47,7 @@ pub struct ModelStatsRow {
     pub tokens: i64,
 }
 
-/// Per-UTC-day totals (spec section 2, DailyStatsRow); `day` is `YYYY-MM-DD`.
+/// Per-UTC-day totals (docs/review-service.md §2, DailyStatsRow); `day` is `YYYY-MM-DD`.
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct DailyStatsRow {
     pub day: String,
@@ -56,21 +56,21 @@ pub struct DailyStatsRow {
     pub tokens: i64,
 }
 
-/// Reviews per trigger, `unknown` for null (spec section 2, TriggerStatsRow).
+/// Reviews per trigger, `unknown` for null (docs/review-service.md §2, TriggerStatsRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TriggerStatsRow {
     pub trigger: String,
     pub count: i64,
 }
 
-/// Findings per severity (spec section 2, SeverityStatsRow).
+/// Findings per severity (docs/review-service.md §2, SeverityStatsRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct SeverityStatsRow {
     pub severity: String,
     pub count: i64,
 }
 
-/// One of the most expensive reviews (spec section 2, TopCostRow).
+/// One of the most expensive reviews (docs/review-service.md §2, TopCostRow).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TopCostRow {
     pub id: i64,
@@ -81,8 +81,8 @@ pub struct TopCostRow {
     pub model: Option<String>,
 }
 
-/// Latency of completed reviews in seconds (spec section 4, GET /api/stats): mean, count and
-/// nearest-rank 95th percentile; avg and p95 are null when count is 0.
+/// Latency of completed reviews in seconds (docs/review-service.md §4, GET /api/stats): mean, count
+/// and nearest-rank 95th percentile; avg and p95 are null when count is 0.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct LatencyStats {
     pub avg: Option<f64>,
@@ -90,7 +90,7 @@ pub struct LatencyStats {
     pub p95: Option<i64>,
 }
 
-/// The body of GET /api/stats (spec section 4, Stats).
+/// The body of GET /api/stats (docs/review-service.md §4, Stats).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
@@ -105,7 +105,8 @@ pub struct Stats {
     pub all_models: Vec<String>,
 }
 
-/// Outcomes per UTC day (spec section 2, ReliabilityRow); in_flight is pending plus running.
+/// Outcomes per UTC day (docs/review-service.md §2, ReliabilityRow); in_flight is pending plus
+/// running.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ReliabilityRow {
     pub day: String,
@@ -114,8 +115,8 @@ pub struct ReliabilityRow {
     pub in_flight: i64,
 }
 
-/// Latency of one UTC day of the sample, nearest-rank percentiles in seconds (spec section 4,
-/// GET /api/stats/charts).
+/// Latency of one UTC day of the sample, nearest-rank percentiles in seconds
+/// (docs/review-service.md §4, GET /api/stats/charts).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct LatencyDayRow {
     pub day: String,
@@ -124,7 +125,7 @@ pub struct LatencyDayRow {
     pub p95: Option<i64>,
 }
 
-/// Findings per UTC day and severity (spec section 2, FindingsDailyRow).
+/// Findings per UTC day and severity (docs/review-service.md §2, FindingsDailyRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct FindingsDailyRow {
     pub day: String,
@@ -132,14 +133,14 @@ pub struct FindingsDailyRow {
     pub count: i64,
 }
 
-/// Inline findings per file (spec section 2, TopFileRow).
+/// Inline findings per file (docs/review-service.md §2, TopFileRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TopFileRow {
     pub path: String,
     pub count: i64,
 }
 
-/// The body of GET /api/stats/charts (spec section 4, Stats).
+/// The body of GET /api/stats/charts (docs/review-service.md §4, Stats).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Charts {
@@ -306,7 +307,7 @@ const FINDINGS_RAW: &str =
     "FROM reviews r JOIN findings f ON f.review_id = r.id WHERE r.status != 'skipped'";
 
 impl Store {
-    /// GET /api/stats (spec section 4, Stats): every aggregate excludes skipped reviews;
+    /// GET /api/stats (docs/review-service.md §4, Stats): every aggregate excludes skipped reviews;
     /// latency is over completed reviews; allModels ignores the filter.
     pub async fn stats(&self, f: &StatsFilter) -> Result<Stats> {
         let plan = Plan::new(f);
@@ -460,9 +461,9 @@ impl Store {
         Ok(q.build_query_scalar().fetch_optional(&self.pool).await?)
     }
 
-    /// GET /api/stats/charts (spec section 4, Stats): reliability per day, per-day latency
-    /// percentiles over the newest 5000 completed reviews, findings per day and severity, and
-    /// the 10 files with the most inline findings. Skipped reviews are left out throughout.
+    /// GET /api/stats/charts (docs/review-service.md §4, Stats): reliability per day, per-day
+    /// latency percentiles over the newest 5000 completed reviews, findings per day and severity,
+    /// and the 10 files with the most inline findings. Skipped reviews are left out throughout.
     pub async fn charts(&self, f: &StatsFilter) -> Result<Charts> {
         let plan = Plan::new(f);
         let pool = &self.pool;
@@ -562,8 +563,8 @@ impl Store {
         })
     }
 
-    /// GET /api/reviews (spec section 4, Reviews): reviews matching the filter and the exact
-    /// status (skipped included), newest id first, at most `limit` rows.
+    /// GET /api/reviews (docs/review-service.md §4, Reviews): reviews matching the filter and the
+    /// exact status (skipped included), newest id first, at most `limit` rows.
     pub async fn list_reviews(
         &self,
         f: &StatsFilter,

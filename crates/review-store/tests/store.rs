@@ -192,7 +192,7 @@ async fn settings_put_and_delete() {
     assert!(store.settings().await.unwrap().is_empty());
 }
 
-// ---- read-only queries of the chat tool (spec section 4, Chat rule 2) ----------------------
+// ---- read-only queries of the chat tool (docs/review-service.md §4, Chat rule 2) ----------------------
 
 use review_store::{READ_QUERY_MAX_ROWS, StoreError};
 use serde_json::json;

@@ -1301,7 +1301,7 @@ export interface components {
             /** @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set. */
             enabled: boolean;
         };
-        /** @description The body of GET /api/stats/charts (spec section 4, Stats). */
+        /** @description The body of GET /api/stats/charts (docs/review-service.md §4, Stats). */
         Charts: {
             findingsDaily: components["schemas"]["FindingsDailyRow"][];
             latency: components["schemas"]["LatencyDayRow"][];
@@ -1339,7 +1339,7 @@ export interface components {
          * @enum {string}
          */
         ChatRole: "user" | "assistant" | "system";
-        /** @description Per-UTC-day totals (spec section 2, DailyStatsRow); `day` is `YYYY-MM-DD`. */
+        /** @description Per-UTC-day totals (docs/review-service.md §2, DailyStatsRow); `day` is `YYYY-MM-DD`. */
         DailyStatsRow: {
             /** Format: double */
             cost: number;
@@ -1388,7 +1388,7 @@ export interface components {
              */
             severity?: "blocking" | "nit" | "question" | null;
         };
-        /** @description Findings per UTC day and severity (spec section 2, FindingsDailyRow). */
+        /** @description Findings per UTC day and severity (docs/review-service.md §2, FindingsDailyRow). */
         FindingsDailyRow: {
             /** Format: int64 */
             count: number;
@@ -1401,8 +1401,8 @@ export interface components {
             url: string;
         };
         /**
-         * @description Latency of one UTC day of the sample, nearest-rank percentiles in seconds (spec section 4,
-         *     GET /api/stats/charts).
+         * @description Latency of one UTC day of the sample, nearest-rank percentiles in seconds
+         *     (docs/review-service.md §4, GET /api/stats/charts).
          */
         LatencyDayRow: {
             /** Format: int64 */
@@ -1414,8 +1414,8 @@ export interface components {
             p95?: number | null;
         };
         /**
-         * @description Latency of completed reviews in seconds (spec section 4, GET /api/stats): mean, count and
-         *     nearest-rank 95th percentile; avg and p95 are null when count is 0.
+         * @description Latency of completed reviews in seconds (docs/review-service.md §4, GET /api/stats): mean, count
+         *     and nearest-rank 95th percentile; avg and p95 are null when count is 0.
          */
         LatencyStats: {
             /** Format: double */
@@ -1445,7 +1445,7 @@ export interface components {
             /** @description Models matching the query before the cap of 100. */
             total: number;
         };
-        /** @description Per-model totals over reviews with a model (spec section 2, ModelStatsRow). */
+        /** @description Per-model totals over reviews with a model (docs/review-service.md §2, ModelStatsRow). */
         ModelStatsRow: {
             /** Format: double */
             cost: number;
@@ -1456,7 +1456,7 @@ export interface components {
             tokens: number;
         };
         /**
-         * @description Per-repo totals (spec section 2, ProjectStatsRow). `avg_duration` is the mean of
+         * @description Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of
          *     `completed_at - created_at` in seconds over the rows that have completed_at, or null.
          */
         ProjectStatsRow: {
@@ -1476,7 +1476,10 @@ export interface components {
              */
             tokens: number;
         };
-        /** @description Outcomes per UTC day (spec section 2, ReliabilityRow); in_flight is pending plus running. */
+        /**
+         * @description Outcomes per UTC day (docs/review-service.md §2, ReliabilityRow); in_flight is pending plus
+         *     running.
+         */
         ReliabilityRow: {
             /** Format: int64 */
             completed: number;
@@ -1597,13 +1600,16 @@ export interface components {
             second_api_key?: string;
             third_api_key?: string;
         };
-        /** @description Findings per severity (spec section 2, SeverityStatsRow). */
+        /** @description Findings per severity (docs/review-service.md §2, SeverityStatsRow). */
         SeverityStatsRow: {
             /** Format: int64 */
             count: number;
             severity: string;
         };
-        /** @description An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never part of it. */
+        /**
+         * @description An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never
+         *     part of it.
+         */
         SkillMetaRow: {
             /** Format: int64 */
             created_at: number;
@@ -1618,7 +1624,7 @@ export interface components {
             repo: string;
             source_url: string;
         };
-        /** @description The body of GET /api/stats (spec section 4, Stats). */
+        /** @description The body of GET /api/stats (docs/review-service.md §4, Stats). */
         Stats: {
             /** @description Every model ever recorded, whatever the filter, sorted. */
             allModels: string[];
@@ -1630,7 +1636,7 @@ export interface components {
             topCost: components["schemas"]["TopCostRow"][];
             triggers: components["schemas"]["TriggerStatsRow"][];
         };
-        /** @description One of the most expensive reviews (spec section 2, TopCostRow). */
+        /** @description One of the most expensive reviews (docs/review-service.md §2, TopCostRow). */
         TopCostRow: {
             /** Format: double */
             cost: number;
@@ -1643,13 +1649,13 @@ export interface components {
             /** Format: int64 */
             tokens?: number | null;
         };
-        /** @description Inline findings per file (spec section 2, TopFileRow). */
+        /** @description Inline findings per file (docs/review-service.md §2, TopFileRow). */
         TopFileRow: {
             /** Format: int64 */
             count: number;
             path: string;
         };
-        /** @description Reviews per trigger, `unknown` for null (spec section 2, TriggerStatsRow). */
+        /** @description Reviews per trigger, `unknown` for null (docs/review-service.md §2, TriggerStatsRow). */
         TriggerStatsRow: {
             /** Format: int64 */
             count: number;
