@@ -168,20 +168,11 @@ pub struct ReviewListQuery {
 }
 
 impl ReviewListQuery {
-    /// Resolve the raw query values (None when missing) at `now`; never fails.
-    #[allow(clippy::too_many_arguments)]
-    pub fn parse(
-        limit: Option<&str>,
-        status: Option<&str>,
-        range: Option<&str>,
-        from: Option<&str>,
-        to: Option<&str>,
-        repo: Option<&str>,
-        model: Option<&str>,
-        now: i64,
-    ) -> Self {
+    /// Resolve the raw `limit` and `status` values (None when missing) beside a `filter`
+    /// already resolved by [`StatsFilter::parse`]; never fails.
+    pub fn parse(limit: Option<&str>, status: Option<&str>, filter: StatsFilter) -> Self {
         Self {
-            filter: StatsFilter::parse(range, from, to, repo, model, now),
+            filter,
             status: present(status).map(str::to_owned),
             limit: parse_limit(limit),
         }
@@ -359,9 +350,9 @@ mod tests {
 
     #[test]
     fn list_query_status_is_exact_and_empty_is_absent() {
-        let q = ReviewListQuery::parse(None, Some("skipped"), None, None, None, None, None, NOW);
+        let q = ReviewListQuery::parse(None, Some("skipped"), StatsFilter::default());
         assert_eq!(q.status.as_deref(), Some("skipped"));
-        let q = ReviewListQuery::parse(None, Some(""), None, None, None, None, None, NOW);
+        let q = ReviewListQuery::parse(None, Some(""), StatsFilter::default());
         assert_eq!(
             q,
             ReviewListQuery {

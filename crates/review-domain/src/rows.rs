@@ -92,22 +92,17 @@ pub struct SkillMetaRow {
 }
 
 /// A finding to record, as the agent tools and POST /internal/reviews/:id/findings submit it
-/// (docs/architecture.md, Findings). Validated by [`NewFinding::validate`].
+/// (docs/architecture.md, Findings). Validated by [`NewFinding::validate`]. A missing optional
+/// field reads as None.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewFinding {
     pub kind: FindingKind,
     pub body: String,
-    #[serde(default)]
     pub event: Option<ReviewEvent>,
-    #[serde(default)]
     pub path: Option<String>,
-    #[serde(default)]
     pub line: Option<i64>,
-    #[serde(default)]
     pub severity: Option<Severity>,
-    #[serde(default)]
     pub github_review_id: Option<i64>,
-    #[serde(default)]
     pub github_comment_id: Option<i64>,
 }
 

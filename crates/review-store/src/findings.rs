@@ -46,24 +46,17 @@ impl Store {
 
     /// Findings of one review, ordered by id (an unknown review has none).
     pub async fn findings_for_review(&self, review_id: i64) -> Result<Vec<FindingRow>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {FINDING_COLUMNS} FROM findings WHERE review_id = ? ORDER BY id"
-        ))
-        .bind(review_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(finding_from_row).collect()
+        let sql = format!("SELECT {FINDING_COLUMNS} FROM findings WHERE review_id = ? ORDER BY id");
+        self.all(sqlx::query(&sql).bind(review_id), finding_from_row)
+            .await
     }
 
     /// Every finding recorded on a PR, oldest first: what a re-review must not post again.
     pub async fn findings_for_pr(&self, repo: &str, pr_number: i64) -> Result<Vec<FindingRow>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {FINDING_COLUMNS} FROM findings WHERE repo_full_name = ? AND pr_number = ? ORDER BY id"
-        ))
-        .bind(repo)
-        .bind(pr_number)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(finding_from_row).collect()
+        );
+        let query = sqlx::query(&sql).bind(repo).bind(pr_number);
+        self.all(query, finding_from_row).await
     }
 }

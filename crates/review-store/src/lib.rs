@@ -105,3 +105,13 @@ impl Store {
         &self.pool
     }
 }
+
+/// A store on a fresh database file in a temporary folder (deleted when the folder is dropped).
+#[cfg(test)]
+pub(crate) async fn test_store() -> (tempfile::TempDir, Store) {
+    #![allow(clippy::unwrap_used)]
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/review.db", dir.path().display());
+    let store = Store::open(&url).await.unwrap();
+    (dir, store)
+}

@@ -49,19 +49,14 @@ impl Store {
 
     /// One repo, or None when not registered.
     pub async fn repo(&self, full_name: &str) -> Result<Option<RepoRow>> {
-        let row = sqlx::query("SELECT * FROM repos WHERE full_name = ?")
-            .bind(full_name)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(repo_from_row).transpose()
+        let query = sqlx::query("SELECT * FROM repos WHERE full_name = ?").bind(full_name);
+        self.optional(query, repo_from_row).await
     }
 
     /// Every repo, newest created_at first (docs/review-service.md §4, GET /api/repos).
     pub async fn repos(&self) -> Result<Vec<RepoRow>> {
-        let rows = sqlx::query("SELECT * FROM repos ORDER BY created_at DESC, full_name")
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(repo_from_row).collect()
+        let query = sqlx::query("SELECT * FROM repos ORDER BY created_at DESC, full_name");
+        self.all(query, repo_from_row).await
     }
 
     /// PUT repo (docs/review-service.md §4): prompt and model are written as given (None clears
@@ -73,39 +68,25 @@ impl Store {
         model: Option<&str>,
         enabled: Option<i64>,
     ) -> Result<Option<RepoRow>> {
-        sqlx::query(
+        let query = sqlx::query(
             "UPDATE repos SET prompt = ?, model = ?, enabled = COALESCE(?, enabled) WHERE full_name = ?",
-        )
-        .bind(prompt)
-        .bind(model)
-        .bind(enabled)
-        .bind(full_name)
-        .execute(&self.pool)
-        .await?;
+        );
+        let query = query.bind(prompt).bind(model).bind(enabled).bind(full_name);
+        self.changed(query).await?;
         self.repo(full_name).await
     }
 
-    /// Set only `enabled` (0 or 1). Returns the re-read row, or None when not registered.
-    pub async fn set_repo_enabled(
-        &self,
-        full_name: &str,
-        enabled: bool,
-    ) -> Result<Option<RepoRow>> {
-        sqlx::query("UPDATE repos SET enabled = ? WHERE full_name = ?")
-            .bind(i64::from(enabled))
-            .bind(full_name)
-            .execute(&self.pool)
-            .await?;
-        self.repo(full_name).await
+    /// Set only `enabled` (0 or 1) of `repo`. Returns the re-read row, or None when not
+    /// registered.
+    pub async fn set_repo_enabled(&self, repo: &str, on: bool) -> Result<Option<RepoRow>> {
+        let query = sqlx::query("UPDATE repos SET enabled = ? WHERE full_name = ?");
+        self.changed(query.bind(i64::from(on)).bind(repo)).await?;
+        self.repo(repo).await
     }
 
     /// Delete a repo; true when a row was removed.
     pub async fn delete_repo(&self, full_name: &str) -> Result<bool> {
-        let n = sqlx::query("DELETE FROM repos WHERE full_name = ?")
-            .bind(full_name)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        Ok(n > 0)
+        let query = sqlx::query("DELETE FROM repos WHERE full_name = ?").bind(full_name);
+        Ok(self.changed(query).await? > 0)
     }
 }

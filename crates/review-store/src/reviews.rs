@@ -6,6 +6,7 @@ use crate::rows::review_from_row;
 use crate::{Result, Store};
 use review_domain::{ReviewRow, Trigger};
 use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
 
 /// The columns of a ReviewRow, in the order of the spec.
 pub(crate) const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
@@ -35,51 +36,42 @@ pub struct Completion {
 impl Store {
     /// Insert a pending review and return the re-read row.
     pub async fn insert_review(&self, new: &NewReview, now: i64) -> Result<ReviewRow> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at)
              VALUES (?, ?, ?, 'pending', ?, ?, ?) RETURNING {REVIEW_COLUMNS}"
-        ))
-        .bind(&new.repo_full_name)
-        .bind(new.pr_number)
-        .bind(&new.title)
-        .bind(new.trigger.map(Trigger::as_str))
-        .bind(new.attempt)
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await?;
-        review_from_row(&row)
+        );
+        let query = sqlx::query(&sql)
+            .bind(&new.repo_full_name)
+            .bind(new.pr_number)
+            .bind(&new.title)
+            .bind(new.trigger.map(Trigger::as_str))
+            .bind(new.attempt)
+            .bind(now);
+        review_from_row(&query.fetch_one(&self.pool).await?)
     }
 
     /// One review, or None.
     pub async fn review(&self, id: i64) -> Result<Option<ReviewRow>> {
-        let row = sqlx::query(&format!(
-            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        optional_review(row)
+        let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?");
+        self.optional(sqlx::query(&sql).bind(id), review_from_row)
+            .await
     }
 
     /// pending -> running with the agent session id (docs/review-service.md §3). None when the
     /// review was not pending (stopped or failed meanwhile).
     pub async fn start_review(&self, id: i64, session_id: &str) -> Result<Option<ReviewRow>> {
-        self.transition(
-            id,
-            "status = 'running', session_id = ?1",
-            "status = 'pending'",
-            Some(session_id),
-        )
-        .await
+        let sql = format!(
+            "UPDATE reviews SET status = 'running', session_id = ?1 WHERE id = ?2 AND status = 'pending'
+             RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql).bind(session_id).bind(id);
+        self.optional(query, review_from_row).await
     }
 
     /// Record the check run of a review.
     pub async fn set_check_run_id(&self, id: i64, check_run_id: i64) -> Result<()> {
-        sqlx::query("UPDATE reviews SET check_run_id = ? WHERE id = ?")
-            .bind(check_run_id)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let query = sqlx::query("UPDATE reviews SET check_run_id = ? WHERE id = ?");
+        self.changed(query.bind(check_run_id).bind(id)).await?;
         Ok(())
     }
 
@@ -91,19 +83,18 @@ impl Store {
         done: &Completion,
         now: i64,
     ) -> Result<Option<ReviewRow>> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "UPDATE reviews SET status = 'completed', cost = ?, tokens = ?, model = ?, patch_id = ?,
              completed_at = ?, error = NULL WHERE id = ? AND status = 'running' RETURNING {REVIEW_COLUMNS}"
-        ))
-        .bind(done.cost)
-        .bind(done.tokens)
-        .bind(&done.model)
-        .bind(&done.patch_id)
-        .bind(now)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        optional_review(row)
+        );
+        let query = sqlx::query(&sql)
+            .bind(done.cost)
+            .bind(done.tokens)
+            .bind(&done.model)
+            .bind(&done.patch_id)
+            .bind(now)
+            .bind(id);
+        self.optional(query, review_from_row).await
     }
 
     /// pending or running -> failed with `error` (docs/review-service.md §3). Tokens, cost and
@@ -115,20 +106,19 @@ impl Store {
         spent: Option<&Completion>,
         now: i64,
     ) -> Result<Option<ReviewRow>> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "UPDATE reviews SET status = 'failed', error = ?, completed_at = ?,
              cost = COALESCE(?, cost), tokens = COALESCE(?, tokens), model = COALESCE(?, model)
              WHERE id = ? AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
-        ))
-        .bind(error)
-        .bind(now)
-        .bind(spent.map(|s| s.cost))
-        .bind(spent.map(|s| s.tokens))
-        .bind(spent.map(|s| s.model.as_str()))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        optional_review(row)
+        );
+        let query = sqlx::query(&sql)
+            .bind(error)
+            .bind(now)
+            .bind(spent.map(|s| s.cost))
+            .bind(spent.map(|s| s.tokens))
+            .bind(spent.map(|s| s.model.as_str()))
+            .bind(id);
+        self.optional(query, review_from_row).await
     }
 
     /// pending or running -> skipped: the PR's patch id is unchanged since its last completed
@@ -139,58 +129,32 @@ impl Store {
         patch_id: Option<&str>,
         now: i64,
     ) -> Result<Option<ReviewRow>> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "UPDATE reviews SET status = 'skipped', patch_id = ?, completed_at = ?
              WHERE id = ? AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
-        ))
-        .bind(patch_id)
-        .bind(now)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        optional_review(row)
-    }
-
-    async fn transition(
-        &self,
-        id: i64,
-        set: &str,
-        when: &str,
-        arg: Option<&str>,
-    ) -> Result<Option<ReviewRow>> {
-        let row = sqlx::query(&format!(
-            "UPDATE reviews SET {set} WHERE id = ?2 AND {when} RETURNING {REVIEW_COLUMNS}"
-        ))
-        .bind(arg)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        optional_review(row)
+        );
+        let query = sqlx::query(&sql).bind(patch_id).bind(now).bind(id);
+        self.optional(query, review_from_row).await
     }
 
     /// Whether an improver run (pr_number 0) of `repo` is pending or running.
     pub async fn improver_active(&self, repo: &str) -> Result<bool> {
-        let n: i64 = sqlx::query_scalar(
+        let query = sqlx::query(
             "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = 0
              AND status IN ('pending', 'running')",
-        )
-        .bind(repo)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(n > 0)
+        );
+        self.any(query.bind(repo)).await
     }
 
     /// The newest improver run of `repo` that finished without failing (completed: a PR was
     /// opened; skipped: nothing to learn), if any.
     pub async fn last_finished_improver_run(&self, repo: &str) -> Result<Option<ReviewRow>> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number = 0
              AND status IN ('completed', 'skipped') ORDER BY id DESC LIMIT 1"
-        ))
-        .bind(repo)
-        .fetch_optional(&self.pool)
-        .await?;
-        optional_review(row)
+        );
+        self.optional(sqlx::query(&sql).bind(repo), review_from_row)
+            .await
     }
 
     /// Completed PR reviews of `repo` (pr_number > 0) that completed after `since` (epoch
@@ -201,47 +165,33 @@ impl Store {
         since: i64,
         limit: i64,
     ) -> Result<Vec<ReviewRow>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number > 0
              AND status = 'completed' AND completed_at > ? ORDER BY id LIMIT ?"
-        ))
-        .bind(repo)
-        .bind(since)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(review_from_row).collect()
+        );
+        let query = sqlx::query(&sql).bind(repo).bind(since).bind(limit);
+        self.all(query, review_from_row).await
     }
 
     /// At boot: every review left pending or running becomes failed with `error`
     /// (docs/architecture.md, Lifecycle extras). Returns the rows changed.
     pub async fn fail_unfinished(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "UPDATE reviews SET status = 'failed', error = ?, completed_at = ?
              WHERE status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
-        ))
-        .bind(error)
-        .bind(now)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(review_from_row).collect()
+        );
+        let query = sqlx::query(&sql).bind(error).bind(now);
+        self.all(query, review_from_row).await
     }
 
     /// The patch id of the PR's newest completed review, if any.
-    pub async fn last_completed_patch_id(
-        &self,
-        repo: &str,
-        pr_number: i64,
-    ) -> Result<Option<String>> {
-        let row = sqlx::query(
+    pub async fn last_completed_patch_id(&self, repo: &str, pr: i64) -> Result<Option<String>> {
+        let query = sqlx::query(
             "SELECT patch_id FROM reviews WHERE repo_full_name = ? AND pr_number = ?
              AND status = 'completed' AND patch_id IS NOT NULL ORDER BY id DESC LIMIT 1",
-        )
-        .bind(repo)
-        .bind(pr_number)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.map(|r| r.get::<String, _>(0)))
+        );
+        let patch_id = |r: &SqliteRow| Ok(r.try_get::<String, _>(0)?);
+        self.optional(query.bind(repo).bind(pr), patch_id).await
     }
 
     /// Reviews of a repo (and PR when given), newest id first, at most `limit`
@@ -252,41 +202,25 @@ impl Store {
         pr_number: Option<i64>,
         limit: i64,
     ) -> Result<Vec<ReviewRow>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ?
              AND (? IS NULL OR pr_number = ?) ORDER BY id DESC LIMIT ?"
-        ))
-        .bind(repo)
-        .bind(pr_number)
-        .bind(pr_number)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(review_from_row).collect()
+        );
+        let query = sqlx::query(&sql)
+            .bind(repo)
+            .bind(pr_number)
+            .bind(pr_number)
+            .bind(limit);
+        self.all(query, review_from_row).await
     }
 
     /// True when a review of the PR other than `except` is pending or running (the automatic
     /// retry stands down then, docs/review-service.md §3).
-    pub async fn pr_has_active_review(
-        &self,
-        repo: &str,
-        pr_number: i64,
-        except: i64,
-    ) -> Result<bool> {
-        let n: i64 = sqlx::query_scalar(
+    pub async fn pr_has_active_review(&self, repo: &str, pr: i64, except: i64) -> Result<bool> {
+        let query = sqlx::query(
             "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = ? AND id != ?
              AND status IN ('pending', 'running')",
-        )
-        .bind(repo)
-        .bind(pr_number)
-        .bind(except)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(n > 0)
+        );
+        self.any(query.bind(repo).bind(pr).bind(except)).await
     }
-}
-
-/// Map an optional review row (the RETURNING of a conditional update, or a lookup).
-fn optional_review(row: Option<sqlx::sqlite::SqliteRow>) -> Result<Option<ReviewRow>> {
-    row.as_ref().map(review_from_row).transpose()
 }

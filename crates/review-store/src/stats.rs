@@ -11,13 +11,35 @@
 
 use crate::reviews::REVIEW_COLUMNS;
 use crate::rows::review_from_row;
-use crate::{Result, Store, StoreError};
-use futures::TryFutureExt;
+use crate::{Result, Store};
 use review_domain::{ReviewRow, StatsFilter};
 use serde::Serialize;
-use sqlx::{QueryBuilder, Sqlite};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{FromRow, QueryBuilder, Sqlite, SqlitePool};
 
 const DAY: i64 = 86_400;
+
+/// Every row of a built query, as `T`.
+async fn all<T>(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<Vec<T>>
+where
+    T: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+{
+    Ok(q.build_query_as::<T>().fetch_all(pool).await?)
+}
+
+/// The one row of a built query (an aggregate), as `T`.
+async fn one<T>(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<T>
+where
+    T: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+{
+    Ok(q.build_query_as::<T>().fetch_one(pool).await?)
+}
+
+/// The one value of a built query (an aggregate).
+async fn scalar(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<i64> {
+    Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
+}
+
 /// Rows of topCost (docs/review-service.md §8).
 pub const TOP_COST_ROWS: i64 = 5;
 /// Rows of topFiles (docs/review-service.md §8).
@@ -73,9 +95,11 @@ pub struct SeverityStatsRow {
 /// One of the most expensive reviews (docs/review-service.md §2, TopCostRow).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TopCostRow {
+    /// The review's id.
     pub id: i64,
     pub repo_full_name: String,
     pub pr_number: i64,
+    /// USD, from the model catalog's prices.
     pub cost: f64,
     pub tokens: Option<i64>,
     pub model: Option<String>,
@@ -109,9 +133,11 @@ pub struct Stats {
 /// running.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ReliabilityRow {
+    /// The UTC day, `YYYY-MM-DD`.
     pub day: String,
     pub completed: i64,
     pub failed: i64,
+    /// Pending plus running.
     pub in_flight: i64,
 }
 
@@ -119,8 +145,11 @@ pub struct ReliabilityRow {
 /// (docs/review-service.md §4, GET /api/stats/charts).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct LatencyDayRow {
+    /// The UTC day, `YYYY-MM-DD`.
     pub day: String,
+    /// Completed reviews of that day in the sample.
     pub count: i64,
+    /// Seconds from created_at to completed_at.
     pub p50: Option<i64>,
     pub p95: Option<i64>,
 }
@@ -128,6 +157,7 @@ pub struct LatencyDayRow {
 /// Findings per UTC day and severity (docs/review-service.md §2, FindingsDailyRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct FindingsDailyRow {
+    /// The UTC day, `YYYY-MM-DD`.
     pub day: String,
     pub severity: String,
     pub count: i64,
@@ -380,34 +410,13 @@ impl Store {
             .push_bind(TOP_COST_ROWS);
 
         let (projects, models, daily, triggers, (count, avg), severity, top_cost, all_models) = futures::try_join!(
-            projects
-                .build_query_as::<ProjectStatsRow>()
-                .fetch_all(pool)
-                .err_into::<StoreError>(),
-            models
-                .build_query_as::<ModelStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            daily
-                .build_query_as::<DailyStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            triggers
-                .build_query_as::<TriggerStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            latency
-                .build_query_as::<(i64, Option<f64>)>()
-                .fetch_one(pool)
-                .err_into(),
-            severity
-                .build_query_as::<SeverityStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            top_cost
-                .build_query_as::<TopCostRow>()
-                .fetch_all(pool)
-                .err_into(),
+            all(pool, &mut projects),
+            all(pool, &mut models),
+            all(pool, &mut daily),
+            all(pool, &mut triggers),
+            one(pool, &mut latency),
+            all(pool, &mut severity),
+            all(pool, &mut top_cost),
             self.all_models(),
         )?;
         let p95 = self.completed_duration_rank(f, count, 95).await?;
@@ -533,26 +542,11 @@ impl Store {
         );
 
         let (reliability, latency, matched, findings_daily, top_files) = futures::try_join!(
-            reliability
-                .build_query_as::<ReliabilityRow>()
-                .fetch_all(pool)
-                .err_into::<StoreError>(),
-            sample
-                .build_query_as::<LatencyDayRow>()
-                .fetch_all(pool)
-                .err_into(),
-            matched
-                .build_query_scalar::<i64>()
-                .fetch_one(pool)
-                .err_into(),
-            findings_daily
-                .build_query_as::<FindingsDailyRow>()
-                .fetch_all(pool)
-                .err_into(),
-            top_files
-                .build_query_as::<TopFileRow>()
-                .fetch_all(pool)
-                .err_into(),
+            all(pool, &mut reliability),
+            all(pool, &mut sample),
+            scalar(pool, &mut matched),
+            all(pool, &mut findings_daily),
+            all(pool, &mut top_files),
         )?;
         Ok(Charts {
             reliability,

@@ -1392,6 +1392,7 @@ export interface components {
         FindingsDailyRow: {
             /** Format: int64 */
             count: number;
+            /** @description The UTC day, `YYYY-MM-DD`. */
             day: string;
             severity: string;
         };
@@ -1405,10 +1406,17 @@ export interface components {
          *     (docs/review-service.md §4, GET /api/stats/charts).
          */
         LatencyDayRow: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Completed reviews of that day in the sample.
+             */
             count: number;
+            /** @description The UTC day, `YYYY-MM-DD`. */
             day: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Seconds from created_at to completed_at.
+             */
             p50?: number | null;
             /** Format: int64 */
             p95?: number | null;
@@ -1483,10 +1491,14 @@ export interface components {
         ReliabilityRow: {
             /** Format: int64 */
             completed: number;
+            /** @description The UTC day, `YYYY-MM-DD`. */
             day: string;
             /** Format: int64 */
             failed: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Pending plus running.
+             */
             in_flight: number;
         };
         /** @description A registered repository (docs/review-service.md §2, RepoRow). */
@@ -1638,9 +1650,15 @@ export interface components {
         };
         /** @description One of the most expensive reviews (docs/review-service.md §2, TopCostRow). */
         TopCostRow: {
-            /** Format: double */
+            /**
+             * Format: double
+             * @description USD, from the model catalog's prices.
+             */
             cost: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description The review's id.
+             */
             id: number;
             model?: string | null;
             /** Format: int64 */
