@@ -366,20 +366,11 @@ mod tests {
             path: path.into(),
             content: text.as_bytes().to_vec(),
         };
-        materialise(
-            data.path(),
-            "s",
-            vec![file("SKILL.md", "one"), file("old.md", "x")],
-        )
-        .await
-        .unwrap();
-        materialise(
-            data.path(),
-            "s",
-            vec![file("SKILL.md", "two"), file("refs/a.md", "a")],
-        )
-        .await
-        .unwrap();
+        let first = vec![file("SKILL.md", "one"), file("old.md", "x")];
+        let second = vec![file("SKILL.md", "two"), file("refs/a.md", "a")];
+        for files in [first, second] {
+            materialise(data.path(), "s", files).await.unwrap();
+        }
         let dir = skills_dir(data.path()).join("s");
         assert_eq!(
             std::fs::read_to_string(dir.join("SKILL.md")).unwrap(),
