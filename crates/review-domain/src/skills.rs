@@ -378,6 +378,19 @@ mod tests {
         assert_eq!((d, body), (None, "---\ndescription: never closed\n"));
         let (d, _) = front_matter("---\ndescription:\n---\n");
         assert_eq!(d, None);
+        // A quote that is not closed on the same side is part of the text.
+        for text in ["\"open", "open\"", "'open", "open'", "\"mixed'"] {
+            let (d, _) = front_matter(&format!("---\ndescription: {text}\n---\n"));
+            assert_eq!(d.as_deref(), Some(text));
+        }
+    }
+
+    #[test]
+    fn the_limits_are_25_files_1_mib_and_32_kib_of_extra_text() {
+        assert_eq!(
+            (MAX_FILES, MAX_BYTES, EXTRA_TEXT_BUDGET),
+            (25, 1_048_576, 32_768)
+        );
     }
 
     #[test]
