@@ -255,6 +255,8 @@ mod tests {
             "2024-1-01",
             "24-01-01",
             "2024/01/01",
+            "2024x01-01",
+            "2024-01x01",
             "+024-01-01",
             "2024-01-01T00:00:00Z",
             "yesterday",
@@ -292,6 +294,9 @@ mod tests {
         assert_eq!(f("30d", "-", "-"), window(Some(NOW - 30 * DAY), None));
         assert_eq!(f("90d", "-", "-"), window(Some(NOW - 90 * DAY), None));
         assert_eq!(f("all", "-", "-"), window(None, None));
+        // 30d is a known range in its own right, not the fallback (rule 5 applies to others).
+        assert_eq!(StatsRange::parse("30d"), Some(StatsRange::Month));
+        assert_eq!(StatsRange::parse("1y"), None);
     }
 
     #[test]

@@ -212,7 +212,7 @@ mod field_schemas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::enums::{FindingKind, Severity, Side};
+    use crate::enums::{FindingKind, ReviewEvent, Severity, Side};
 
     #[test]
     fn inline_finding_needs_path_and_severity() {
@@ -231,6 +231,67 @@ mod tests {
         assert_eq!(f.validate(), Ok(()));
         f.line = Some(0);
         assert!(f.validate().unwrap_err().contains("line"));
+        f.line = Some(1);
+        assert_eq!(f.validate(), Ok(()));
+    }
+
+    #[test]
+    fn only_summary_findings_carry_an_event() {
+        let summary = NewFinding {
+            kind: FindingKind::Summary,
+            body: "x".into(),
+            event: Some(ReviewEvent::Approve),
+            path: None,
+            line: None,
+            severity: None,
+            github_review_id: None,
+            github_comment_id: None,
+        };
+        assert_eq!(summary.validate(), Ok(()));
+        let comment = NewFinding {
+            kind: FindingKind::Comment,
+            ..summary.clone()
+        };
+        assert_eq!(
+            comment.validate(),
+            Err("findings[].event is only allowed on summary findings".into())
+        );
+        let plain = NewFinding {
+            event: None,
+            ..comment
+        };
+        assert_eq!(plain.validate(), Ok(()));
+    }
+
+    #[test]
+    fn row_schemas_list_the_enum_texts() {
+        let schema = |s: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>| {
+            serde_json::to_value(s).unwrap()["properties"].clone()
+        };
+        let review = schema(<ReviewRow as utoipa::PartialSchema>::schema());
+        assert_eq!(
+            review["status"]["enum"],
+            serde_json::json!(["pending", "running", "completed", "failed", "skipped"])
+        );
+        assert_eq!(review["trigger"]["enum"][7], serde_json::Value::Null);
+        assert_eq!(review["trigger"]["enum"][0], "opened");
+        let finding = schema(<FindingRow as utoipa::PartialSchema>::schema());
+        assert_eq!(
+            finding["kind"]["enum"],
+            serde_json::json!(["inline", "summary", "comment"])
+        );
+        assert_eq!(
+            finding["severity"]["enum"],
+            serde_json::json!(["blocking", "nit", "question", null])
+        );
+        assert_eq!(
+            finding["event"]["enum"],
+            serde_json::json!(["COMMENT", "APPROVE", "REQUEST_CHANGES", null])
+        );
+        assert_eq!(
+            finding["event"]["description"],
+            "COMMENT, APPROVE or REQUEST_CHANGES; summary rows only."
+        );
     }
 
     #[test]
