@@ -258,7 +258,7 @@ async fn threads(
         by_pr.entry(review.pr_number).or_default().extend(
             findings
                 .into_iter()
-                .filter(|f| f.kind == "inline" && f.github_comment_id.is_some()),
+                .filter(|f| f.kind == FindingKind::Inline && f.github_comment_id.is_some()),
         );
     }
     let mut threads = Vec::new();

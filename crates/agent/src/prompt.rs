@@ -150,18 +150,21 @@ pub fn user_message(
                     let _ = write!(
                         s,
                         "- [{}] {p}:{l}: ",
-                        f.severity.as_deref().unwrap_or(&f.kind)
+                        f.severity.map_or(f.kind.as_str(), |v| v.as_str())
                     );
                 }
                 (Some(p), None) => {
-                    let _ = write!(s, "- [{}] {p}: ", f.severity.as_deref().unwrap_or(&f.kind));
+                    let _ = write!(
+                        s,
+                        "- [{}] {p}: ",
+                        f.severity.map_or(f.kind.as_str(), |v| v.as_str())
+                    );
                 }
                 _ => {
                     let label = f
                         .event
-                        .as_deref()
                         .map(|e| format!("{} {e}", f.kind))
-                        .unwrap_or_else(|| f.kind.clone());
+                        .unwrap_or_else(|| f.kind.to_string());
                     let _ = write!(s, "- [{label}] ");
                 }
             }

@@ -13,7 +13,8 @@ use agent::{
 };
 use pretty_assertions::assert_eq;
 use review_domain::{
-    FindingRow, ModelSpec, PostedReview, PullRequest, ReviewEvent, ReviewSubmission, Side,
+    FindingKind, FindingRow, ModelSpec, PostedReview, PullRequest, ReviewEvent, ReviewSubmission,
+    Severity, Side,
 };
 use serde_json::{Value, json};
 use test_doubles::scripted_model::{Behavior, FAIL_MESSAGE, REPLY_WITHOUT_TOOLS, ScriptedModel};
@@ -491,8 +492,8 @@ fn finding(body: &str) -> FindingRow {
         review_id: 3,
         repo_full_name: "o/r".into(),
         pr_number: 7,
-        kind: "inline".into(),
-        severity: Some("blocking".into()),
+        kind: FindingKind::Inline,
+        severity: Some(Severity::Blocking),
         event: None,
         path: Some("src/lib.rs".into()),
         line: Some(3),

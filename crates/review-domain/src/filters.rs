@@ -1,5 +1,5 @@
-//! The query filters of the dashboard (spec/review-service.md section 4, Stats: filter
-//! parameters and rules 1-6; Reviews: the list query table; section 8, limit param).
+//! The query filters of the dashboard (docs/review-service.md §4, Stats: filter
+//! parameters and rules 1-6; Reviews: the list query table; §8, limit param).
 //!
 //! One parser for GET /api/stats, GET /api/stats/charts and GET /api/reviews, so the three
 //! endpoints can never disagree on what a query string means. Parsing never fails: junk falls
@@ -10,12 +10,12 @@ use time::{Date, Month};
 
 const DAY: i64 = 86_400;
 
-/// The default of the `limit` param of GET /api/reviews (spec section 8).
+/// The default of the `limit` param of GET /api/reviews (docs/review-service.md §8).
 pub const DEFAULT_LIST_LIMIT: i64 = 100;
-/// The largest `limit` of GET /api/reviews (spec section 8).
+/// The largest `limit` of GET /api/reviews (docs/review-service.md §8).
 pub const MAX_LIST_LIMIT: i64 = 1000;
 
-/// The rolling windows of the `range` param (spec section 4, Stats filter parameters).
+/// The rolling windows of the `range` param (docs/review-service.md §4, Stats filter parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatsRange {
     Day,
@@ -51,7 +51,7 @@ impl StatsRange {
     }
 }
 
-/// A resolved stats filter (spec section 4, Stats rules 1-6): reviews with
+/// A resolved stats filter (docs/review-service.md §4, Stats rules 1-6): reviews with
 /// `since <= created_at < until`, of `repo`, of `model`. Every bound is optional; None means
 /// no filter on that field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub fn parse_day(s: &str) -> Option<i64> {
 
 impl StatsFilter {
     /// Resolve the raw query values (each None when the param is missing) at `now` (epoch
-    /// seconds), by spec section 4, Stats filter rules:
+    /// seconds), by docs/review-service.md §4, Stats filter rules:
     ///
     /// 1. no range, from or to: no date filter;
     /// 2. a from or to that is a real date wins over range;
@@ -134,7 +134,7 @@ impl StatsFilter {
     }
 }
 
-/// The `limit` param of GET /api/reviews (spec section 4 list query table, section 8): default
+/// The `limit` param of GET /api/reviews (docs/review-service.md §4 list query table, §8): default
 /// 100; a numeric value is clamped to 1..1000; non-numeric or non-positive falls back to 100.
 /// A fractional value is truncated toward zero (0.5 is positive, so it clamps to 1).
 pub fn parse_limit(limit: Option<&str>) -> i64 {
@@ -156,7 +156,7 @@ pub fn parse_limit(limit: Option<&str>) -> i64 {
     }
 }
 
-/// A resolved GET /api/reviews query (spec section 4, Reviews: list query parameters).
+/// A resolved GET /api/reviews query (docs/review-service.md §4, Reviews: list query parameters).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewListQuery {
     /// The shared date/repo/model filter.
@@ -168,20 +168,11 @@ pub struct ReviewListQuery {
 }
 
 impl ReviewListQuery {
-    /// Resolve the raw query values (None when missing) at `now`; never fails.
-    #[allow(clippy::too_many_arguments)]
-    pub fn parse(
-        limit: Option<&str>,
-        status: Option<&str>,
-        range: Option<&str>,
-        from: Option<&str>,
-        to: Option<&str>,
-        repo: Option<&str>,
-        model: Option<&str>,
-        now: i64,
-    ) -> Self {
+    /// Resolve the raw `limit` and `status` values (None when missing) beside a `filter`
+    /// already resolved by [`StatsFilter::parse`]; never fails.
+    pub fn parse(limit: Option<&str>, status: Option<&str>, filter: StatsFilter) -> Self {
         Self {
-            filter: StatsFilter::parse(range, from, to, repo, model, now),
+            filter,
             status: present(status).map(str::to_owned),
             limit: parse_limit(limit),
         }
@@ -264,6 +255,8 @@ mod tests {
             "2024-1-01",
             "24-01-01",
             "2024/01/01",
+            "2024x01-01",
+            "2024-01x01",
             "+024-01-01",
             "2024-01-01T00:00:00Z",
             "yesterday",
@@ -301,6 +294,9 @@ mod tests {
         assert_eq!(f("30d", "-", "-"), window(Some(NOW - 30 * DAY), None));
         assert_eq!(f("90d", "-", "-"), window(Some(NOW - 90 * DAY), None));
         assert_eq!(f("all", "-", "-"), window(None, None));
+        // 30d is a known range in its own right, not the fallback (rule 5 applies to others).
+        assert_eq!(StatsRange::parse("30d"), Some(StatsRange::Month));
+        assert_eq!(StatsRange::parse("1y"), None);
     }
 
     #[test]
@@ -359,9 +355,9 @@ mod tests {
 
     #[test]
     fn list_query_status_is_exact_and_empty_is_absent() {
-        let q = ReviewListQuery::parse(None, Some("skipped"), None, None, None, None, None, NOW);
+        let q = ReviewListQuery::parse(None, Some("skipped"), StatsFilter::default());
         assert_eq!(q.status.as_deref(), Some("skipped"));
-        let q = ReviewListQuery::parse(None, Some(""), None, None, None, None, None, NOW);
+        let q = ReviewListQuery::parse(None, Some(""), StatsFilter::default());
         assert_eq!(
             q,
             ReviewListQuery {

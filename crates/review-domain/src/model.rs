@@ -1,4 +1,4 @@
-//! Model specs: `<provider>/<model>` (spec/review-service.md section 2, RepoRow.model).
+//! Model specs: `<provider>/<model>` (docs/review-service.md §2, RepoRow.model).
 
 use std::fmt;
 use std::str::FromStr;

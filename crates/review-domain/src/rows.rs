@@ -1,11 +1,11 @@
-//! Rows and enums of spec/review-service.md sections 2 and 3. Field names are the spec's, and
-//! so are the column names of the store (DESIGN.md, Store).
+//! The rows of docs/review-service.md §2 and what the agent's tools submit. Field names are the
+//! spec's, and so are the column names of the store (docs/architecture.md, Store); the values
+//! the spec enumerates are the closed types of `enums.rs`.
 
+use crate::enums::{FindingKind, ReviewEvent, ReviewStatus, Severity, Side, Trigger};
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
-/// A registered repository (spec section 2, RepoRow).
+/// A registered repository (docs/review-service.md §2, RepoRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RepoRow {
     /// `owner/repo`, the primary key.
@@ -22,7 +22,7 @@ pub struct RepoRow {
     pub created_at: i64,
 }
 
-/// One review run (spec section 2, ReviewRow).
+/// One review run (docs/review-service.md §2, ReviewRow).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReviewRow {
     pub id: i64,
@@ -31,11 +31,13 @@ pub struct ReviewRow {
     pub pr_number: i64,
     pub title: Option<String>,
     pub session_id: Option<String>,
-    /// One of [`ReviewStatus`], as its lowercase name.
-    pub status: String,
+    /// pending, running, completed, failed or skipped (docs/review-service.md §3).
+    #[schema(schema_with = field_schemas::status)]
+    pub status: ReviewStatus,
     pub error: Option<String>,
-    /// One of [`Trigger`], as its lowercase name.
-    pub trigger: Option<String>,
+    /// What started the run; null for improver runs.
+    #[schema(schema_with = field_schemas::trigger)]
+    pub trigger: Option<Trigger>,
     /// 0 for a first run, 1 for the single automatic retry.
     pub attempt: i64,
     /// USD, from the model catalog's prices.
@@ -48,7 +50,7 @@ pub struct ReviewRow {
     pub completed_at: Option<i64>,
 }
 
-/// A recorded finding (spec section 2, FindingRow).
+/// A recorded finding (docs/review-service.md §2, FindingRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FindingRow {
     pub id: i64,
@@ -56,11 +58,14 @@ pub struct FindingRow {
     pub repo_full_name: String,
     pub pr_number: i64,
     /// inline, summary or comment.
-    pub kind: String,
+    #[schema(schema_with = field_schemas::kind)]
+    pub kind: FindingKind,
     /// blocking, nit or question; inline rows only.
-    pub severity: Option<String>,
+    #[schema(schema_with = field_schemas::severity)]
+    pub severity: Option<Severity>,
     /// COMMENT, APPROVE or REQUEST_CHANGES; summary rows only.
-    pub event: Option<String>,
+    #[schema(schema_with = field_schemas::event)]
+    pub event: Option<ReviewEvent>,
     pub path: Option<String>,
     pub line: Option<i64>,
     pub body: String,
@@ -69,7 +74,8 @@ pub struct FindingRow {
     pub created_at: i64,
 }
 
-/// An installed reviewer skill (spec section 2, SkillMetaRow). The stored blob is never part of it.
+/// An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never
+/// part of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SkillMetaRow {
     pub name: String,
@@ -86,28 +92,23 @@ pub struct SkillMetaRow {
 }
 
 /// A finding to record, as the agent tools and POST /internal/reviews/:id/findings submit it
-/// (DESIGN.md, Findings). Validated by [`NewFinding::validate`].
+/// (docs/architecture.md, Findings). Validated by [`NewFinding::validate`]. A missing optional
+/// field reads as None.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewFinding {
     pub kind: FindingKind,
     pub body: String,
-    #[serde(default)]
     pub event: Option<ReviewEvent>,
-    #[serde(default)]
     pub path: Option<String>,
-    #[serde(default)]
     pub line: Option<i64>,
-    #[serde(default)]
     pub severity: Option<Severity>,
-    #[serde(default)]
     pub github_review_id: Option<i64>,
-    #[serde(default)]
     pub github_comment_id: Option<i64>,
 }
 
 impl NewFinding {
-    /// The field rules of spec section 2: severity, path and line belong to inline rows, event to
-    /// summary rows. Returns the first broken rule as a message naming the field.
+    /// The field rules of docs/review-service.md §2: severity, path and line belong to inline rows,
+    /// event to summary rows. Returns the first broken rule as a message naming the field.
     pub fn validate(&self) -> Result<(), String> {
         match self.kind {
             FindingKind::Inline => {
@@ -139,114 +140,9 @@ impl NewFinding {
     }
 }
 
-macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The wire and column text of this value.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(format!(
-                        concat!("unknown ", stringify!($name), " {:?}; expected one of: {}"),
-                        other,
-                        [$($text),+].join(", ")
-                    )),
-                }
-            }
-        }
-    };
-}
-
-string_enum!(
-    /// Review status (spec section 3).
-    ReviewStatus {
-        Pending = "pending",
-        Running = "running",
-        Completed = "completed",
-        Failed = "failed",
-        Skipped = "skipped",
-    }
-);
-
-impl ReviewStatus {
-    /// Completed, failed and skipped reviews never change status again (spec section 3, stop).
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Skipped)
-    }
-}
-
-string_enum!(
-    /// What created a review (spec section 2, ReviewRow.trigger).
-    Trigger {
-        Opened = "opened",
-        Synchronize = "synchronize",
-        Reopened = "reopened",
-        Command = "command",
-        Retry = "retry",
-        Improve = "improve",
-        ReadyForReview = "ready_for_review",
-    }
-);
-
-string_enum!(
-    /// Finding kind (spec section 2, FindingRow.kind).
-    FindingKind {
-        Inline = "inline",
-        Summary = "summary",
-        Comment = "comment",
-    }
-);
-
-string_enum!(
-    /// Severity of an inline finding (FACTS.md, the review protocol).
-    Severity {
-        Blocking = "blocking",
-        Nit = "nit",
-        Question = "question",
-    }
-);
-
-string_enum!(
-    /// The event of a formal review, as the forge names it.
-    ReviewEvent {
-        Comment = "COMMENT",
-        Approve = "APPROVE",
-        RequestChanges = "REQUEST_CHANGES",
-    }
-);
-
-string_enum!(
-    /// Which side of the diff an inline comment sits on (GitHub's names).
-    Side {
-        Left = "LEFT",
-        Right = "RIGHT",
-    }
-);
-
 /// One inline comment of a formal review, as the agent's post_review tool submits it
-/// (DESIGN.md, Findings). `line` (and `start_line` for a range) are file line numbers on `side`.
+/// (docs/architecture.md, Findings). `line` (and `start_line` for a range) are file line numbers on
+/// `side`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InlineComment {
     pub path: String,
@@ -280,26 +176,43 @@ pub struct PostedReview {
     pub comment_ids: Vec<Option<i64>>,
 }
 
+/// The OpenAPI schemas of the enum fields of the rows: `schema_with` drops the doc comment, so
+/// each repeats its field's description.
+mod field_schemas {
+    use super::*;
+    use utoipa::openapi::schema::Object;
+
+    pub fn status() -> Object {
+        ReviewStatus::field_schema(
+            false,
+            "pending, running, completed, failed or skipped (docs/review-service.md §3).",
+        )
+    }
+
+    pub fn trigger() -> Object {
+        Trigger::field_schema(true, "What started the run; null for improver runs.")
+    }
+
+    pub fn kind() -> Object {
+        FindingKind::field_schema(false, "inline, summary or comment.")
+    }
+
+    pub fn severity() -> Object {
+        Severity::field_schema(true, "blocking, nit or question; inline rows only.")
+    }
+
+    pub fn event() -> Object {
+        ReviewEvent::field_schema(
+            true,
+            "COMMENT, APPROVE or REQUEST_CHANGES; summary rows only.",
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn enums_round_trip_their_wire_text() {
-        for s in ReviewStatus::ALL {
-            assert_eq!(s.as_str().parse::<ReviewStatus>().unwrap(), *s);
-        }
-        assert_eq!(
-            serde_json::to_string(&ReviewEvent::RequestChanges).unwrap(),
-            "\"REQUEST_CHANGES\""
-        );
-        assert!(
-            "bogus"
-                .parse::<Severity>()
-                .unwrap_err()
-                .contains("blocking, nit, question")
-        );
-    }
+    use crate::enums::{FindingKind, ReviewEvent, Severity, Side};
 
     #[test]
     fn inline_finding_needs_path_and_severity() {
@@ -318,6 +231,67 @@ mod tests {
         assert_eq!(f.validate(), Ok(()));
         f.line = Some(0);
         assert!(f.validate().unwrap_err().contains("line"));
+        f.line = Some(1);
+        assert_eq!(f.validate(), Ok(()));
+    }
+
+    #[test]
+    fn only_summary_findings_carry_an_event() {
+        let summary = NewFinding {
+            kind: FindingKind::Summary,
+            body: "x".into(),
+            event: Some(ReviewEvent::Approve),
+            path: None,
+            line: None,
+            severity: None,
+            github_review_id: None,
+            github_comment_id: None,
+        };
+        assert_eq!(summary.validate(), Ok(()));
+        let comment = NewFinding {
+            kind: FindingKind::Comment,
+            ..summary.clone()
+        };
+        assert_eq!(
+            comment.validate(),
+            Err("findings[].event is only allowed on summary findings".into())
+        );
+        let plain = NewFinding {
+            event: None,
+            ..comment
+        };
+        assert_eq!(plain.validate(), Ok(()));
+    }
+
+    #[test]
+    fn row_schemas_list_the_enum_texts() {
+        let schema = |s: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>| {
+            serde_json::to_value(s).unwrap()["properties"].clone()
+        };
+        let review = schema(<ReviewRow as utoipa::PartialSchema>::schema());
+        assert_eq!(
+            review["status"]["enum"],
+            serde_json::json!(["pending", "running", "completed", "failed", "skipped"])
+        );
+        assert_eq!(review["trigger"]["enum"][7], serde_json::Value::Null);
+        assert_eq!(review["trigger"]["enum"][0], "opened");
+        let finding = schema(<FindingRow as utoipa::PartialSchema>::schema());
+        assert_eq!(
+            finding["kind"]["enum"],
+            serde_json::json!(["inline", "summary", "comment"])
+        );
+        assert_eq!(
+            finding["severity"]["enum"],
+            serde_json::json!(["blocking", "nit", "question", null])
+        );
+        assert_eq!(
+            finding["event"]["enum"],
+            serde_json::json!(["COMMENT", "APPROVE", "REQUEST_CHANGES", null])
+        );
+        assert_eq!(
+            finding["event"]["description"],
+            "COMMENT, APPROVE or REQUEST_CHANGES; summary rows only."
+        );
     }
 
     #[test]

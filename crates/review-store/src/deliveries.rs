@@ -48,10 +48,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_delivery_is_new_once_per_window() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("sqlite://{}/r.db", dir.path().display()))
-            .await
-            .unwrap();
+        let (_dir, store) = crate::test_store().await;
         assert!(store.claim_delivery("d-1", 1000).await.unwrap());
         assert!(!store.claim_delivery("d-1", 1001).await.unwrap());
         assert!(store.claim_delivery("d-2", 1001).await.unwrap());

@@ -1,4 +1,4 @@
-//! The chat tool's window on the database (spec/review-service.md section 4, Chat rule 2;
+//! The chat tool's window on the database (docs/review-service.md §4, Chat rule 2;
 //! docs/security.md, "The chat tool's SQL"): one read-only statement, on its own read-only
 //! connection, with a row cap, a time cap and a size cap, answered as column names plus rows
 //! of JSON values.
@@ -39,8 +39,8 @@ use serde_json::Value;
 
 use crate::{Result, Store, StoreError};
 
-/// Rows returned at most; a result with more says `truncated: true` (spec section 8 names no
-/// number; 200 rows is plenty for a model to read and small enough for its context).
+/// Rows returned at most; a result with more says `truncated: true` (docs/review-service.md §8
+/// names no number; 200 rows is plenty for a model to read and small enough for its context).
 pub const READ_QUERY_MAX_ROWS: usize = 200;
 
 /// Longest run of one query before SQLite interrupts it.
@@ -56,7 +56,8 @@ pub const READ_QUERY_MAX_VALUE_BYTES: i32 = 1 << 20;
 /// Longest SQL text accepted, in bytes (`SQLITE_LIMIT_SQL_LENGTH`).
 pub const READ_QUERY_MAX_SQL_BYTES: i32 = 100_000;
 
-/// Tables a read-only query may not read: `settings` holds the API keys (spec section 2).
+/// Tables a read-only query may not read: `settings` holds the API keys (docs/review-service.md
+/// §2).
 pub const HIDDEN_TABLES: &[&str] = &["settings"];
 
 /// Functions refused at compile time: extension loading, and functions that reach outside
@@ -130,7 +131,7 @@ impl ChatDatabase {
 }
 
 impl Store {
-    /// Runs one read-only statement (spec section 4, Chat rule 2) on a fresh read-only
+    /// Runs one read-only statement (docs/review-service.md §4, Chat rule 2) on a fresh read-only
     /// connection: at most [`READ_QUERY_MAX_ROWS`] rows, at most [`READ_QUERY_TIMEOUT`], no
     /// value over [`READ_QUERY_MAX_VALUE_BYTES`].
     ///

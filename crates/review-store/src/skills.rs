@@ -1,8 +1,9 @@
-//! The `skills` table (spec/review-service.md section 2, SkillMetaRow; section 4, Skills):
+//! The `skills` table (docs/review-service.md §2, SkillMetaRow; §4, Skills):
 //! installed reviewer skills pinned to a commit SHA, with the fetched files kept as one blob.
 //! The blob is read only by [`Store::enabled_skill_blobs`]; every row the API returns comes
 //! from [`SKILL_COLUMNS`], which leaves it out.
 
+use crate::rows::skill_from_row;
 use crate::{Result, Store};
 use review_domain::SkillMetaRow;
 use sqlx::Row;
@@ -12,66 +13,43 @@ use sqlx::sqlite::SqliteRow;
 const SKILL_COLUMNS: &str =
     "name, source_url, owner, repo, path, \"ref\", description, enabled, created_at";
 
-/// A skill to install (spec section 4, Skills: install).
+/// A skill to install (docs/review-service.md §4, Skills: install).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSkill {
     /// `^[a-z0-9]+(-[a-z0-9]+)*$`, the primary key.
     pub name: String,
+    /// The tree URL it was installed from, as given.
     pub source_url: String,
+    /// Owner and name of the repository holding the skill's folder.
     pub owner: String,
     pub repo: String,
     /// Folder path within the repository.
     pub path: String,
     /// The commit SHA the files were fetched at.
     pub git_ref: String,
+    /// From the front matter of its `SKILL.md`.
     pub description: Option<String>,
     /// The fetched files, encoded by the caller.
     pub blob: Vec<u8>,
 }
 
-fn skill_from_row(r: &SqliteRow) -> std::result::Result<SkillMetaRow, sqlx::Error> {
-    Ok(SkillMetaRow {
-        name: r.try_get("name")?,
-        source_url: r.try_get("source_url")?,
-        owner: r.try_get("owner")?,
-        repo: r.try_get("repo")?,
-        path: r.try_get("path")?,
-        git_ref: r.try_get("ref")?,
-        description: r.try_get("description")?,
-        enabled: r.try_get("enabled")?,
-        created_at: r.try_get("created_at")?,
-    })
-}
-
 impl Store {
-    /// Every skill, newest created_at first (spec section 4, GET /api/skills). No blob.
+    /// Every skill, newest created_at first (docs/review-service.md §4, GET /api/skills). No blob.
     pub async fn skills(&self) -> Result<Vec<SkillMetaRow>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {SKILL_COLUMNS} FROM skills ORDER BY created_at DESC, name"
-        ))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| skill_from_row(r).map_err(Into::into))
-            .collect()
+        let sql = format!("SELECT {SKILL_COLUMNS} FROM skills ORDER BY created_at DESC, name");
+        self.all(sqlx::query(&sql), skill_from_row).await
     }
 
     /// One skill, or None. No blob.
     pub async fn skill(&self, name: &str) -> Result<Option<SkillMetaRow>> {
-        let row = sqlx::query(&format!(
-            "SELECT {SKILL_COLUMNS} FROM skills WHERE name = ?"
-        ))
-        .bind(name)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref()
-            .map(skill_from_row)
-            .transpose()
-            .map_err(Into::into)
+        let sql = format!("SELECT {SKILL_COLUMNS} FROM skills WHERE name = ?");
+        self.optional(sqlx::query(&sql).bind(name), skill_from_row)
+            .await
     }
 
     /// Install a skill enabled, or re-install one by name: the row is updated in place (its
-    /// created_at kept) and re-enabled (spec section 4, Skills). Returns the re-read row.
+    /// created_at kept) and re-enabled (docs/review-service.md §4, Skills). Returns the re-read
+    /// row.
     pub async fn upsert_skill(&self, skill: &NewSkill, now: i64) -> Result<SkillMetaRow> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
@@ -100,60 +78,42 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(skill_from_row(&row)?)
+        skill_from_row(&row)
     }
 
-    /// Enable or disable a skill; the re-read row, or None when there is no such skill.
-    pub async fn set_skill_enabled(
-        &self,
-        name: &str,
-        enabled: bool,
-    ) -> Result<Option<SkillMetaRow>> {
-        let changed = sqlx::query("UPDATE skills SET enabled = ? WHERE name = ?")
-            .bind(i64::from(enabled))
-            .bind(name)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        if changed == 0 {
-            return Ok(None);
+    /// Enable (`on`) or disable a skill; the re-read row, or None when there is no such skill.
+    pub async fn set_skill_enabled(&self, name: &str, on: bool) -> Result<Option<SkillMetaRow>> {
+        let query = sqlx::query("UPDATE skills SET enabled = ? WHERE name = ?");
+        match self.changed(query.bind(i64::from(on)).bind(name)).await? {
+            0 => Ok(None),
+            _ => self.skill(name).await,
         }
-        self.skill(name).await
     }
 
     /// Delete a skill; true when one was deleted.
     pub async fn delete_skill(&self, name: &str) -> Result<bool> {
-        let n = sqlx::query("DELETE FROM skills WHERE name = ?")
-            .bind(name)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        Ok(n > 0)
+        let query = sqlx::query("DELETE FROM skills WHERE name = ?").bind(name);
+        Ok(self.changed(query).await? > 0)
     }
 
     /// The blob of one skill (None when there is no such skill or it has no blob).
     pub async fn skill_blob(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let row = sqlx::query("SELECT blob FROM skills WHERE name = ?")
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.and_then(|r| r.get::<Option<Vec<u8>>, _>(0)))
+        let query = sqlx::query("SELECT blob FROM skills WHERE name = ?").bind(name);
+        Ok(self.optional(query, blob_of).await?.flatten())
     }
 
     /// Enabled skills with their blobs, by name: what a review is offered.
     pub async fn enabled_skill_blobs(&self) -> Result<Vec<(SkillMetaRow, Vec<u8>)>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {SKILL_COLUMNS}, blob FROM skills WHERE enabled = 1 ORDER BY name"
-        ))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                let blob: Option<Vec<u8>> = r.try_get("blob")?;
-                Ok((skill_from_row(r)?, blob.unwrap_or_default()))
-            })
-            .collect()
+        let sql =
+            format!("SELECT {SKILL_COLUMNS}, blob FROM skills WHERE enabled = 1 ORDER BY name");
+        let with_blob = |r: &SqliteRow| Ok((skill_from_row(r)?, blob_of(r)?.unwrap_or_default()));
+        self.all(sqlx::query(&sql), with_blob).await
     }
+}
+
+/// The `blob` column of a row (null for a row written without one).
+fn blob_of(r: &SqliteRow) -> Result<Option<Vec<u8>>> {
+    Ok(r.try_get("blob")?)
 }
 
 #[cfg(test)]
@@ -176,10 +136,7 @@ mod tests {
 
     #[tokio::test]
     async fn reinstall_updates_in_place_and_reenables() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("sqlite://{}/t.db", dir.path().display()))
-            .await
-            .unwrap();
+        let (_dir, store) = crate::test_store().await;
         let first = store.upsert_skill(&new_skill("a", "s1"), 10).await.unwrap();
         assert_eq!((first.enabled, first.git_ref.as_str()), (1, "s1"));
         store.set_skill_enabled("a", false).await.unwrap();

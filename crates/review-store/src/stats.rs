@@ -1,5 +1,5 @@
-//! The dashboard aggregates (spec/review-service.md section 2, Aggregate rows; section 4,
-//! Stats and the GET /api/reviews list; section 8, limits), all computed in SQL.
+//! The dashboard aggregates (docs/review-service.md §2, Aggregate rows; §4,
+//! Stats and the GET /api/reviews list; §8, limits), all computed in SQL.
 //!
 //! A window is split into whole UTC days, read from the per-day rollups that the triggers of
 //! `migrations/0007_stats_rollups.sql` keep exact, and the partial days at its edges, read from
@@ -9,22 +9,45 @@
 //! (`migrations/0008_stats_totals.sql`) instead of summing days. Percentiles walk an index and
 //! stop at the rank.
 
+use crate::reviews::REVIEW_COLUMNS;
 use crate::rows::review_from_row;
-use crate::{REVIEW_COLUMNS, Result, Store, StoreError};
-use futures::TryFutureExt;
+use crate::{Result, Store};
 use review_domain::{ReviewRow, StatsFilter};
 use serde::Serialize;
-use sqlx::{QueryBuilder, Sqlite};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{FromRow, QueryBuilder, Sqlite, SqlitePool};
 
 const DAY: i64 = 86_400;
-/// Rows of topCost (spec section 8).
+
+/// Every row of a built query, as `T`.
+async fn all<T>(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<Vec<T>>
+where
+    T: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+{
+    Ok(q.build_query_as::<T>().fetch_all(pool).await?)
+}
+
+/// The one row of a built query (an aggregate), as `T`.
+async fn one<T>(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<T>
+where
+    T: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+{
+    Ok(q.build_query_as::<T>().fetch_one(pool).await?)
+}
+
+/// The one value of a built query (an aggregate).
+async fn scalar(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<i64> {
+    Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
+}
+
+/// Rows of topCost (docs/review-service.md §8).
 pub const TOP_COST_ROWS: i64 = 5;
-/// Rows of topFiles (spec section 8).
+/// Rows of topFiles (docs/review-service.md §8).
 pub const TOP_FILES_ROWS: i64 = 10;
-/// The chart latency sample cap (spec section 8).
+/// The chart latency sample cap (docs/review-service.md §8).
 pub const LATENCY_SAMPLE_CAP: i64 = 5000;
 
-/// Per-repo totals (spec section 2, ProjectStatsRow). `avg_duration` is the mean of
+/// Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of
 /// `completed_at - created_at` in seconds over the rows that have completed_at, or null.
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ProjectStatsRow {
@@ -37,7 +60,7 @@ pub struct ProjectStatsRow {
     pub avg_duration: Option<f64>,
 }
 
-/// Per-model totals over reviews with a model (spec section 2, ModelStatsRow).
+/// Per-model totals over reviews with a model (docs/review-service.md §2, ModelStatsRow).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ModelStatsRow {
     pub model: String,
@@ -46,7 +69,7 @@ pub struct ModelStatsRow {
     pub tokens: i64,
 }
 
-/// Per-UTC-day totals (spec section 2, DailyStatsRow); `day` is `YYYY-MM-DD`.
+/// Per-UTC-day totals (docs/review-service.md §2, DailyStatsRow); `day` is `YYYY-MM-DD`.
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct DailyStatsRow {
     pub day: String,
@@ -55,33 +78,35 @@ pub struct DailyStatsRow {
     pub tokens: i64,
 }
 
-/// Reviews per trigger, `unknown` for null (spec section 2, TriggerStatsRow).
+/// Reviews per trigger, `unknown` for null (docs/review-service.md §2, TriggerStatsRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TriggerStatsRow {
     pub trigger: String,
     pub count: i64,
 }
 
-/// Findings per severity (spec section 2, SeverityStatsRow).
+/// Findings per severity (docs/review-service.md §2, SeverityStatsRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct SeverityStatsRow {
     pub severity: String,
     pub count: i64,
 }
 
-/// One of the most expensive reviews (spec section 2, TopCostRow).
+/// One of the most expensive reviews (docs/review-service.md §2, TopCostRow).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TopCostRow {
+    /// The review's id.
     pub id: i64,
     pub repo_full_name: String,
     pub pr_number: i64,
+    /// USD, from the model catalog's prices.
     pub cost: f64,
     pub tokens: Option<i64>,
     pub model: Option<String>,
 }
 
-/// Latency of completed reviews in seconds (spec section 4, GET /api/stats): mean, count and
-/// nearest-rank 95th percentile; avg and p95 are null when count is 0.
+/// Latency of completed reviews in seconds (docs/review-service.md §4, GET /api/stats): mean, count
+/// and nearest-rank 95th percentile; avg and p95 are null when count is 0.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct LatencyStats {
     pub avg: Option<f64>,
@@ -89,7 +114,7 @@ pub struct LatencyStats {
     pub p95: Option<i64>,
 }
 
-/// The body of GET /api/stats (spec section 4, Stats).
+/// The body of GET /api/stats (docs/review-service.md §4, Stats).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
@@ -104,41 +129,48 @@ pub struct Stats {
     pub all_models: Vec<String>,
 }
 
-/// Outcomes per UTC day (spec section 2, ReliabilityRow); in_flight is pending plus running.
+/// Outcomes per UTC day (docs/review-service.md §2, ReliabilityRow); in_flight is pending plus
+/// running.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ReliabilityRow {
+    /// The UTC day, `YYYY-MM-DD`.
     pub day: String,
     pub completed: i64,
     pub failed: i64,
+    /// Pending plus running.
     pub in_flight: i64,
 }
 
-/// Latency of one UTC day of the sample, nearest-rank percentiles in seconds (spec section 4,
-/// GET /api/stats/charts).
+/// Latency of one UTC day of the sample, nearest-rank percentiles in seconds
+/// (docs/review-service.md §4, GET /api/stats/charts).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct LatencyDayRow {
+    /// The UTC day, `YYYY-MM-DD`.
     pub day: String,
+    /// Completed reviews of that day in the sample.
     pub count: i64,
+    /// Seconds from created_at to completed_at.
     pub p50: Option<i64>,
     pub p95: Option<i64>,
 }
 
-/// Findings per UTC day and severity (spec section 2, FindingsDailyRow).
+/// Findings per UTC day and severity (docs/review-service.md §2, FindingsDailyRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct FindingsDailyRow {
+    /// The UTC day, `YYYY-MM-DD`.
     pub day: String,
     pub severity: String,
     pub count: i64,
 }
 
-/// Inline findings per file (spec section 2, TopFileRow).
+/// Inline findings per file (docs/review-service.md §2, TopFileRow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TopFileRow {
     pub path: String,
     pub count: i64,
 }
 
-/// The body of GET /api/stats/charts (spec section 4, Stats).
+/// The body of GET /api/stats/charts (docs/review-service.md §4, Stats).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Charts {
@@ -305,7 +337,7 @@ const FINDINGS_RAW: &str =
     "FROM reviews r JOIN findings f ON f.review_id = r.id WHERE r.status != 'skipped'";
 
 impl Store {
-    /// GET /api/stats (spec section 4, Stats): every aggregate excludes skipped reviews;
+    /// GET /api/stats (docs/review-service.md §4, Stats): every aggregate excludes skipped reviews;
     /// latency is over completed reviews; allModels ignores the filter.
     pub async fn stats(&self, f: &StatsFilter) -> Result<Stats> {
         let plan = Plan::new(f);
@@ -378,34 +410,13 @@ impl Store {
             .push_bind(TOP_COST_ROWS);
 
         let (projects, models, daily, triggers, (count, avg), severity, top_cost, all_models) = futures::try_join!(
-            projects
-                .build_query_as::<ProjectStatsRow>()
-                .fetch_all(pool)
-                .err_into::<StoreError>(),
-            models
-                .build_query_as::<ModelStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            daily
-                .build_query_as::<DailyStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            triggers
-                .build_query_as::<TriggerStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            latency
-                .build_query_as::<(i64, Option<f64>)>()
-                .fetch_one(pool)
-                .err_into(),
-            severity
-                .build_query_as::<SeverityStatsRow>()
-                .fetch_all(pool)
-                .err_into(),
-            top_cost
-                .build_query_as::<TopCostRow>()
-                .fetch_all(pool)
-                .err_into(),
+            all(pool, &mut projects),
+            all(pool, &mut models),
+            all(pool, &mut daily),
+            all(pool, &mut triggers),
+            one(pool, &mut latency),
+            all(pool, &mut severity),
+            all(pool, &mut top_cost),
             self.all_models(),
         )?;
         let p95 = self.completed_duration_rank(f, count, 95).await?;
@@ -459,9 +470,9 @@ impl Store {
         Ok(q.build_query_scalar().fetch_optional(&self.pool).await?)
     }
 
-    /// GET /api/stats/charts (spec section 4, Stats): reliability per day, per-day latency
-    /// percentiles over the newest 5000 completed reviews, findings per day and severity, and
-    /// the 10 files with the most inline findings. Skipped reviews are left out throughout.
+    /// GET /api/stats/charts (docs/review-service.md §4, Stats): reliability per day, per-day
+    /// latency percentiles over the newest 5000 completed reviews, findings per day and severity,
+    /// and the 10 files with the most inline findings. Skipped reviews are left out throughout.
     pub async fn charts(&self, f: &StatsFilter) -> Result<Charts> {
         let plan = Plan::new(f);
         let pool = &self.pool;
@@ -531,26 +542,11 @@ impl Store {
         );
 
         let (reliability, latency, matched, findings_daily, top_files) = futures::try_join!(
-            reliability
-                .build_query_as::<ReliabilityRow>()
-                .fetch_all(pool)
-                .err_into::<StoreError>(),
-            sample
-                .build_query_as::<LatencyDayRow>()
-                .fetch_all(pool)
-                .err_into(),
-            matched
-                .build_query_scalar::<i64>()
-                .fetch_one(pool)
-                .err_into(),
-            findings_daily
-                .build_query_as::<FindingsDailyRow>()
-                .fetch_all(pool)
-                .err_into(),
-            top_files
-                .build_query_as::<TopFileRow>()
-                .fetch_all(pool)
-                .err_into(),
+            all(pool, &mut reliability),
+            all(pool, &mut sample),
+            scalar(pool, &mut matched),
+            all(pool, &mut findings_daily),
+            all(pool, &mut top_files),
         )?;
         Ok(Charts {
             reliability,
@@ -561,8 +557,8 @@ impl Store {
         })
     }
 
-    /// GET /api/reviews (spec section 4, Reviews): reviews matching the filter and the exact
-    /// status (skipped included), newest id first, at most `limit` rows.
+    /// GET /api/reviews (docs/review-service.md §4, Reviews): reviews matching the filter and the
+    /// exact status (skipped included), newest id first, at most `limit` rows.
     pub async fn list_reviews(
         &self,
         f: &StatsFilter,
@@ -577,8 +573,6 @@ impl Store {
         }
         q.push(" ORDER BY r.id DESC LIMIT ").push_bind(limit);
         let rows = q.build().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|r| review_from_row(r).map_err(Into::into))
-            .collect()
+        rows.iter().map(review_from_row).collect()
     }
 }

@@ -75,7 +75,7 @@ async fn lifecycle_pending_running_completed() {
     let (_d, store) = store().await;
     let r = store.insert_review(&new_review(3), 10).await.unwrap();
     assert_eq!(
-        (r.status.as_str(), r.attempt, r.trigger.as_deref()),
+        (r.status.as_str(), r.attempt, r.trigger.map(Trigger::as_str)),
         ("pending", 0, Some("opened"))
     );
     let r = store.start_review(r.id, "s-1").await.unwrap().unwrap();
@@ -98,7 +98,7 @@ async fn lifecycle_pending_running_completed() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(r.status, "completed");
+    assert_eq!(r.status.as_str(), "completed");
     assert_eq!(
         (r.cost, r.tokens, r.completed_at),
         (Some(0.25), Some(1200), Some(20))
@@ -167,7 +167,7 @@ async fn findings_are_written_all_together_and_read_per_pr() {
     ];
     let rows = store.insert_findings(&r, &findings, 2).await.unwrap();
     assert_eq!(rows.len(), 2);
-    assert_eq!(rows[1].severity.as_deref(), Some("blocking"));
+    assert_eq!(rows[1].severity.map(Severity::as_str), Some("blocking"));
     assert_eq!(store.findings_for_pr("o/r", 4).await.unwrap(), rows);
     assert_eq!(store.findings_for_review(r.id).await.unwrap(), rows);
     assert!(store.findings_for_review(999).await.unwrap().is_empty());
@@ -192,7 +192,7 @@ async fn settings_put_and_delete() {
     assert!(store.settings().await.unwrap().is_empty());
 }
 
-// ---- read-only queries of the chat tool (spec section 4, Chat rule 2) ----------------------
+// ---- read-only queries of the chat tool (docs/review-service.md §4, Chat rule 2) ----------------------
 
 use review_store::{READ_QUERY_MAX_ROWS, StoreError};
 use serde_json::json;
@@ -315,4 +315,47 @@ async fn read_query_reports_sqlite_errors_in_words() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("no such column: nope"), "{err}");
+}
+
+#[tokio::test]
+async fn unknown_trigger_or_status_text_is_an_error_not_a_default() {
+    let (_d, store) = store().await;
+    let r = store.insert_review(&new_review(4), 10).await.unwrap();
+    // The trigger column has no CHECK: another program may write anything there.
+    sqlx::query("UPDATE reviews SET \"trigger\" = 'manual' WHERE id = ?")
+        .bind(r.id)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let err = store.review(r.id).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::UnknownValue { table: "reviews", column: "trigger", message }
+                if message.contains("\"manual\"") && message.contains("synchronize")
+        ),
+        "{err}"
+    );
+    // The status column has a CHECK; a database written with checks off still reads as an error.
+    let mut conn = store.pool().acquire().await.unwrap();
+    sqlx::query("PRAGMA ignore_check_constraints = ON")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE reviews SET status = 'Done', \"trigger\" = NULL WHERE id = ?")
+        .bind(r.id)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::query("PRAGMA ignore_check_constraints = OFF")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    let err = store.reviews_for("o/r", None, 10).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown value in reviews.status: unknown ReviewStatus \"Done\"; expected one of: \
+         pending, running, completed, failed, skipped"
+    );
 }

@@ -1362,7 +1362,7 @@ export interface components {
             /** @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set. */
             enabled: boolean;
         };
-        /** @description The body of GET /api/stats/charts (spec section 4, Stats). */
+        /** @description The body of GET /api/stats/charts (docs/review-service.md §4, Stats). */
         Charts: {
             findingsDaily: components["schemas"]["FindingsDailyRow"][];
             latency: components["schemas"]["LatencyDayRow"][];
@@ -1403,7 +1403,7 @@ export interface components {
          * @enum {string}
          */
         ChatRole: "user" | "assistant" | "system";
-        /** @description Per-UTC-day totals (spec section 2, DailyStatsRow); `day` is `YYYY-MM-DD`. */
+        /** @description Per-UTC-day totals (docs/review-service.md §2, DailyStatsRow); `day` is `YYYY-MM-DD`. */
         DailyStatsRow: {
             /** Format: double */
             cost: number;
@@ -1427,21 +1427,27 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "invalid_payload" | "missing_event" | "unreadable_body" | "invalid_query" | "no_question" | "question_too_long" | "model_not_configured" | "invalid_signature" | "bad_internal_secret" | "forbidden_host" | "cross_site" | "not_loopback" | "not_found" | "method_not_allowed" | "payload_too_large" | "invalid_body" | "skill_install_failed" | "rate_limited" | "internal_error" | "forge_unavailable";
-        /** @description A recorded finding (spec section 2, FindingRow). */
+        /** @description A recorded finding (docs/review-service.md §2, FindingRow). */
         FindingRow: {
             body: string;
             /** Format: int64 */
             created_at: number;
-            /** @description COMMENT, APPROVE or REQUEST_CHANGES; summary rows only. */
-            event?: string | null;
+            /**
+             * @description COMMENT, APPROVE or REQUEST_CHANGES; summary rows only.
+             * @enum {string|null}
+             */
+            event?: "COMMENT" | "APPROVE" | "REQUEST_CHANGES" | null;
             /** Format: int64 */
             github_comment_id?: number | null;
             /** Format: int64 */
             github_review_id?: number | null;
             /** Format: int64 */
             id: number;
-            /** @description inline, summary or comment. */
-            kind: string;
+            /**
+             * @description inline, summary or comment.
+             * @enum {string}
+             */
+            kind: "inline" | "summary" | "comment";
             /** Format: int64 */
             line?: number | null;
             path?: string | null;
@@ -1450,13 +1456,17 @@ export interface components {
             repo_full_name: string;
             /** Format: int64 */
             review_id: number;
-            /** @description blocking, nit or question; inline rows only. */
-            severity?: string | null;
+            /**
+             * @description blocking, nit or question; inline rows only.
+             * @enum {string|null}
+             */
+            severity?: "blocking" | "nit" | "question" | null;
         };
-        /** @description Findings per UTC day and severity (spec section 2, FindingsDailyRow). */
+        /** @description Findings per UTC day and severity (docs/review-service.md §2, FindingsDailyRow). */
         FindingsDailyRow: {
             /** Format: int64 */
             count: number;
+            /** @description The UTC day, `YYYY-MM-DD`. */
             day: string;
             severity: string;
         };
@@ -1466,21 +1476,28 @@ export interface components {
             url: string;
         };
         /**
-         * @description Latency of one UTC day of the sample, nearest-rank percentiles in seconds (spec section 4,
-         *     GET /api/stats/charts).
+         * @description Latency of one UTC day of the sample, nearest-rank percentiles in seconds
+         *     (docs/review-service.md §4, GET /api/stats/charts).
          */
         LatencyDayRow: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Completed reviews of that day in the sample.
+             */
             count: number;
+            /** @description The UTC day, `YYYY-MM-DD`. */
             day: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Seconds from created_at to completed_at.
+             */
             p50?: number | null;
             /** Format: int64 */
             p95?: number | null;
         };
         /**
-         * @description Latency of completed reviews in seconds (spec section 4, GET /api/stats): mean, count and
-         *     nearest-rank 95th percentile; avg and p95 are null when count is 0.
+         * @description Latency of completed reviews in seconds (docs/review-service.md §4, GET /api/stats): mean, count
+         *     and nearest-rank 95th percentile; avg and p95 are null when count is 0.
          */
         LatencyStats: {
             /** Format: double */
@@ -1510,7 +1527,7 @@ export interface components {
             /** @description Models matching the query before the cap of 100. */
             total: number;
         };
-        /** @description Per-model totals over reviews with a model (spec section 2, ModelStatsRow). */
+        /** @description Per-model totals over reviews with a model (docs/review-service.md §2, ModelStatsRow). */
         ModelStatsRow: {
             /** Format: double */
             cost: number;
@@ -1521,7 +1538,7 @@ export interface components {
             tokens: number;
         };
         /**
-         * @description Per-repo totals (spec section 2, ProjectStatsRow). `avg_duration` is the mean of
+         * @description Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of
          *     `completed_at - created_at` in seconds over the rows that have completed_at, or null.
          */
         ProjectStatsRow: {
@@ -1541,17 +1558,24 @@ export interface components {
              */
             tokens: number;
         };
-        /** @description Outcomes per UTC day (spec section 2, ReliabilityRow); in_flight is pending plus running. */
+        /**
+         * @description Outcomes per UTC day (docs/review-service.md §2, ReliabilityRow); in_flight is pending plus
+         *     running.
+         */
         ReliabilityRow: {
             /** Format: int64 */
             completed: number;
+            /** @description The UTC day, `YYYY-MM-DD`. */
             day: string;
             /** Format: int64 */
             failed: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Pending plus running.
+             */
             in_flight: number;
         };
-        /** @description A registered repository (spec section 2, RepoRow). */
+        /** @description A registered repository (docs/review-service.md §2, RepoRow). */
         RepoRow: {
             /**
              * Format: int64
@@ -1584,7 +1608,7 @@ export interface components {
             /** @description Always `false`. */
             ok: boolean;
         };
-        /** @description One review run (spec section 2, ReviewRow). */
+        /** @description One review run (docs/review-service.md §2, ReviewRow). */
         ReviewRow: {
             /**
              * Format: int64
@@ -1614,13 +1638,19 @@ export interface components {
             pr_number: number;
             repo_full_name: string;
             session_id?: string | null;
-            /** @description One of [`ReviewStatus`], as its lowercase name. */
-            status: string;
+            /**
+             * @description pending, running, completed, failed or skipped (docs/review-service.md §3).
+             * @enum {string}
+             */
+            status: "pending" | "running" | "completed" | "failed" | "skipped";
             title?: string | null;
             /** Format: int64 */
             tokens?: number | null;
-            /** @description One of [`Trigger`], as its lowercase name. */
-            trigger?: string | null;
+            /**
+             * @description What started the run; null for improver runs.
+             * @enum {string|null}
+             */
+            trigger?: "opened" | "synchronize" | "reopened" | "command" | "retry" | "improve" | "ready_for_review" | null;
         };
         /**
          * @description 200 of GET /api/reviews/:id/session: the transcript document, or an object whose `error`
@@ -1702,13 +1732,16 @@ export interface components {
             second_api_key?: string;
             third_api_key?: string;
         };
-        /** @description Findings per severity (spec section 2, SeverityStatsRow). */
+        /** @description Findings per severity (docs/review-service.md §2, SeverityStatsRow). */
         SeverityStatsRow: {
             /** Format: int64 */
             count: number;
             severity: string;
         };
-        /** @description An installed reviewer skill (spec section 2, SkillMetaRow). The stored blob is never part of it. */
+        /**
+         * @description An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never
+         *     part of it.
+         */
         SkillMetaRow: {
             /** Format: int64 */
             created_at: number;
@@ -1723,7 +1756,7 @@ export interface components {
             repo: string;
             source_url: string;
         };
-        /** @description The body of GET /api/stats (spec section 4, Stats). */
+        /** @description The body of GET /api/stats (docs/review-service.md §4, Stats). */
         Stats: {
             /** @description Every model ever recorded, whatever the filter, sorted. */
             allModels: string[];
@@ -1746,11 +1779,17 @@ export interface components {
             /** @description Present when not `ok`: `already completed`. */
             reason?: string;
         };
-        /** @description One of the most expensive reviews (spec section 2, TopCostRow). */
+        /** @description One of the most expensive reviews (docs/review-service.md §2, TopCostRow). */
         TopCostRow: {
-            /** Format: double */
+            /**
+             * Format: double
+             * @description USD, from the model catalog's prices.
+             */
             cost: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description The review's id.
+             */
             id: number;
             model?: string | null;
             /** Format: int64 */
@@ -1759,7 +1798,7 @@ export interface components {
             /** Format: int64 */
             tokens?: number | null;
         };
-        /** @description Inline findings per file (spec section 2, TopFileRow). */
+        /** @description Inline findings per file (docs/review-service.md §2, TopFileRow). */
         TopFileRow: {
             /** Format: int64 */
             count: number;
@@ -1784,7 +1823,7 @@ export interface components {
             /** Format: int64 */
             updated_at: number;
         };
-        /** @description Reviews per trigger, `unknown` for null (spec section 2, TriggerStatsRow). */
+        /** @description Reviews per trigger, `unknown` for null (docs/review-service.md §2, TriggerStatsRow). */
         TriggerStatsRow: {
             /** Format: int64 */
             count: number;

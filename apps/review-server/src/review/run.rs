@@ -57,7 +57,8 @@ pub async fn run_agent(
     agent_job.total_timeout = deadline.saturating_duration_since(Instant::now());
     agent_job.focus = focus;
     agent_job.earlier_findings = earlier_findings;
-    agent_job.skills = crate::skills::enabled_skills(app).await;
+    agent_job.skills =
+        crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;
     agent_job.budget = review_budget(&app.config, &settings);
 
     let providers = provider_settings(&app.config, &settings);

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use forge::RepoRef;
-use review_domain::{FindingRow, ReviewRow, ReviewStatus, Trigger};
+use review_domain::{FindingRow, ReviewRow, Trigger};
 use serde_json::{Value, json};
 
 /// Characters of a transcript shown when it is not JSON (docs/review-service.md §8).
@@ -147,8 +147,7 @@ pub async fn stop(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let review = review_or_404(&app, &id).await?;
-    let status: ReviewStatus = review.status.parse().unwrap_or(ReviewStatus::Failed);
-    if status.is_terminal() {
+    if review.status.is_terminal() {
         return Ok(Json(json!({ "ok": false, "reason": "already completed" })));
     }
     if app.cancel_run(review.id, CancelReason::Stopped) {

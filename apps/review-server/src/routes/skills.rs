@@ -59,7 +59,15 @@ pub async fn install_skill(
             "url: expected a string (a forge tree URL)".into(),
         ));
     };
-    match skills::install(&app, url).await {
+    match skills::install(
+        app.forge.as_ref(),
+        &app.records.store,
+        &app.config.forge_url,
+        &app.config.data_dir,
+        url,
+    )
+    .await
+    {
         Ok(row) => Ok(Json(row)),
         Err(InstallError::Store(e)) => Err(e.into()),
         Err(e) => Err(ApiError::refused(
@@ -87,7 +95,7 @@ pub async fn set_skill_enabled(
             "enabled: required, a JSON boolean".into(),
         ));
     };
-    match skills::set_enabled(&app, &name, enabled).await? {
+    match skills::set_enabled(&app.records.store, &app.config.data_dir, &name, enabled).await? {
         Some(row) => Ok(Json(row).into_response()),
         None => Ok(not_found().await),
     }
@@ -100,6 +108,6 @@ pub async fn delete_skill(
     State(app): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    skills::delete(&app, &name).await?;
+    skills::delete(&app.records.store, &app.config.data_dir, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

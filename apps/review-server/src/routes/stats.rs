@@ -113,16 +113,7 @@ pub async fn list_reviews(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Vec<ReviewRow>>, ApiError> {
     let q = StatsQuery::from_pairs(pairs);
-    let list = ReviewListQuery::parse(
-        q.limit.as_deref(),
-        q.status.as_deref(),
-        q.range.as_deref(),
-        q.from.as_deref(),
-        q.to.as_deref(),
-        q.repo.as_deref(),
-        q.model.as_deref(),
-        now(),
-    );
+    let list = ReviewListQuery::parse(q.limit.as_deref(), q.status.as_deref(), q.filter());
     Ok(Json(
         app.records
             .store

@@ -1,0 +1,62 @@
+//! The `findings` table (docs/review-service.md §2, FindingRow): what a review posted, written
+//! all or none per review, and read back so a re-review does not post it again.
+
+use crate::rows::finding_from_row;
+use crate::{Result, Store};
+use review_domain::{FindingRow, NewFinding, ReviewRow};
+
+/// The columns of a FindingRow, in the order of the spec.
+const FINDING_COLUMNS: &str = "id, review_id, repo_full_name, pr_number, kind, severity, event, path, line, body, github_review_id, github_comment_id, created_at";
+
+impl Store {
+    /// Insert findings of `review` in one transaction (all or none), returning the rows.
+    pub async fn insert_findings(
+        &self,
+        review: &ReviewRow,
+        findings: &[NewFinding],
+        now: i64,
+    ) -> Result<Vec<FindingRow>> {
+        let mut tx = self.pool.begin().await?;
+        let mut out = Vec::with_capacity(findings.len());
+        for f in findings {
+            let row = sqlx::query(&format!(
+                "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, event, path,
+                 line, body, github_review_id, github_comment_id, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {FINDING_COLUMNS}"
+            ))
+            .bind(review.id)
+            .bind(&review.repo_full_name)
+            .bind(review.pr_number)
+            .bind(f.kind.as_str())
+            .bind(f.severity.map(|s| s.as_str()))
+            .bind(f.event.map(|e| e.as_str()))
+            .bind(&f.path)
+            .bind(f.line)
+            .bind(&f.body)
+            .bind(f.github_review_id)
+            .bind(f.github_comment_id)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+            out.push(finding_from_row(&row)?);
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    /// Findings of one review, ordered by id (an unknown review has none).
+    pub async fn findings_for_review(&self, review_id: i64) -> Result<Vec<FindingRow>> {
+        let sql = format!("SELECT {FINDING_COLUMNS} FROM findings WHERE review_id = ? ORDER BY id");
+        self.all(sqlx::query(&sql).bind(review_id), finding_from_row)
+            .await
+    }
+
+    /// Every finding recorded on a PR, oldest first: what a re-review must not post again.
+    pub async fn findings_for_pr(&self, repo: &str, pr_number: i64) -> Result<Vec<FindingRow>> {
+        let sql = format!(
+            "SELECT {FINDING_COLUMNS} FROM findings WHERE repo_full_name = ? AND pr_number = ? ORDER BY id"
+        );
+        let query = sqlx::query(&sql).bind(repo).bind(pr_number);
+        self.all(query, finding_from_row).await
+    }
+}

@@ -1,0 +1,226 @@
+//! The `reviews` table (docs/review-service.md §2, ReviewRow; §3, states): inserting a run,
+//! its conditional status transitions, and the lookups the pipeline, the retry and the
+//! improver make before they act.
+
+use crate::rows::review_from_row;
+use crate::{Result, Store};
+use review_domain::{ReviewRow, Trigger};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+/// The columns of a ReviewRow, in the order of the spec.
+pub(crate) const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
+
+/// A review to insert (docs/review-service.md §3: it starts pending).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewReview {
+    pub repo_full_name: String,
+    pub pr_number: i64,
+    pub title: Option<String>,
+    /// What started it; None for improver runs (pr_number 0), whose trigger column is null.
+    pub trigger: Option<Trigger>,
+    /// 0 for a first run, 1 for the automatic retry.
+    pub attempt: i64,
+}
+
+/// What a completed review records (docs/review-service.md §3: cost, tokens, model, completed_at,
+/// and the patch id on the success path).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub cost: f64,
+    pub tokens: i64,
+    pub model: String,
+    pub patch_id: Option<String>,
+}
+
+impl Store {
+    /// Insert a pending review and return the re-read row.
+    pub async fn insert_review(&self, new: &NewReview, now: i64) -> Result<ReviewRow> {
+        let sql = format!(
+            "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at)
+             VALUES (?, ?, ?, 'pending', ?, ?, ?) RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql)
+            .bind(&new.repo_full_name)
+            .bind(new.pr_number)
+            .bind(&new.title)
+            .bind(new.trigger.map(Trigger::as_str))
+            .bind(new.attempt)
+            .bind(now);
+        review_from_row(&query.fetch_one(&self.pool).await?)
+    }
+
+    /// One review, or None.
+    pub async fn review(&self, id: i64) -> Result<Option<ReviewRow>> {
+        let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?");
+        self.optional(sqlx::query(&sql).bind(id), review_from_row)
+            .await
+    }
+
+    /// pending -> running with the agent session id (docs/review-service.md §3). None when the
+    /// review was not pending (stopped or failed meanwhile).
+    pub async fn start_review(&self, id: i64, session_id: &str) -> Result<Option<ReviewRow>> {
+        let sql = format!(
+            "UPDATE reviews SET status = 'running', session_id = ?1 WHERE id = ?2 AND status = 'pending'
+             RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql).bind(session_id).bind(id);
+        self.optional(query, review_from_row).await
+    }
+
+    /// Record the check run of a review.
+    pub async fn set_check_run_id(&self, id: i64, check_run_id: i64) -> Result<()> {
+        let query = sqlx::query("UPDATE reviews SET check_run_id = ? WHERE id = ?");
+        self.changed(query.bind(check_run_id).bind(id)).await?;
+        Ok(())
+    }
+
+    /// running -> completed with cost, tokens, model, patch id and completed_at
+    /// (docs/review-service.md §3). None when the review was no longer running.
+    pub async fn complete_review(
+        &self,
+        id: i64,
+        done: &Completion,
+        now: i64,
+    ) -> Result<Option<ReviewRow>> {
+        let sql = format!(
+            "UPDATE reviews SET status = 'completed', cost = ?, tokens = ?, model = ?, patch_id = ?,
+             completed_at = ?, error = NULL WHERE id = ? AND status = 'running' RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql)
+            .bind(done.cost)
+            .bind(done.tokens)
+            .bind(&done.model)
+            .bind(&done.patch_id)
+            .bind(now)
+            .bind(id);
+        self.optional(query, review_from_row).await
+    }
+
+    /// pending or running -> failed with `error` (docs/review-service.md §3). Tokens, cost and
+    /// model are recorded when known (a failed run still spent them). None when already terminal.
+    pub async fn fail_review(
+        &self,
+        id: i64,
+        error: &str,
+        spent: Option<&Completion>,
+        now: i64,
+    ) -> Result<Option<ReviewRow>> {
+        let sql = format!(
+            "UPDATE reviews SET status = 'failed', error = ?, completed_at = ?,
+             cost = COALESCE(?, cost), tokens = COALESCE(?, tokens), model = COALESCE(?, model)
+             WHERE id = ? AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql)
+            .bind(error)
+            .bind(now)
+            .bind(spent.map(|s| s.cost))
+            .bind(spent.map(|s| s.tokens))
+            .bind(spent.map(|s| s.model.as_str()))
+            .bind(id);
+        self.optional(query, review_from_row).await
+    }
+
+    /// pending or running -> skipped: the PR's patch id is unchanged since its last completed
+    /// review (docs/architecture.md, Lifecycle extras). None when already terminal.
+    pub async fn skip_review(
+        &self,
+        id: i64,
+        patch_id: Option<&str>,
+        now: i64,
+    ) -> Result<Option<ReviewRow>> {
+        let sql = format!(
+            "UPDATE reviews SET status = 'skipped', patch_id = ?, completed_at = ?
+             WHERE id = ? AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql).bind(patch_id).bind(now).bind(id);
+        self.optional(query, review_from_row).await
+    }
+
+    /// Whether an improver run (pr_number 0) of `repo` is pending or running.
+    pub async fn improver_active(&self, repo: &str) -> Result<bool> {
+        let query = sqlx::query(
+            "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = 0
+             AND status IN ('pending', 'running')",
+        );
+        self.any(query.bind(repo)).await
+    }
+
+    /// The newest improver run of `repo` that finished without failing (completed: a PR was
+    /// opened; skipped: nothing to learn), if any.
+    pub async fn last_finished_improver_run(&self, repo: &str) -> Result<Option<ReviewRow>> {
+        let sql = format!(
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number = 0
+             AND status IN ('completed', 'skipped') ORDER BY id DESC LIMIT 1"
+        );
+        self.optional(sqlx::query(&sql).bind(repo), review_from_row)
+            .await
+    }
+
+    /// Completed PR reviews of `repo` (pr_number > 0) that completed after `since` (epoch
+    /// seconds), oldest first, at most `limit`.
+    pub async fn completed_reviews_since(
+        &self,
+        repo: &str,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<ReviewRow>> {
+        let sql = format!(
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number > 0
+             AND status = 'completed' AND completed_at > ? ORDER BY id LIMIT ?"
+        );
+        let query = sqlx::query(&sql).bind(repo).bind(since).bind(limit);
+        self.all(query, review_from_row).await
+    }
+
+    /// At boot: every review left pending or running becomes failed with `error`
+    /// (docs/architecture.md, Lifecycle extras). Returns the rows changed.
+    pub async fn fail_unfinished(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
+        let sql = format!(
+            "UPDATE reviews SET status = 'failed', error = ?, completed_at = ?
+             WHERE status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql).bind(error).bind(now);
+        self.all(query, review_from_row).await
+    }
+
+    /// The patch id of the PR's newest completed review, if any.
+    pub async fn last_completed_patch_id(&self, repo: &str, pr: i64) -> Result<Option<String>> {
+        let query = sqlx::query(
+            "SELECT patch_id FROM reviews WHERE repo_full_name = ? AND pr_number = ?
+             AND status = 'completed' AND patch_id IS NOT NULL ORDER BY id DESC LIMIT 1",
+        );
+        let patch_id = |r: &SqliteRow| Ok(r.try_get::<String, _>(0)?);
+        self.optional(query.bind(repo).bind(pr), patch_id).await
+    }
+
+    /// Reviews of a repo (and PR when given), newest id first, at most `limit`
+    /// (docs/review-service.md §4: last 200).
+    pub async fn reviews_for(
+        &self,
+        repo: &str,
+        pr_number: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<ReviewRow>> {
+        let sql = format!(
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ?
+             AND (? IS NULL OR pr_number = ?) ORDER BY id DESC LIMIT ?"
+        );
+        let query = sqlx::query(&sql)
+            .bind(repo)
+            .bind(pr_number)
+            .bind(pr_number)
+            .bind(limit);
+        self.all(query, review_from_row).await
+    }
+
+    /// True when a review of the PR other than `except` is pending or running (the automatic
+    /// retry stands down then, docs/review-service.md §3).
+    pub async fn pr_has_active_review(&self, repo: &str, pr: i64, except: i64) -> Result<bool> {
+        let query = sqlx::query(
+            "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = ? AND id != ?
+             AND status IN ('pending', 'running')",
+        );
+        self.any(query.bind(repo).bind(pr).bind(except)).await
+    }
+}
