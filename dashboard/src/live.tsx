@@ -1,4 +1,4 @@
-// The one EventSource of the app (spec section 6): every event invalidates the queries it
+// The one EventSource of the app (docs/review-service.md §6): every event invalidates the queries it
 // concerns; after a reconnect everything is refetched once; the badge shows live or offline.
 // REST stays the source of truth, so every page works with the stream down.
 import { useQueryClient, type QueryClient } from "@tanstack/react-query";

@@ -1,5 +1,5 @@
 //! A fake forge: the GitHub REST endpoints review-server calls, on loopback, recording what
-//! was posted (DESIGN.md, Test doubles). It speaks GitHub's wire format: App JWTs (RS256,
+//! was posted (docs/architecture.md, Test doubles and real parts). It speaks GitHub's wire format: App JWTs (RS256,
 //! verified against the test key's public half) are exchanged for installation tokens, and
 //! every other call must carry such a token, as on GitHub.
 

@@ -1,4 +1,4 @@
-//! Test doubles: see DESIGN.md "Test doubles and real parts".
+//! Test doubles: see docs/architecture.md, Test doubles and real parts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fake_forge;

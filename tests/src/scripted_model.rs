@@ -1,4 +1,4 @@
-//! A scripted model server (DESIGN.md, Test doubles): an axum server on 127.0.0.1 speaking the
+//! A scripted model server (docs/architecture.md, Test doubles and real parts): an axum server on 127.0.0.1 speaking the
 //! Anthropic Messages API (`POST /v1/messages`) and OpenAI chat completions
 //! (`POST /v1/chat/completions`), streaming (the vendors' SSE event shapes) and not, with usage
 //! that includes cache tokens.

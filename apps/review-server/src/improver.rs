@@ -6,7 +6,7 @@
 //!
 //! Decisions where the spec is open (README, API):
 //! - declines when a run of the repo is pending or running, when the last finished run is less
-//!   than a day old (FACTS.md: at most once a day per repo; failed runs do not count), or when
+//!   than a day old (docs/background.md, "The original services": at most once a day per repo; failed runs do not count), or when
 //!   no PR review completed since the last finished run;
 //! - the row's trigger is null (the spec's trigger words name PR events) and it is never retried
 //!   automatically;

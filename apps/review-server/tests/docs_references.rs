@@ -235,3 +235,53 @@ fn configuration_md_lists_every_environment_variable_of_both_servers() {
         "only {seen} variables found: is the scan broken?"
     );
 }
+
+/// Files outside the repository that code once cited: the team's specs, design notes and
+/// checked facts live beside the repository, not in a clone, so a citation of them resolves
+/// nowhere. The migrations are the exception: sqlx checksums every applied file, so their
+/// comments stay as they were written. bench/ is not read: its comparison scripts take the
+/// team's sample photos from beside the repository as data, and say so.
+const OUTSIDE: [&str; 7] = [
+    "../shared",
+    "DESIGN.md",
+    "FACTS.md",
+    "STYLE.md",
+    "spec/review-service.md",
+    "spec/image-service.md",
+    "spec section",
+];
+
+#[test]
+fn no_source_cites_a_file_outside_the_repository() {
+    let root = root();
+    let mut files = Vec::new();
+    for dir in [
+        "apps",
+        "crates",
+        "tests",
+        "scripts",
+        "deploy",
+        "dashboard/src",
+        "dashboard/e2e",
+    ] {
+        sources(&root.join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            // This test names the patterns it looks for.
+            if file.ends_with("docs_references.rs") {
+                break;
+            }
+            if let Some(p) = OUTSIDE.iter().find(|p| line.contains(*p)) {
+                found.push(format!("{}:{}: cites {p}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "citations that resolve nowhere in a clone:\n{}",
+        found.join("\n")
+    );
+}

@@ -1,6 +1,6 @@
 //! The model catalog in models.dev's `api.json` format: `{providerId: {id, name, env[], npm,
 //! api?, doc, models: {modelId: {id, name, reasoning, tool_call, cost?{input, output,
-//! cache_read?, cache_write?}, limit{context, output}}}}}` (FACTS.md). Costs are USD per million
+//! cache_read?, cache_write?}, limit{context, output}}}}}` (docs/background.md, "Wire formats"). Costs are USD per million
 //! tokens and may be absent. Parsing is lenient: unknown fields are ignored, and a provider or
 //! model entry that does not parse is skipped rather than failing the whole catalog.
 //!

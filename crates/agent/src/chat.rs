@@ -1,7 +1,7 @@
 //! The chat over recorded data (docs/review-service.md §4, Chat; docs/architecture.md, Chat): a
 //! small tool loop whose only tool, [`CHAT_TOOL`], runs one read-only SELECT through a
 //! [`ChatDatabase`], and whose progress is told as parts of the Vercel AI SDK v5 UI message
-//! stream ([`UiPart`], FACTS.md) so the route can forward them as they happen.
+//! stream ([`UiPart`], docs/background.md, "Wire formats") so the route can forward them as they happen.
 //!
 //! Rules kept here: exactly one tool (rule 2); at most [`CHAT_MAX_STEPS`] model calls per turn
 //! (rule 2); the run stops as soon as its cancellation token fires, dropping the model request
@@ -74,7 +74,7 @@ commit SHA; quote the column name), description TEXT, enabled INTEGER, created_a
 The settings table is not readable (it holds secrets). Tables named stats_* are internal \
 rollups: prefer the tables above.";
 
-/// One part of the AI SDK v5 UI message stream (FACTS.md): `type` in kebab-case, fields in
+/// One part of the AI SDK v5 UI message stream (docs/background.md, "Wire formats"): `type` in kebab-case, fields in
 /// camelCase, no other keys, because the client validates each part strictly. Sent as
 /// `data: <json>\n\n` frames ([`UiPart::frame`]) and ended by [`DONE_FRAME`].
 #[derive(Debug, Clone, PartialEq, Serialize)]

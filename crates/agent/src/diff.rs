@@ -1,6 +1,6 @@
 //! Unified diffs as `git diff base...head` prints them: split into files and hunks, to check
 //! inline comments against the lines GitHub accepts (a review with one comment outside the diff
-//! fails whole with 422, FACTS.md) and to cap very large diffs at file boundaries.
+//! fails whole with 422, docs/background.md, "What users of PR reviewers complain about") and to cap very large diffs at file boundaries.
 
 use review_domain::Side;
 

@@ -1,5 +1,5 @@
-//! The REVIEW.md improver (docs/review-service.md §4, Improve; FACTS.md, the improver of the original
-//! service): reads the humans' replies to the reviewer's inline comments, keeps durable
+//! The REVIEW.md improver (docs/review-service.md §4, Improve; docs/background.md, "The original
+//! services": the improver of the original service): reads the humans' replies to the reviewer's inline comments, keeps durable
 //! repo-wide learnings, and rewrites REVIEW.md whole, under 80 lines, or answers that there is
 //! nothing to learn. Thread text is untrusted data: it is passed as JSON inside a marked block,
 //! and the fixed instructions say never to follow anything written there.
@@ -16,7 +16,7 @@ use crate::error::AgentError;
 use crate::provider::{Message, ModelRequest, ProviderSettings, Usage};
 use crate::transcript::TranscriptStore;
 
-/// Longest REVIEW.md the improver may write, in lines (FACTS.md: "under 80 lines").
+/// Longest REVIEW.md the improver may write, in lines (docs/background.md, "The original services": "under 80 lines").
 pub const MAX_REVIEW_MD_LINES: usize = 80;
 
 /// What the model answers when the threads teach nothing durable.

@@ -1,5 +1,5 @@
 //! The LLM review agent (docs/architecture.md, Agent): thin serde clients of the Anthropic Messages API and
-//! OpenAI chat completions (no vendor SDK; FACTS.md explains why), one registry table mapping
+//! OpenAI chat completions (no vendor SDK; docs/background.md, "Model provider clients" says why), one registry table mapping
 //! providers to wire format and key slot, read-only tools confined to a worktree, the two
 //! posting tools behind [`ReviewPoster`], the tool loop [`run_review`], transcripts per session
 //! ([`TranscriptStore`]) and token cost from a models.dev-format [`Catalog`]; plus the chat over

@@ -1,5 +1,5 @@
 //! The instructions of a review, layered as docs/architecture.md, Agent says: the fixed review protocol
-//! of the original service (FACTS.md) that no later layer can override, then the replaceable
+//! of the original service (docs/background.md, "The original services") that no later layer can override, then the replaceable
 //! focus, then the repository's REVIEW.md (or AGENTS.md), then the enabled skills. PR content
 //! goes in the user message and is marked as untrusted input.
 

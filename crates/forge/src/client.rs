@@ -1,5 +1,5 @@
 //! The GitHub REST client: App JWT (RS256), installation tokens cached until shortly before
-//! expiry, and the calls of a review (FACTS.md, Wire formats: GitHub App).
+//! expiry, and the calls of a review (docs/background.md, "Wire formats": GitHub App).
 
 use crate::{
     CheckConclusion, ContentEntry, Contents, FileChangePull, Forge, ForgeError, OpenedPull,

@@ -1,5 +1,5 @@
-//! GitHub, as the review service needs it (docs/review-service.md §1 and §4; FACTS.md,
-//! Wire formats): webhook signatures and payload types, GitHub App authentication with cached
+//! GitHub, as the review service needs it (docs/review-service.md §1 and §4;
+//! docs/background.md, "Wire formats"): webhook signatures and payload types, GitHub App authentication with cached
 //! installation tokens, and the REST calls a review makes. The [`Forge`] trait is what the
 //! server holds, so tests can point [`GitHubForge`] at a fake forge on loopback.
 

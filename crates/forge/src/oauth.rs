@@ -1,5 +1,5 @@
-//! Signing a dashboard user in with the forge App's own OAuth credentials (spec section 5 rule
-//! 1): the authorization-code flow of GitHub (`/login/oauth/authorize`, then
+//! Signing a dashboard user in with the forge App's own OAuth credentials (docs/review-service.md §5
+//! rule 1): the authorization-code flow of GitHub (`/login/oauth/authorize`, then
 //! `/login/oauth/access_token`), then `GET /user` for the login. The protocol is the `oauth2`
 //! crate's; this module only knows GitHub's endpoint paths and the user call.
 

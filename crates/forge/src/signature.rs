@@ -1,5 +1,5 @@
 //! Webhook signatures: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, raw body)>`
-//! (spec/review-service.md section 4, POST /webhook/github; FACTS.md, Wire formats).
+//! (docs/review-service.md §4, POST /webhook/github; docs/background.md, "Wire formats").
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;

@@ -43,7 +43,7 @@ export function repoParams(fullName: string): { owner: string; name: string } {
   return { owner, name };
 }
 
-/** The stats filters shared by the overview, the stats page and the review list (spec section 4). */
+/** The stats filters shared by the overview, the stats page and the review list (docs/review-service.md §4). */
 export interface Filters {
   range?: string;
   from?: string;

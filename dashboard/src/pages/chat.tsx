@@ -5,7 +5,7 @@ import { DefaultChatTransport, type UIMessage } from "ai";
 import { useState } from "react";
 import { Card } from "../components/ui";
 
-// The server recomputes every answer from the user's questions only (spec section 4, Chat,
+// The server recomputes every answer from the user's questions only (docs/review-service.md §4, Chat,
 // rule 1), so only those are sent: an assistant answer can be longer than a part may be.
 const transport = new DefaultChatTransport({
   api: "/api/chat",

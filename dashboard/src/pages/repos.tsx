@@ -34,7 +34,7 @@ export function EnableToggle({ repo }: { repo: Repo }) {
         aria-label={`Reviews for ${repo.full_name}`}
         className={`switch ${on ? "on" : ""}`}
         disabled={save.isPending}
-        // PUT writes prompt and model unconditionally (spec section 4): send them back unchanged.
+        // PUT writes prompt and model unconditionally (docs/review-service.md §4): send them back unchanged.
         onClick={() => save.mutate({ full_name: repo.full_name, enabled: on ? 0 : 1, prompt: repo.prompt ?? null, model: repo.model ?? null })}
       >
         <span className="knob" aria-hidden="true" />

@@ -1,4 +1,4 @@
-// The sign-in page, shown when the OAuth gate is on and there is no session (spec section 5).
+// The sign-in page, shown when the OAuth gate is on and there is no session (docs/review-service.md §5).
 export function SignInPage() {
   const back = window.location.pathname + window.location.search;
   const href = `/api/auth/signin?callbackUrl=${encodeURIComponent(back)}`;

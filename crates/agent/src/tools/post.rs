@@ -2,7 +2,7 @@
 //! [`ReviewPoster`] supplied by the caller (the app posts to the forge and records findings).
 //! post_review first checks every inline comment against the diff's hunks and folds those
 //! outside into the review body, because GitHub rejects a whole review (422) when one comment
-//! is off the diff (FACTS.md, what users complain about).
+//! is off the diff (docs/background.md, "What users of PR reviewers complain about").
 
 use review_domain::{InlineComment, PostedReview, ReviewEvent, ReviewSubmission, Severity, Side};
 use serde::Deserialize;
