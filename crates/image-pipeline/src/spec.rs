@@ -996,4 +996,142 @@ mod tests {
             ]
         );
     }
+
+    /// `Ok(key)` for a query that parses, `Err(name)` naming the refused parameter.
+    fn key_of(query: &str, limits: &Limits) -> Result<String, String> {
+        let pairs = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').unwrap_or((p, "")));
+        TransformSpec::from_query(pairs, limits)
+            .map(|spec| spec.to_string())
+            .map_err(|e| match e {
+                PipelineError::BadParam { name, .. } => name,
+                other => panic!("{other}"),
+            })
+    }
+
+    /// Every parameter of docs/image-service.md §4 reaches the cache key, and every bound is
+    /// where the docs put it: one row per rule, the query on the left, the canonical key (or
+    /// the parameter named in the 400) on the right.
+    #[test]
+    fn every_parameter_reaches_the_key_and_every_bound_is_exact() {
+        let limits = Limits::default();
+        let table: &[(&str, Result<&str, &str>)] = &[
+            ("", Ok("q=80")),
+            ("width=8192", Ok("w=8192&q=80")),
+            ("width=8193", Err("width")),
+            ("width=0", Err("width")),
+            ("width=-3.5", Err("width")),
+            ("h=1", Ok("h=1&q=80")),
+            ("height=8192.4", Ok("h=8192&q=80")),
+            ("height=8192.6", Err("height")),
+            ("width=400&dpr=2", Ok("w=800&q=80")),
+            ("width=400&dpr=5", Ok("w=2000&q=80")),
+            ("width=400&dpr=5.01", Err("dpr")),
+            ("width=400&dpr=0", Err("dpr")),
+            ("width=2000&dpr=4.1", Err("dpr")),
+            ("width=2048&dpr=4", Ok("w=8192&q=80")),
+            ("format=webp", Ok("f=webp&q=80")),
+            ("format=JPG", Ok("f=jpeg&q=80")),
+            ("format=png", Ok("f=png&q=80")),
+            ("format=avif", Ok("f=avif&q=80")),
+            ("format=auto", Ok("f=auto&q=80")),
+            ("format=gif", Err("format")),
+            ("quality=1", Ok("q=1")),
+            ("quality=100", Ok("q=100")),
+            ("quality=0", Err("quality")),
+            ("quality=101", Err("quality")),
+            ("rotate=360", Ok("q=80")),
+            ("rotate=90", Ok("rot=90&q=80")),
+            ("rotate=360.5", Err("rotate")),
+            ("rotate=-1", Err("rotate")),
+            ("sharpen", Ok("sharpen&q=80")),
+            ("sharpen=off", Ok("q=80")),
+            ("flip=1", Ok("flip&q=80")),
+            ("flop=yes", Ok("flop&q=80")),
+            ("flop=no", Ok("q=80")),
+            ("greyscale=true", Ok("gray&q=80")),
+            ("grayscale=0", Ok("q=80")),
+            ("grayscale=maybe", Err("grayscale")),
+            ("enlarge", Ok("enlarge&q=80")),
+            ("enlarge=false", Ok("q=80")),
+            ("progressive=on", Ok("q=80&progressive")),
+            ("blur=0", Ok("q=80")),
+            ("blur=100", Ok("blur=100&q=80")),
+            ("blur=100.1", Err("blur")),
+            ("fit=cover", Ok("fit=cover&q=80")),
+            ("fit=inside", Ok("q=80")),
+            ("fit=crop", Err("fit")),
+            ("gravity=north", Ok("pos=north&q=80")),
+            ("position=entropy", Ok("pos=entropy&q=80")),
+            ("position=middle", Err("position")),
+            ("bg=fff", Ok("bg=ffffffff&q=80")),
+            ("background=#10203040", Ok("bg=10203040&q=80")),
+            ("background=12345", Err("background")),
+            ("background=ggg", Err("background")),
+            ("cropWidth=10&cropHeight=20", Ok("crop=0,0,10,20&q=80")),
+            (
+                "crop_left=1&crop_top=2&crop_width=3&crop_height=4",
+                Ok("crop=1,2,3,4&q=80"),
+            ),
+            ("cropLeft=1&cropWidth=3", Err("cropWidth")),
+            ("cropWidth=0&cropHeight=4", Err("cropWidth")),
+            (
+                "watermark=logo.png",
+                Ok("wm=logo.png,southeast,0.5,0.25&q=80"),
+            ),
+            (
+                "watermarkImage=a,b.png",
+                Ok("wm=a%2Cb.png,southeast,0.5,0.25&q=80"),
+            ),
+            ("watermark=", Ok("q=80")),
+            (
+                "watermark=l.png&watermarkPosition=top-left",
+                Ok("wm=l.png,northwest,0.5,0.25&q=80"),
+            ),
+            (
+                "watermark=l.png&watermarkPosition=entropy",
+                Err("watermarkPosition"),
+            ),
+            (
+                "watermark=l.png&watermarkOpacity=1",
+                Ok("wm=l.png,southeast,1,0.25&q=80"),
+            ),
+            (
+                "watermark=l.png&watermarkOpacity=0",
+                Ok("wm=l.png,southeast,0,0.25&q=80"),
+            ),
+            (
+                "watermark=l.png&watermarkOpacity=1.5",
+                Err("watermarkOpacity"),
+            ),
+            (
+                "watermark=l.png&watermarkScale=1",
+                Ok("wm=l.png,southeast,0.5,1&q=80"),
+            ),
+            ("watermark=l.png&watermarkScale=0", Err("watermarkScale")),
+            ("watermark=l.png&watermarkScale=1.01", Err("watermarkScale")),
+            ("unknown=1&watermarkText=hi", Ok("q=80")),
+        ];
+        let got: Vec<(&str, Result<String, String>)> = table
+            .iter()
+            .map(|(q, _)| (*q, key_of(q, &limits)))
+            .collect();
+        let want: Vec<(&str, Result<String, String>)> = table
+            .iter()
+            .map(|(q, r)| (*q, r.map(str::to_owned).map_err(str::to_owned)))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn avif_can_be_switched_off() {
+        let off = Limits {
+            avif_max_pixels: 0,
+            ..Limits::default()
+        };
+        assert_eq!(key_of("format=avif", &off), Err("format".to_owned()));
+        assert_eq!(key_of("format=webp", &off), Ok("f=webp&q=80".to_owned()));
+    }
 }
