@@ -886,7 +886,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Settings"];
+                        "application/json": components["schemas"]["SettingsUpdate"];
                     };
                 };
             };
@@ -916,7 +916,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Settings"];
+                        "application/json": components["schemas"]["SettingsUpdate"];
                     };
                 };
                 /** @description a field is not accepted */
@@ -1677,22 +1677,6 @@ export interface components {
             enabled: boolean;
         };
         /**
-         * @description GET and PUT /api/settings: every stored setting, each a string; a key never set is absent
-         *     (docs/review-service.md §4, Settings). API keys are returned unredacted.
-         */
-        Settings: {
-            agent_api_key?: string;
-            agent_model?: string;
-            default_prompt?: string;
-            implement_model?: string;
-            improver_model?: string;
-            refine_model?: string;
-            review_max_cost?: string;
-            review_max_tokens?: string;
-            second_api_key?: string;
-            third_api_key?: string;
-        };
-        /**
          * @description The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
          *     with the reply cut to 200 characters, or `{ok: false, error}`. Always status 200.
          */
@@ -1704,9 +1688,11 @@ export interface components {
             text?: string | null;
         };
         /**
-         * @description The body of PUT /api/settings (docs/review-service.md §4, Settings): every field optional; an
-         *     absent field keeps its value, an empty string deletes the row (the API keys then fall back to
-         *     the environment, the model fields to the cascade), an empty `default_prompt` is a no-op.
+         * @description The settings object (docs/review-service.md §4, Settings): the body of PUT /api/settings and
+         *     the answer of GET and PUT. In a PUT every field is optional; an absent field keeps its value,
+         *     an empty string deletes the row (the API keys then fall back to the environment, the model
+         *     fields to the cascade), an empty `default_prompt` is a no-op. In an answer, a key never set
+         *     is absent and API keys are unredacted.
          */
         SettingsUpdate: {
             agent_api_key?: string;

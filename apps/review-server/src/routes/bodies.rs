@@ -1,5 +1,5 @@
 //! The JSON bodies of the API that are no stored row: acknowledgements, the outcomes of retry
-//! and stop, the session document and the settings object (docs/review-service.md §4). They
+//! and stop and the session document (docs/review-service.md §4). They
 //! exist for the OpenAPI document, so that every response has a precise schema that clients'
 //! generated types and schemathesis' conformance checks hold the server to.
 
@@ -85,31 +85,4 @@ pub struct SessionUnparseable {
     pub error: String,
     #[schema(max_length = 1000)]
     pub raw: String,
-}
-
-/// GET and PUT /api/settings: every stored setting, each a string; a key never set is absent
-/// (docs/review-service.md §4, Settings). API keys are returned unredacted.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Settings {
-    #[schema(nullable = false)]
-    pub agent_api_key: Option<String>,
-    #[schema(nullable = false)]
-    pub second_api_key: Option<String>,
-    #[schema(nullable = false)]
-    pub third_api_key: Option<String>,
-    #[schema(nullable = false)]
-    pub agent_model: Option<String>,
-    #[schema(nullable = false)]
-    pub refine_model: Option<String>,
-    #[schema(nullable = false)]
-    pub implement_model: Option<String>,
-    #[schema(nullable = false)]
-    pub default_prompt: Option<String>,
-    #[schema(nullable = false)]
-    pub improver_model: Option<String>,
-    #[schema(nullable = false)]
-    pub review_max_tokens: Option<String>,
-    #[schema(nullable = false)]
-    pub review_max_cost: Option<String>,
 }

@@ -56,9 +56,11 @@ pub fn router() -> Router<AppState> {
         .route("/api/settings/test", get(test_settings))
 }
 
-/// The body of PUT /api/settings (docs/review-service.md §4, Settings): every field optional; an
-/// absent field keeps its value, an empty string deletes the row (the API keys then fall back to
-/// the environment, the model fields to the cascade), an empty `default_prompt` is a no-op.
+/// The settings object (docs/review-service.md §4, Settings): the body of PUT /api/settings and
+/// the answer of GET and PUT. In a PUT every field is optional; an absent field keeps its value,
+/// an empty string deletes the row (the API keys then fall back to the environment, the model
+/// fields to the cascade), an empty `default_prompt` is a no-op. In an answer, a key never set
+/// is absent and API keys are unredacted.
 #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsUpdate {
@@ -112,7 +114,7 @@ pub struct SettingsTest {
 /// GET /api/settings: every stored setting as a flat object of strings, API keys unredacted
 /// (docs/review-service.md §4, Settings). A key never set is absent.
 #[utoipa::path(get, path = "/api/settings",
-    responses((status = 200, description = "every stored setting", body = super::bodies::Settings)))]
+    responses((status = 200, description = "every stored setting", body = SettingsUpdate)))]
 pub async fn get_settings(
     State(app): State<AppState>,
 ) -> Result<Json<BTreeMap<String, String>>, ApiError> {
@@ -124,7 +126,7 @@ pub async fn get_settings(
 /// 422 `{error}` naming the field for an unknown key, a non-string value or a model field that
 /// is not `<provider>/<model>`; nothing is written then.
 #[utoipa::path(put, path = "/api/settings", request_body = SettingsUpdate,
-    responses((status = 200, description = "every stored setting after the write", body = super::bodies::Settings),
+    responses((status = 200, description = "every stored setting after the write", body = SettingsUpdate),
         (status = 422, description = "a field is not accepted", body = crate::error::ErrorBody)))]
 pub async fn put_settings(
     State(app): State<AppState>,
