@@ -1068,6 +1068,7 @@ mod tests {
             ("position=middle", Err("position")),
             ("bg=fff", Ok("bg=ffffffff&q=80")),
             ("background=#10203040", Ok("bg=10203040&q=80")),
+            ("background=102030", Ok("bg=102030ff&q=80")),
             ("background=12345", Err("background")),
             ("background=ggg", Err("background")),
             ("cropWidth=10&cropHeight=20", Ok("crop=0,0,10,20&q=80")),
