@@ -51,7 +51,7 @@ async fn main() {
         tokio::spawn(async move {
             let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
             s.write_all(
-                b"GET /api/events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n",
+                b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
             )
             .await
             .unwrap();
