@@ -249,6 +249,29 @@ async fn deliver_with_id(w: &World, id: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// Only a delivery that starts a review claims its id: one for a repo nobody enabled is
+/// answered without a write, so when the repo is enabled later, GitHub's redelivery of that
+/// same id starts the review.
+#[tokio::test]
+async fn a_delivery_for_a_disabled_repo_claims_no_id() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    let id = "5c2f4a4e-cc78-11e3-81ab-4c9367dc0958";
+    let r = deliver_with_id(&w, id).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        w.server
+            .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
+            .await,
+        json!([]),
+        "a disabled repo is not reviewed"
+    );
+    w.server.enable(&w.full_name(), None).await;
+    let r = deliver_with_id(&w, id).await;
+    assert_eq!(r.status(), 200);
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+}
+
 #[tokio::test]
 async fn a_delivery_sent_twice_is_reviewed_once_also_across_a_restart() {
     let mut w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;

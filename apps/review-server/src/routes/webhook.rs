@@ -100,30 +100,37 @@ pub async fn receive(
         .ok_or_else(|| ApiError::refused(ErrorCode::MissingEvent, "missing X-GitHub-Event header"))?
         .to_owned();
     let delivery = header(&headers, &["x-github-delivery", "x-forge-delivery"]).map(str::to_owned);
-    // A redelivery (same id within 24 hours) is acknowledged and not dispatched again; the claim
-    // is released when handling fails, so the forge's own redelivery can still go through.
-    if let Some(id) = delivery.as_deref().filter(|d| !d.is_empty()) {
-        if !app.records.store.claim_delivery(id, now()).await? {
-            tracing::debug!(
-                delivery = id,
-                event,
-                "redelivery acknowledged, not dispatched"
-            );
-            return Ok(Json(json!({ "ok": true })));
-        }
-        let handled = dispatch(&app, &event, delivery.as_deref(), &body).await;
-        if handled.is_err()
-            && let Err(e) = app.records.store.release_delivery(id).await
-        {
-            tracing::warn!(delivery = id, error = %e, "cannot release a failed delivery's claim");
-        }
-        return handled;
-    }
     dispatch(&app, &event, delivery.as_deref(), &body).await
 }
 
-/// Everything after the signature check and the redelivery check: publish webhook:received and
-/// act on the event (see the module docs).
+/// Whether this delivery should start a review: true without an id or when its id is claimed
+/// now; false for a redelivery (the same id within 24 hours), which is acknowledged and not
+/// reviewed again (docs/security.md). Only deliveries that would start a review claim their
+/// id: registrations are idempotent, and the deliveries most installs receive (a repo nobody
+/// enabled) are answered without a database write.
+async fn first_delivery(app: &AppState, delivery: Option<&str>) -> Result<bool, ApiError> {
+    let Some(id) = delivery.filter(|d| !d.is_empty()) else {
+        return Ok(true);
+    };
+    let first = app.records.store.claim_delivery(id, now()).await?;
+    if !first {
+        tracing::debug!(delivery = id, "redelivery acknowledged, not reviewed again");
+    }
+    Ok(first)
+}
+
+/// Gives up the claim of a delivery whose review could not be started, so the forge's own
+/// redelivery can still go through.
+async fn release_delivery(app: &AppState, delivery: Option<&str>) {
+    if let Some(id) = delivery.filter(|d| !d.is_empty())
+        && let Err(e) = app.records.store.release_delivery(id).await
+    {
+        tracing::warn!(delivery = id, error = %e, "cannot release a failed delivery's claim");
+    }
+}
+
+/// Everything after the signature check: publish webhook:received and act on the event (see
+/// the module docs).
 async fn dispatch(
     app: &AppState,
     event: &str,
@@ -159,9 +166,9 @@ async fn dispatch(
             {
                 return Ok(Json(json!({ "ok": true })));
             }
-            pull_request(app, payload(event, body)?).await?
+            pull_request(app, delivery, payload(event, body)?).await?
         }
-        "issue_comment" => issue_comment(app, payload(event, body)?).await?,
+        "issue_comment" => issue_comment(app, delivery, payload(event, body)?).await?,
         "installation" => {
             let e: InstallationEvent = payload(event, body)?;
             if matches!(
@@ -225,7 +232,11 @@ async fn enabled_target(
     }))
 }
 
-async fn pull_request(app: &AppState, e: PullRequestEvent) -> Result<(), ApiError> {
+async fn pull_request(
+    app: &AppState,
+    delivery: Option<&str>,
+    e: PullRequestEvent,
+) -> Result<(), ApiError> {
     let trigger = match e.action.as_str() {
         "opened" => Trigger::Opened,
         "synchronize" => Trigger::Synchronize,
@@ -249,11 +260,21 @@ async fn pull_request(app: &AppState, e: PullRequestEvent) -> Result<(), ApiErro
     let mut job = PrJob::from_pull(repo, &e.pull_request, trigger, 0);
     // The delivery's own number names the PR (it equals pull_request.number on GitHub).
     job.pr.number = e.number;
-    review::enqueue(app, job).await?;
+    if !first_delivery(app, delivery).await? {
+        return Ok(());
+    }
+    if let Err(e) = review::enqueue(app, job).await {
+        release_delivery(app, delivery).await;
+        return Err(e.into());
+    }
     Ok(())
 }
 
-async fn issue_comment(app: &AppState, e: IssueCommentEvent) -> Result<(), ApiError> {
+async fn issue_comment(
+    app: &AppState,
+    delivery: Option<&str>,
+    e: IssueCommentEvent,
+) -> Result<(), ApiError> {
     if !e.is_review_command() {
         return Ok(());
     }
@@ -261,6 +282,9 @@ async fn issue_comment(app: &AppState, e: IssueCommentEvent) -> Result<(), ApiEr
         return Ok(());
     };
     let number = e.issue.number;
+    if !first_delivery(app, delivery).await? {
+        return Ok(());
+    }
     let app = app.clone();
     // The PR's head and base come from the forge; fetch them after replying.
     app.tasks.clone().spawn(async move {
