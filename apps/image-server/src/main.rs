@@ -18,6 +18,8 @@ async fn run(mmap_threshold: Option<usize>) -> anyhow::Result<()> {
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
+        // Colour only on a terminal: log files and journald get plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     if let Some(bytes) = mmap_threshold {
         tracing::debug!(bytes, "glibc malloc: mmap threshold set");

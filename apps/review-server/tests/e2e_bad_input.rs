@@ -326,28 +326,15 @@ async fn repo_bodies_must_be_objects_and_whole_numbers_may_be_written_as_floats(
         json!("x"),
         json!(null),
     ] {
-        let (status, v) = error_of(
-            send(put.clone(), "/api/repos/acme/widgets", body.clone())
-                .await
-                .unwrap(),
-        )
-        .await;
-        assert_eq!(
-            (status, v["error"].clone()),
-            (422, json!("expected a JSON object")),
-            "PUT {body}"
-        );
-        let (status, v) = error_of(
-            send(post.clone(), "/api/repos", body.clone())
-                .await
-                .unwrap(),
-        )
-        .await;
-        assert_eq!(
-            (status, v["error"].clone()),
-            (422, json!("expected a JSON object")),
-            "POST {body}"
-        );
+        for (method, path) in [(&put, "/api/repos/acme/widgets"), (&post, "/api/repos")] {
+            let r = send(method.clone(), path, body.clone()).await.unwrap();
+            let (status, v) = error_of(r).await;
+            assert_eq!(
+                (status, v["error"].clone()),
+                (422, json!("expected a JSON object")),
+                "{method} {path} {body}"
+            );
+        }
     }
     let (status, v) = error_of(
         send(

@@ -290,7 +290,7 @@ impl Server {
     pub async fn wait_log_line(&self, needles: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let log = strip_ansi(&self.log());
+            let log = self.log();
             if let Some(line) = log.lines().find(|l| needles.iter().all(|n| l.contains(n))) {
                 return line.to_owned();
             }
@@ -628,22 +628,4 @@ impl EventClient {
             return (id, serde_json::from_str(data).unwrap());
         }
     }
-}
-
-/// The log without its colour codes (`ESC [ ... m`), so `review_id=1` reads as written.
-pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
