@@ -7,9 +7,16 @@
 //! in flight into one transformation. Tier two persists results under `cache/<source path>/`
 //! in the object store, so restarts and replicas share them.
 //!
+//! A clear holds for every replica sharing the store (docs/image-service.md §4, Cache clear):
+//! the replica that clears rewrites the marker object [`CLEAR_MARKER`] after deleting the
+//! persisted tier, and every replica looks at the marker's ETag at most once per
+//! SOURCE_ETAG_TTL_MS, before serving from memory; a new ETag empties its memory tier. So
+//! another replica stops serving a cleared result within the time it notices a replaced
+//! source, not after CACHE_TTL_SECS.
+//!
 //! [`TransformSpec`]: image_pipeline::TransformSpec
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -71,9 +78,18 @@ impl CacheKey {
     }
 }
 
+/// The object whose ETag changes with every clear, on any replica: `cache/.clear-marker`.
+pub const CLEAR_MARKER: &str = "cache/.clear-marker";
+
 /// Both tiers.
 pub struct ResultCache {
     memory: Option<moka::future::Cache<String, Arc<CachedImage>>>,
+    /// The clear marker's ETag as last read from the store (`""`: no clear yet), remembered
+    /// for SOURCE_ETAG_TTL_MS so that at most one HEAD per interval reaches the store.
+    marker: moka::future::Cache<(), String>,
+    /// The marker ETag this replica's memory tier is consistent with; `None` before the first
+    /// look.
+    seen_marker: Mutex<Option<String>>,
     store: Arc<dyn ObjectStore>,
     persist: bool,
     /// Writes of the storage tier that run after the response; [`Self::flush`] waits for
@@ -83,8 +99,15 @@ pub struct ResultCache {
 
 impl ResultCache {
     /// `max_bytes` = 0 disables the memory tier (and with it, coalescing); `persist` enables the
-    /// storage tier.
-    pub fn new(store: Arc<dyn ObjectStore>, max_bytes: u64, ttl: Duration, persist: bool) -> Self {
+    /// storage tier; `marker_ttl` (SOURCE_ETAG_TTL_MS) is how long the clear marker's ETag is
+    /// trusted before the store is asked again.
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        max_bytes: u64,
+        ttl: Duration,
+        persist: bool,
+        marker_ttl: Duration,
+    ) -> Self {
         let memory = (max_bytes > 0).then(|| {
             moka::future::Cache::builder()
                 .max_capacity(max_bytes)
@@ -96,9 +119,60 @@ impl ResultCache {
         });
         Self {
             memory,
+            marker: moka::future::Cache::builder()
+                .max_capacity(1)
+                .time_to_live(marker_ttl)
+                .build(),
+            seen_marker: Mutex::new(None),
             store,
             persist,
             background: TaskTracker::new(),
+        }
+    }
+
+    /// Empties the memory tier when another replica (or this one) has cleared since this
+    /// replica last looked: the clear marker's ETag, read at most once per `marker_ttl`, is not
+    /// the one its memory holds results for. A store that does not answer changes nothing
+    /// (the request goes on; the next look tries again).
+    async fn follow_clears(&self) {
+        let Some(memory) = &self.memory else { return };
+        let marker = self
+            .marker
+            .try_get_with((), async {
+                match self.store.head(&Path::from(CLEAR_MARKER)).await {
+                    Ok(meta) => Ok(meta.e_tag.unwrap_or_else(|| {
+                        meta.last_modified
+                            .timestamp_nanos_opt()
+                            .unwrap_or(0)
+                            .to_string()
+                    })),
+                    Err(object_store::Error::NotFound { .. }) => Ok(String::new()),
+                    Err(e) => Err(e),
+                }
+            })
+            .await;
+        let marker = match marker {
+            Ok(marker) => marker,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the cache clear marker failed");
+                return;
+            }
+        };
+        let mut seen = self
+            .seen_marker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match seen.as_deref() {
+            Some(known) if known == marker => {}
+            Some(_) => {
+                memory.invalidate_all();
+                tracing::info!(
+                    "the cache was cleared through another replica: memory tier emptied"
+                );
+                *seen = Some(marker);
+            }
+            // The first look: this replica's memory holds nothing from before it.
+            None => *seen = Some(marker),
         }
     }
 
@@ -110,6 +184,7 @@ impl ResultCache {
     where
         F: Future<Output = Result<CachedImage, Failure>> + Send,
     {
+        self.follow_clears().await;
         let load = async {
             // The type is read from the bytes, not the name (see `CacheKey::ext`); anything
             // that is no image (a file replaced behind our back) is made again.
@@ -212,7 +287,10 @@ impl ResultCache {
     }
 
     /// Deletes persisted results whose source path matches `pattern` (`*` wildcards; all when
-    /// `None`) and empties the memory tier. Returns the number of objects deleted.
+    /// `None`), empties the memory tier, and rewrites [`CLEAR_MARKER`] so that every other
+    /// replica empties its memory tier within SOURCE_ETAG_TTL_MS (the others cannot tell which
+    /// of their entries a pattern matched, so they drop all). Returns the number of result
+    /// objects deleted.
     ///
     /// # Errors
     /// [`ApiError::Storage`] when listing or deleting fails.
@@ -226,6 +304,9 @@ impl ResultCache {
         while let Some(meta) = listing.next().await {
             let meta = meta.map_err(ApiError::Storage)?;
             let full = meta.location.as_ref();
+            if full == CLEAR_MARKER {
+                continue;
+            }
             let source = full
                 .strip_prefix(&format!("{CACHE_PREFIX}/"))
                 .and_then(|rest| rest.rsplit_once('/'))
@@ -240,6 +321,30 @@ impl ResultCache {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => count += 1,
                 Err(e) => return Err(ApiError::Storage(e)),
             }
+        }
+        // Unique content, so that every store gives the marker a new ETag.
+        let stamp = format!(
+            "{} {}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+            pattern.unwrap_or("*")
+        );
+        let written = self
+            .store
+            .put(
+                &Path::from(CLEAR_MARKER),
+                PutPayload::from(stamp.into_bytes()),
+            )
+            .await
+            .map_err(ApiError::Storage)?;
+        // This replica's memory is already empty: it need not empty it again.
+        if let Some(etag) = written.e_tag {
+            *self
+                .seen_marker
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(etag.clone());
+            self.marker.insert((), etag).await;
         }
         Ok(count)
     }

@@ -118,6 +118,44 @@ pub struct Config {
     #[arg(long, env = "SOURCE_ETAG_TTL_MS", default_value_t = 1000)]
     pub source_etag_ttl_ms: u64,
 
+    /// Box that a resize URL naming neither `width` nor `height` is fitted inside (never
+    /// enlarged), as the original service capped such requests at 1920x1080: a bare URL of a
+    /// 4000x2250 photo answers 1920x1080, not the 530 KB source (docs/image-service.md §4).
+    /// Width in pixels; 0 (with DEFAULT_OUTPUT_HEIGHT 0) serves the source's own size.
+    /// Default 1920.
+    #[arg(long, env = "DEFAULT_OUTPUT_WIDTH", default_value_t = 1920)]
+    pub default_output_width: u32,
+
+    /// Height of the DEFAULT_OUTPUT_WIDTH box, in pixels; 0 leaves the height free when the
+    /// width is set. Default 1080.
+    #[arg(long, env = "DEFAULT_OUTPUT_HEIGHT", default_value_t = 1080)]
+    pub default_output_height: u32,
+
+    /// `max-age` of resize answers, in seconds (`Cache-Control: public, max-age=N`). A stored
+    /// source can be replaced at the same path, so an answer is not immutable unless its URL
+    /// pins the source's version with `v` (then `public, max-age=31536000, immutable`).
+    /// Default 86400 (a day, the original service's).
+    #[arg(long, env = "CACHE_MAX_AGE_SECS", default_value_t = 86_400)]
+    pub cache_max_age_secs: u64,
+
+    /// Public origin of this service, such as `https://img.example.com` (or with a path
+    /// prefix, `https://example.com/img`): the upload answer's `url` is made absolute with it,
+    /// as the original's was. Default unset: `url` is the path `/images/resize/...`.
+    #[arg(long, env = "PUBLIC_BASE_URL", value_parser = public_base_url)]
+    pub public_base_url: Option<String>,
+
+    /// File of named resize presets, one a line: `thumb = width=200&height=200&fit=cover`
+    /// (docs/image-service.md §4, Presets); `preset=thumb` in a URL stands for them. Every
+    /// preset must parse, or the server does not start. Default unset: no presets.
+    #[arg(long, env = "PRESETS_FILE")]
+    pub presets_file: Option<PathBuf>,
+
+    /// Resize URLs may name presets only (`preset`, plus `signature` and `v`); any other
+    /// parameter is a 400 naming it. Stops cache-busting floods of arbitrary sizes. Needs
+    /// PRESETS_FILE. Default false.
+    #[arg(long, env = "PRESETS_ONLY", default_value_t = false, action = ArgAction::Set)]
+    pub presets_only: bool,
+
     /// Extra object_store options for the store (tests point S3 at a local server with these,
     /// e.g. `aws_endpoint`); not settable from the command line.
     #[arg(skip)]
@@ -129,6 +167,22 @@ impl Config {
     pub fn defaults() -> Self {
         Self::parse_from(["image-server"])
     }
+}
+
+/// PUBLIC_BASE_URL: an absolute `http` or `https` URL without query or fragment; a trailing
+/// slash is dropped so that `url` never holds `//`.
+fn public_base_url(v: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(v.trim()).map_err(|e| format!("{v:?}: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https")
+        || parsed.host_str().is_none()
+        || parsed.query().is_some()
+        || parsed.fragment().is_some()
+    {
+        return Err(format!(
+            "{v:?}: expected an http(s) origin with an optional path, such as https://img.example.com"
+        ));
+    }
+    Ok(parsed.as_str().trim_end_matches('/').to_owned())
 }
 
 /// MAX_UNSIGNED_ENLARGE: 0 (no limit) or a finite factor of at least 1.
@@ -160,6 +214,32 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(Config::defaults().max_unsigned_enlarge, 4.0);
+    }
+
+    #[test]
+    fn the_public_base_url_is_an_http_origin_kept_without_its_trailing_slash() {
+        let parse = |v: &str| {
+            Config::try_parse_from(["image-server", "--public-base-url", v])
+                .map(|c| c.public_base_url)
+        };
+        assert_eq!(
+            parse("https://img.example.com/").ok().flatten().as_deref(),
+            Some("https://img.example.com")
+        );
+        assert_eq!(
+            parse("http://example.com/img/").ok().flatten().as_deref(),
+            Some("http://example.com/img")
+        );
+        for bad in [
+            "img.example.com",
+            "ftp://x.org",
+            "https://x.org/?a=1",
+            "https://x.org/#f",
+            "",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Config::defaults().public_base_url, None);
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod config;
 mod error;
 mod failure;
 mod metrics;
+mod presets;
 mod routes;
 mod signing;
 mod storage;
@@ -52,6 +53,8 @@ pub(crate) struct App {
     pub metrics: Arc<metrics::Metrics>,
     /// Short-lived memory of source ETags (path -> etag), so cache hits skip the store.
     pub etags: moka::future::Cache<String, String>,
+    /// Named parameter sets of PRESETS_FILE, and whether URLs may name only them.
+    pub presets: presets::Presets,
 }
 
 pub(crate) type AppState = Arc<App>;
@@ -77,6 +80,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         config.cache_max_bytes,
         Duration::from_secs(config.cache_ttl_secs.max(1)),
         config.storage_cache,
+        Duration::from_millis(config.source_etag_ttl_ms.max(1)),
     );
     let workers = if config.transform_concurrency == 0 {
         std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
@@ -103,6 +107,18 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         );
         caps
     };
+    let presets = presets::Presets::load(
+        config.presets_file.as_deref(),
+        config.presets_only,
+        &resize_limits,
+    )?;
+    if !presets.is_empty() {
+        tracing::info!(
+            presets = presets.len(),
+            only = config.presets_only,
+            "resize presets loaded"
+        );
+    }
     let etags = moka::future::Cache::builder()
         .max_capacity(100_000)
         .time_to_live(Duration::from_millis(config.source_etag_ttl_ms.max(1)))
@@ -121,6 +137,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         transforms: transform::Transforms::new(workers, queue_size, Arc::clone(&metrics)),
         metrics,
         etags,
+        presets,
     });
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request| {
         let route = req
@@ -131,6 +148,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
     });
     let router = routes::images::router()
         .merge(routes::admin::router())
+        .merge(routes::info::router())
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .with_state(Arc::clone(&state))

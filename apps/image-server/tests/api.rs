@@ -82,9 +82,10 @@ async fn every_parameter_on_real_photos(s: &TestServer) {
         is_red(px.get_pixel(1, px.height() - 2)) && !is_red(px.get_pixel(1, 1)),
         "flop"
     );
+    // Without a size the 2268x1512 photo is fitted inside the default 1920x1080 box first.
     let (_, px, _) = image(s, "/images/resize/photos/marked.png?rotate=90&format=png").await;
-    assert_eq!(px.dimensions(), (1512, 2268), "rotate 90 swaps the sides");
-    assert!(is_red(px.get_pixel(1510, 1)), "clockwise");
+    assert_eq!(px.dimensions(), (1080, 1620), "rotate 90 swaps the sides");
+    assert!(is_red(px.get_pixel(1078, 1)), "clockwise");
     let (_, px, _) = image(
         s,
         "/images/resize/photos/lake.jpg?width=400&rotate=45&background=00ff00&format=png",
@@ -239,10 +240,8 @@ async fn cache_etag_and_coalescing(s: &TestServer) {
     let q = "/images/resize/c/lake.jpg?width=640&format=jpeg";
     let first = s.get(q).await;
     assert_eq!(first.headers()["x-cache"], "MISS");
-    assert_eq!(
-        first.headers()["cache-control"],
-        "public, max-age=31536000, immutable"
-    );
+    // The source can be replaced at its path: a day, not a year, unless the URL pins it.
+    assert_eq!(first.headers()["cache-control"], "public, max-age=86400");
     let etag = first.headers()["etag"].to_str().unwrap().to_owned();
     assert!(etag.starts_with('"'), "strong ETag");
     let second = s
@@ -621,20 +620,59 @@ async fn original_sdk_requests_work_unchanged(s: &TestServer) {
     assert_eq!(r.status(), 200);
     let px = pixels(&r.bytes().await.unwrap());
     assert_eq!(px.dimensions(), (300, 200));
-    // Same request without options, as getResizeUrl(path) builds it.
-    let (body, _, _) = image(s, "/images/resize/sdk/lake.jpg").await;
+    // Same request without options, as getResizeUrl(path) builds it: WebP, fitted inside
+    // 1920x1080 as the original capped it (the source is larger).
+    let (body, px, _) = image(s, "/images/resize/sdk/lake.jpg").await;
     assert_eq!(magic(&body), "webp");
+    let source = pixels(&fixture("lake.jpg")).dimensions();
+    assert!(source.0 > 1920, "{source:?}");
+    let capped = (
+        1920,
+        (1920.0 * f64::from(source.1) / f64::from(source.0)).round() as u32,
+    );
+    assert_eq!(px.dimensions(), capped);
     // getResizeUrl(path, {width: 400 * devicePixelRatio}) with a ratio of 4/3: the number
     // is printed as JavaScript prints it, and rounded to the nearest pixel.
     let (_, px, _) = image(s, "/images/resize/sdk/lake.jpg?width=533.3333333333334").await;
     assert_eq!(px.width(), 533);
-    // watermarkText is ignored rather than refused (no text watermarks).
+    // watermark: {text}: burned in, as the original did, but drawn as characters: the
+    // markup the original would have obeyed is only text here.
+    s.upload(
+        "sdk/night.png",
+        samples::png(&RgbaImage::from_pixel(600, 200, Rgba([0, 0, 0, 255]))),
+    )
+    .await;
+    let (_, px, _) = image(
+        s,
+        "/images/resize/sdk/night.png?format=png&watermarkText=%3Csvg%20onload%3Dx%3E%20%C2%A9%20Acme&watermarkPosition=center&watermarkOpacity=1&watermark_scale=0.5",
+    )
+    .await;
+    let white = px.pixels().filter(|p| p.0[0] > 240 && p.0[1] > 240).count();
+    assert!(white > 1000, "{white} white pixels of text");
+    let outside_the_middle_half = px
+        .enumerate_pixels()
+        .filter(|(x, _, p)| (*x < 140 || *x > 460) && p.0[0] > 40)
+        .count();
     assert_eq!(
-        s.get("/images/resize/sdk/lake.jpg?width=50&watermarkText=%3Csvg%3E")
-            .await
-            .status(),
-        200
+        outside_the_middle_half, 0,
+        "the text is half the width, centred"
     );
+    for (query, name) in [
+        ("watermarkText=", "watermarkText"),
+        ("watermarkText=a%0Ab", "watermarkText"),
+        ("watermarkText=hi&watermark=sdk/mark.png", "watermarkText"),
+    ] {
+        let (status, message) = error(s, &format!("/images/resize/sdk/night.png?{query}")).await;
+        assert_eq!(status, 400, "{query}");
+        assert!(message.contains(name), "{query}: {message}");
+    }
+    let long = "x".repeat(image_pipeline::MAX_WATERMARK_TEXT_CHARS + 1);
+    let (status, _) = error(
+        s,
+        &format!("/images/resize/sdk/night.png?watermarkText={long}"),
+    )
+    .await;
+    assert_eq!(status, 400);
 }
 
 async fn oversized_uploads_are_413(storage: &Storage) {
@@ -937,6 +975,305 @@ async fn upload_reply_urls_fetch_the_stored_image(s: &TestServer) {
     assert_eq!(pixels(&r.bytes().await.unwrap()).width(), 50);
 }
 
+/// A source can be replaced at its path, so an answer lives a day; a URL carrying the
+/// upload's `version` as `v` can never show another picture and is immutable for a year, until
+/// the source changes and the old `v` falls back to a day (docs/image-service.md §4, Caching).
+async fn a_url_pinning_the_source_version_is_immutable(s: &TestServer) {
+    use base64::Engine;
+    let upload = |name: &str| {
+        serde_json::json!({
+            "image": base64::engine::general_purpose::STANDARD.encode(fixture(name)),
+            "path": "pin/photo.jpg",
+        })
+    };
+    let v: serde_json::Value = s
+        .upload_json(&upload("large_image.jpg"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let version = v["version"].as_str().unwrap().to_owned();
+    assert_eq!(version.len(), 16, "{v}");
+    let cache_control =
+        |r: &reqwest::Response| r.headers()["cache-control"].to_str().unwrap().to_owned();
+    let pinned = s
+        .get(&format!(
+            "/images/resize/pin/photo.jpg?width=64&v={version}"
+        ))
+        .await;
+    assert_eq!(
+        cache_control(&pinned),
+        "public, max-age=31536000, immutable"
+    );
+    let unpinned = s.get("/images/resize/pin/photo.jpg?width=64").await;
+    assert_eq!(cache_control(&unpinned), "public, max-age=86400");
+    // `v` is no transformation: one result, one ETag.
+    assert_eq!(pinned.headers()["etag"], unpinned.headers()["etag"]);
+    assert_eq!(unpinned.headers()["x-cache"], "HIT");
+    let wrong = s
+        .get("/images/resize/pin/photo.jpg?width=64&v=0000000000000000")
+        .await;
+    assert_eq!(cache_control(&wrong), "public, max-age=86400");
+
+    let v: serde_json::Value = s
+        .upload_json(&upload("lake.jpg"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let replaced = v["version"].as_str().unwrap().to_owned();
+    assert_ne!(replaced, version);
+    let stale = s
+        .get(&format!(
+            "/images/resize/pin/photo.jpg?width=64&v={version}"
+        ))
+        .await;
+    assert_eq!(stale.status(), 200);
+    assert_eq!(cache_control(&stale), "public, max-age=86400");
+    assert_eq!(
+        pixels(&stale.bytes().await.unwrap()).dimensions(),
+        (64, 36),
+        "the current picture (lake.jpg is 16:9)"
+    );
+    let fresh = s
+        .get(&format!(
+            "/images/resize/pin/photo.jpg?width=64&v={replaced}"
+        ))
+        .await;
+    assert_eq!(cache_control(&fresh), "public, max-age=31536000, immutable");
+}
+
+/// The original's health path, which its own tests probe, answers as `/admin/health` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_answers_on_the_original_path_too() {
+    let s = TestServer::start(&Storage::Local).await;
+    let admin = s.get("/admin/health").await;
+    let original = s.get("/images/health").await;
+    assert_eq!(
+        (admin.status().as_u16(), original.status().as_u16()),
+        (200, 200)
+    );
+    let (a, o): (serde_json::Value, serde_json::Value) =
+        (admin.json().await.unwrap(), original.json().await.unwrap());
+    assert_eq!(
+        (o["status"].as_str(), o["version"].as_str()),
+        (Some("ok"), Some("2.0.0"))
+    );
+    assert_eq!(a["storage"], o["storage"]);
+    s.stop().await;
+}
+
+/// With PUBLIC_BASE_URL set the upload answer's `url` is absolute, as the original's was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upload_url_is_absolute_under_a_public_base_url() {
+    let s = TestServer::start_local_with(|c| {
+        c.public_base_url = Some("https://img.example.com/cdn".to_owned());
+    })
+    .await;
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
+        )
+        .text("path", "a b/c.jpg");
+    let v: serde_json::Value = s.upload_form(form).await.json().await.unwrap();
+    assert_eq!(
+        v["url"],
+        "https://img.example.com/cdn/images/resize/a%20b/c.jpg"
+    );
+    s.stop().await;
+}
+
+/// A preset expands as configured; with PRESETS_ONLY any other parameter is a 400 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presets_expand_and_presets_only_refuses_the_rest() {
+    let files = tempfile::tempdir().unwrap();
+    let presets = files.path().join("presets.conf");
+    std::fs::write(
+        &presets,
+        "# gallery\nthumb = width=120&height=120&fit=cover&format=png\ngray = grayscale=true\n",
+    )
+    .unwrap();
+    let file = presets.clone();
+    let s = TestServer::start_local_with(move |c| c.presets_file = Some(file)).await;
+    s.upload("p/lake.jpg", fixture("lake.jpg")).await;
+    let (_, thumb, ct) = image(&s, "/images/resize/p/lake.jpg?preset=thumb").await;
+    assert_eq!((thumb.dimensions(), ct.as_str()), ((120, 120), "image/png"));
+    let (_, wider, _) = image(&s, "/images/resize/p/lake.jpg?preset=thumb&width=60").await;
+    assert_eq!(wider.dimensions(), (60, 120), "the URL's own width wins");
+    let (_, gray, _) = image(&s, "/images/resize/p/lake.jpg?preset=thumb,gray").await;
+    assert!(gray.pixels().all(|p| p.0[0] == p.0[1] && p.0[1] == p.0[2]));
+    let (status, message) = error(&s, "/images/resize/p/lake.jpg?preset=huge").await;
+    assert_eq!(status, 400);
+    assert!(message.contains("preset"), "{message}");
+    s.stop().await;
+
+    let file = presets.clone();
+    let s = TestServer::start_local_with(move |c| {
+        c.presets_file = Some(file);
+        c.presets_only = true;
+    })
+    .await;
+    s.upload("p/lake.jpg", fixture("lake.jpg")).await;
+    let (_, thumb, _) = image(&s, "/images/resize/p/lake.jpg?preset=thumb").await;
+    assert_eq!(thumb.dimensions(), (120, 120));
+    for (query, name) in [("preset=thumb&width=4000", "width"), ("blur=50", "blur")] {
+        let (status, message) = error(&s, &format!("/images/resize/p/lake.jpg?{query}")).await;
+        assert_eq!(status, 400, "{query}");
+        assert!(
+            message.contains(name) && message.contains("presets only"),
+            "{message}"
+        );
+    }
+    s.stop().await;
+}
+
+/// Two server processes on one store: a clear through one stops the other serving the result
+/// it holds in memory (within SOURCE_ETAG_TTL_MS; CACHE_TTL_SECS is an hour here), and the
+/// replica that cleared keeps serving without emptying its memory again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_clear_through_one_process_holds_for_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = |data: &str| {
+        vec![
+            (
+                "STORAGE_URL",
+                format!("file://{}", dir.path().join("images").display()),
+            ),
+            ("DATA_DIR", dir.path().join(data).display().to_string()),
+            ("API_KEY", KEY.to_owned()),
+            ("SOURCE_ETAG_TTL_MS", "200".to_owned()),
+            ("CACHE_TTL_SECS", "3600".to_owned()),
+        ]
+    };
+    let (_a, a) = common::spawn_binary(&env("a"));
+    let (_b, b) = common::spawn_binary(&env("b"));
+    assert!(common::wait_healthy(&a).await && common::wait_healthy(&b).await);
+    assert_eq!(
+        common::upload_to(&a, "shared/lake.jpg", fixture("lake.jpg"))
+            .await
+            .status(),
+        200
+    );
+    let url = format!("{b}/images/resize/shared/lake.jpg?width=64&format=png");
+    let x_cache = |r: reqwest::Response| r.headers()["x-cache"].to_str().unwrap().to_owned();
+    assert_eq!(x_cache(reqwest::get(&url).await.unwrap()), "MISS");
+    assert_eq!(x_cache(reqwest::get(&url).await.unwrap()), "HIT");
+    // B's result reached the storage tier (written after its answer), so the clear removes it.
+    let store = image_server::open_store(&env("a")[0].1, &[]).unwrap();
+    await_persisted_at_least(&store, "shared/lake.jpg", 1).await;
+
+    let cleared = reqwest::Client::new()
+        .post(format!("{a}/admin/cache/storage/clear"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status(), 200);
+    // B notices the clear at its next look at the marker; until then it may still answer from
+    // memory. Without the marker it would answer HIT for CACHE_TTL_SECS.
+    let mut answers = Vec::new();
+    for _ in 0..100 {
+        let answer = x_cache(reqwest::get(&url).await.unwrap());
+        let done = answer == "MISS";
+        answers.push(answer);
+        if done {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        answers.last().map(String::as_str),
+        Some("MISS"),
+        "{answers:?}"
+    );
+    assert_eq!(
+        x_cache(reqwest::get(&url).await.unwrap()),
+        "HIT",
+        "cached again after"
+    );
+}
+
+/// `GET /images/info/{path}` describes a stored image with the key: format, size, orientation,
+/// frames, alpha, ICC profile and EXIF (the values libvips and exiftool give, tests/info.rs in
+/// image-pipeline); without the key nothing is told, since EXIF can hold a location.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn info_describes_a_stored_image_to_key_holders() {
+    let s = TestServer::start(&Storage::Local).await;
+    s.upload("info/photo.jpg", fixture("orient6.jpg")).await;
+    s.upload("info/anim.gif", fixture("anim_5f.gif")).await;
+    s.put_raw("info/notes.txt", b"not an image".to_vec()).await;
+    let get = |path: &str, key: bool| {
+        let request = s.client.get(s.url(&format!("/images/info/{path}")));
+        let request = if key {
+            request.header("x-api-key", KEY)
+        } else {
+            request
+        };
+        request.send()
+    };
+    let r = get("info/photo.jpg", false).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let mut v: serde_json::Value = get("info/photo.jpg", true)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // Degrees from EXIF's degree, minute, second rationals: compared to a micro-degree.
+    let exif = v["exif"].as_object_mut().unwrap();
+    for (field, want) in [("gpsLatitude", -33.8688), ("gpsLongitude", 151.2093)] {
+        let got = exif.remove(field).and_then(|v| v.as_f64()).unwrap();
+        assert!((got - want).abs() < 1e-6, "{field}: {got}");
+    }
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "path": "info/photo.jpg", "format": "jpeg", "contentType": "image/jpeg",
+            "width": 240, "height": 135, "orientation": 6, "frames": 1, "alpha": false,
+            "iccProfile": null, "size": fixture("orient6.jpg").len(),
+            "exif": {
+                "make": "Canon", "model": "Canon EOS R5", "dateTimeOriginal": "2026:05:01 10:20:30",
+                "exposureTime": 0.004, "fNumber": 5.6, "iso": 200, "focalLength": 35.0,
+                "artist": "Jane Doe", "copyright": "© 2026 Example Photo Co.",
+            },
+        })
+    );
+    let v: serde_json::Value = get("info/anim.gif", true)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (v["frames"].as_u64(), v["alpha"].as_bool()),
+        (Some(5), Some(true))
+    );
+    for (path, status) in [
+        ("info/none.jpg", 404),
+        ("info/notes.txt", 415),
+        ("info/a%00b.jpg", 400),
+        ("cache/x.jpg", 400),
+    ] {
+        assert_eq!(get(path, true).await.unwrap().status(), status, "{path}");
+    }
+    s.stop().await;
+}
+
+/// DEFAULT_OUTPUT_WIDTH and DEFAULT_OUTPUT_HEIGHT at 0 serve a bare URL at the source's size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_output_box_can_be_turned_off() {
+    let s = TestServer::start_local_with(|c| {
+        c.default_output_width = 0;
+        c.default_output_height = 0;
+    })
+    .await;
+    s.upload("big/lake.jpg", fixture("lake.jpg")).await;
+    let (_, px, _) = image(&s, "/images/resize/big/lake.jpg?format=jpeg").await;
+    assert_eq!(px.dimensions(), pixels(&fixture("lake.jpg")).dimensions());
+    s.stop().await;
+}
+
 /// On a local directory, a path through a stored file (`a.jpg/b.jpg`) names nothing: 404 to
 /// read, 400 to upload, never 503 "storage unavailable" (the store is fine).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -979,7 +1316,8 @@ on_every_storage!(
     cache_etag_and_coalescing,
     bad_input_is_answered_not_panicked,
     paths_cannot_escape_the_storage_root,
-    original_sdk_requests_work_unchanged;
+    original_sdk_requests_work_unchanged,
+    a_url_pinning_the_source_version_is_immutable;
     oversized_uploads_are_413,
     results_survive_a_restart_in_the_storage_tier,
     a_replaced_source_leaves_no_stale_results

@@ -6,7 +6,7 @@
 
 import { createHmac } from "node:crypto";
 
-export type Format = "webp" | "jpeg" | "jpg" | "png" | "avif" | "auto";
+export type Format = "webp" | "jpeg" | "jpg" | "png" | "avif" | "auto" | "blurhash";
 export type Fit = "inside" | "cover" | "contain" | "fill" | "outside";
 
 export interface ClientConfig {
@@ -58,8 +58,36 @@ export interface ResizeOptions {
    * URLs signed with `signingKey` have the full range (image-server README "Deployment").
    */
   enlarge?: boolean;
-  /** A stored image composited onto the output (`text` is accepted and ignored by the server). */
+  /**
+   * A stored image (`image`) or one line of text (`text`, 1 to 200 characters, drawn by the
+   * server in its bundled font) composited onto the output; not both.
+   */
   watermark?: { image?: string; text?: string; position?: string; opacity?: number; scale?: number };
+  /**
+   * The source's version from `uploadImage` (`version`, sent as `v`): the URL then never shows
+   * another picture, and the server answers it `immutable` for a year instead of a day.
+   */
+  version?: string;
+  /** Multiplies width and height, or without them the source's size (above 0, at most 5). */
+  zoom?: number;
+  /** The smallest result width: a smaller one is scaled up, its shape kept. */
+  minWidth?: number;
+  /** The smallest result height: a smaller one is scaled up, its shape kept. */
+  minHeight?: number;
+  /** Remove a uniform border first: `true` (threshold 10) or a threshold 0 to 255. */
+  trim?: boolean | number;
+  /** Pixels added around the result in `background`: one number, or `[top, right, bottom, left]`. */
+  padding?: number | [number, number, number, number];
+  /** Pixelate in blocks of this many pixels (2 to 256). */
+  pixelate?: number;
+  /** Byte budget: the quality is lowered, then the picture shrunk, until the result fits. */
+  maxBytes?: number;
+  /** Names of the server's presets (PRESETS_FILE), applied before the other options. */
+  preset?: string | string[];
+  /** With `format: "blurhash"`: BlurHash components across and down, 1 to 9 (default 4 and 3). */
+  blurhash?: { x?: number; y?: number };
+  /** A placeholder instead of the picture: `{lqip: "data:image/webp;base64,...", width, height}`. */
+  lqip?: boolean;
   /** Pixel rectangle of the oriented source, applied before the resize. */
   crop?: { left?: number; top?: number; width: number; height: number };
 }
@@ -75,10 +103,12 @@ export interface UploadResponse {
   success: boolean;
   /** The stored path, to pass to `getResizeUrl`. */
   path: string;
-  /** `/images/resize/{path}`. */
+  /** `/images/resize/{path}`, absolute when the server has PUBLIC_BASE_URL. */
   url: string;
   contentType?: string;
   size?: number;
+  /** The stored object's version, for the `version` resize option (16 hex digits). */
+  version?: string;
 }
 
 /** An error answered by the server: `status` and its `{"error"}` message. */
@@ -140,6 +170,18 @@ export class ImageClient {
       put("cropWidth", options.crop.width);
       put("cropHeight", options.crop.height);
     }
+    put("zoom", options.zoom);
+    put("min_width", options.minWidth);
+    put("min_height", options.minHeight);
+    put("trim", options.trim);
+    put("padding", Array.isArray(options.padding) ? options.padding.join(",") : options.padding);
+    put("pixelate", options.pixelate);
+    put("max_bytes", options.maxBytes);
+    put("preset", Array.isArray(options.preset) ? options.preset.join(",") : options.preset);
+    put("blurhash_x", options.blurhash?.x);
+    put("blurhash_y", options.blurhash?.y);
+    put("lqip", options.lqip);
+    put("v", options.version);
     if (this.signingKey) {
       const prefix = new URL(`${this.baseUrl}/images/resize/`).pathname.length;
       const message = url.pathname.slice(prefix) + url.search;

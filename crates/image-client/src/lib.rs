@@ -5,8 +5,10 @@
 //! # async fn demo() -> Result<(), image_client::ClientError> {
 //! use image_client::{ImageClient, ResizeOptions, Format};
 //! let client = ImageClient::new("http://127.0.0.1:3000", "my-key")?;
-//! let path = client.upload(std::fs::read("cat.jpg").unwrap_or_default(), "pets/cat.jpg", "image/jpeg").await?;
-//! let url = client.resize_url(&path, &ResizeOptions { width: Some(800), format: Some(Format::Webp), ..Default::default() });
+//! let stored = client.upload(std::fs::read("cat.jpg").unwrap_or_default(), "pets/cat.jpg", "image/jpeg").await?;
+//! // Pinned to this upload's version: cached for a year by browsers and CDNs.
+//! let options = ResizeOptions { width: Some(800), format: Some(Format::Webp), version: stored.version, ..Default::default() };
+//! let url = client.resize_url(&stored.path, &options);
 //! # let _ = url; Ok(()) }
 //! ```
 
@@ -43,6 +45,9 @@ pub enum Format {
     Avif,
     /// AVIF, WebP or JPEG chosen from the Accept header.
     Auto,
+    /// Not a picture: `{"blurhash", "components": {"x", "y"}, "width", "height"}` as JSON,
+    /// components set by [`ResizeOptions::blurhash_components`].
+    Blurhash,
 }
 
 /// How the image fits the width x height box (`fit=`), as sharp names them.
@@ -64,11 +69,21 @@ pub struct Crop {
     pub height: u32,
 }
 
-/// A stored image composited onto the output.
+/// What a watermark shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatermarkMark {
+    /// Stored path of an image (`watermark`).
+    Image(String),
+    /// One line of text, 1 to 200 characters without control characters (`watermark_text`),
+    /// drawn by the server in its bundled font.
+    Text(String),
+}
+
+/// A stored image or a line of text composited onto the output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatermarkOptions {
-    /// Stored path of the watermark image.
-    pub path: String,
+    /// The image or the text.
+    pub mark: WatermarkMark,
     /// `northwest`, `southeast` (default), `centre`...
     pub position: Option<String>,
     /// 0..=1, default 0.5.
@@ -114,6 +129,32 @@ pub struct ResizeOptions {
     pub progressive: bool,
     pub crop: Option<Crop>,
     pub watermark: Option<WatermarkOptions>,
+    /// The source's version from the upload ([`Uploaded::version`], `v`): the URL then never
+    /// shows another picture and the server answers it `immutable` for a year; without it an
+    /// answer is cached for CACHE_MAX_AGE_SECS (a day).
+    pub version: Option<String>,
+    /// Multiplies width and height, or without them the source's size (above 0, at most 5).
+    pub zoom: Option<f64>,
+    /// The smallest result width: a smaller one is scaled up, its shape kept.
+    pub min_width: Option<u32>,
+    /// The smallest result height: a smaller one is scaled up, its shape kept.
+    pub min_height: Option<u32>,
+    /// Remove a uniform border first, with this threshold 0..=255 (the server's `trim=true`
+    /// is 10).
+    pub trim: Option<u8>,
+    /// Pixels added around the result in `background`: top, right, bottom, left.
+    pub padding: Option<[u32; 4]>,
+    /// Pixelate in blocks of this many pixels, 2..=256.
+    pub pixelate: Option<u32>,
+    /// Byte budget: the quality is lowered, then the picture shrunk, until the result fits.
+    pub max_bytes: Option<u64>,
+    /// Names of the server's presets (PRESETS_FILE), applied before the other options.
+    pub presets: Vec<String>,
+    /// With [`Format::Blurhash`]: components across and down, 1..=9 each (server default 4, 3).
+    pub blurhash_components: Option<(u8, u8)>,
+    /// A placeholder instead of the picture: `{"lqip": "data:image/webp;base64,...", "width",
+    /// "height"}` as JSON (`lqip=true`); leave `format` unset.
+    pub lqip: bool,
 }
 
 impl ResizeOptions {
@@ -169,7 +210,10 @@ impl ResizeOptions {
             }
         }
         if let Some(w) = &self.watermark {
-            q.push(("watermark", w.path.clone()));
+            match &w.mark {
+                WatermarkMark::Image(path) => q.push(("watermark", path.clone())),
+                WatermarkMark::Text(text) => q.push(("watermark_text", text.clone())),
+            }
             if let Some(p) = &w.position {
                 q.push(("watermark_position", p.clone()));
             }
@@ -187,11 +231,46 @@ impl ResizeOptions {
                 Format::Png => "png",
                 Format::Avif => "avif",
                 Format::Auto => "auto",
+                Format::Blurhash => "blurhash",
             };
             q.push(("format", name.into()));
         }
         if let Some(quality) = self.quality {
             q.push(("quality", quality.to_string()));
+        }
+        if let Some(z) = self.zoom {
+            q.push(("zoom", z.to_string()));
+        }
+        if let Some(m) = self.min_width {
+            q.push(("min_width", m.to_string()));
+        }
+        if let Some(m) = self.min_height {
+            q.push(("min_height", m.to_string()));
+        }
+        if let Some(t) = self.trim {
+            q.push(("trim", t.to_string()));
+        }
+        if let Some([t, r, b, l]) = self.padding {
+            q.push(("padding", format!("{t},{r},{b},{l}")));
+        }
+        if let Some(n) = self.pixelate {
+            q.push(("pixelate", n.to_string()));
+        }
+        if let Some(n) = self.max_bytes {
+            q.push(("max_bytes", n.to_string()));
+        }
+        if !self.presets.is_empty() {
+            q.push(("preset", self.presets.join(",")));
+        }
+        if let Some((x, y)) = self.blurhash_components {
+            q.push(("blurhash_x", x.to_string()));
+            q.push(("blurhash_y", y.to_string()));
+        }
+        if self.lqip {
+            q.push(("lqip", "true".into()));
+        }
+        if let Some(v) = &self.version {
+            q.push(("v", v.clone()));
         }
         q
     }
@@ -209,6 +288,21 @@ pub struct ImageClient {
 #[derive(Debug, Deserialize)]
 struct UploadReply {
     path: String,
+    url: String,
+    version: Option<String>,
+}
+
+/// What the server stored: `POST /images/upload`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uploaded {
+    /// The stored path, for [`ImageClient::resize_url`].
+    pub path: String,
+    /// The resize URL of the stored image: absolute when the server has PUBLIC_BASE_URL, else
+    /// the path `/images/resize/...`.
+    pub url: String,
+    /// The stored object's version, for [`ResizeOptions::version`] (16 hex digits); `None`
+    /// from a server older than this field.
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -281,7 +375,7 @@ impl ImageClient {
     }
 
     /// Uploads `bytes` to `path` (multipart). The server sniffs the real type; `content_type`
-    /// is sent as the part's type. Returns the stored path.
+    /// is sent as the part's type. Returns the stored path, its URL and its version.
     ///
     /// # Errors
     /// [`ClientError::Status`] with the server's message (401 bad key, 413 too large, 415 not
@@ -292,7 +386,7 @@ impl ImageClient {
         bytes: Vec<u8>,
         path: &str,
         content_type: &str,
-    ) -> Result<String, ClientError> {
+    ) -> Result<Uploaded, ClientError> {
         let name = path.rsplit('/').next().unwrap_or("upload").to_owned();
         // Checked on an empty part first: a failed `mime_str` drops the part and its bytes.
         if reqwest::multipart::Part::bytes(Vec::new())
@@ -324,7 +418,12 @@ impl ImageClient {
                 message,
             });
         }
-        Ok(response.json::<UploadReply>().await?.path)
+        let reply = response.json::<UploadReply>().await?;
+        Ok(Uploaded {
+            path: reply.path,
+            url: reply.url,
+            version: reply.version,
+        })
     }
 }
 
@@ -376,6 +475,45 @@ mod tests {
         assert_eq!(
             c.resize_url("a.png", &avif),
             "http://cdn.example:3000/images/resize/a.png?format=avif"
+        );
+    }
+
+    #[test]
+    fn resize_url_names_every_parameter_of_the_url_api() {
+        let c = ImageClient::new("http://cdn.example", "k").unwrap();
+        let options = ResizeOptions {
+            width: Some(300),
+            zoom: Some(1.5),
+            min_height: Some(100),
+            trim: Some(25),
+            padding: Some([1, 2, 3, 4]),
+            pixelate: Some(8),
+            max_bytes: Some(50_000),
+            presets: vec!["thumb".into(), "gray".into()],
+            watermark: Some(WatermarkOptions {
+                mark: WatermarkMark::Text("© Acme".into()),
+                position: None,
+                opacity: None,
+                scale: None,
+            }),
+            version: Some("0123456789abcdef".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            c.resize_url("a.jpg", &options),
+            "http://cdn.example/images/resize/a.jpg?width=300&watermark_text=%C2%A9+Acme\
+             &zoom=1.5&min_height=100&trim=25&padding=1%2C2%2C3%2C4&pixelate=8&max_bytes=50000&preset=thumb%2Cgray\
+             &v=0123456789abcdef"
+        );
+        let placeholder = ResizeOptions {
+            format: Some(Format::Blurhash),
+            blurhash_components: Some((5, 2)),
+            lqip: false,
+            ..Default::default()
+        };
+        assert_eq!(
+            c.resize_url("a.jpg", &placeholder),
+            "http://cdn.example/images/resize/a.jpg?format=blurhash&blurhash_x=5&blurhash_y=2"
         );
     }
 

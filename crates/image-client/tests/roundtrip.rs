@@ -1,7 +1,9 @@
 //! The client against the real server on 127.0.0.1:0.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use image_client::{ClientError, Format, ImageClient, ResizeOptions};
+use image_client::{
+    ClientError, Format, ImageClient, ResizeOptions, WatermarkMark, WatermarkOptions,
+};
 use pretty_assertions::assert_eq;
 
 async fn start() -> (String, tempfile::TempDir, tokio::sync::oneshot::Sender<()>) {
@@ -38,11 +40,13 @@ fn photo() -> Vec<u8> {
 async fn upload_returns_the_path_and_resize_url_serves_it() {
     let (base, _dir, _stop) = start().await;
     let client = ImageClient::new(&base, "client-key").unwrap();
-    let path = client
+    let uploaded = client
         .upload(photo(), "albums/one photo.jpg", "image/jpeg")
         .await
         .unwrap();
-    assert_eq!(path, "albums/one photo.jpg");
+    assert_eq!(uploaded.path, "albums/one photo.jpg");
+    assert_eq!(uploaded.url, "/images/resize/albums/one%20photo.jpg");
+    let path = uploaded.path;
     let url = client.resize_url(
         &path,
         &ResizeOptions {
@@ -71,6 +75,80 @@ async fn upload_returns_the_path_and_resize_url_serves_it() {
     assert_eq!(img.width(), 180);
 }
 
+/// A URL pinned to the upload's version is cached for a year; a text watermark is drawn.
+#[tokio::test]
+async fn version_pins_and_text_watermarks_reach_the_server() {
+    let (base, _dir, _stop) = start().await;
+    let client = ImageClient::new(&base, "client-key").unwrap();
+    let uploaded = client
+        .upload(photo(), "pinned/photo.jpg", "image/jpeg")
+        .await
+        .unwrap();
+    let pinned = ResizeOptions {
+        width: Some(300),
+        format: Some(Format::Png),
+        version: uploaded.version.clone(),
+        ..Default::default()
+    };
+    let r = reqwest::get(client.resize_url(&uploaded.path, &pinned))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    let plain = image_pipeline::decode_to_rgba(&r.bytes().await.unwrap(), u64::MAX).unwrap();
+    let marked = ResizeOptions {
+        watermark: Some(WatermarkOptions {
+            mark: WatermarkMark::Text("© Acme".into()),
+            position: Some("centre".into()),
+            opacity: Some(1.0),
+            scale: Some(0.5),
+        }),
+        ..pinned
+    };
+    let url = client.resize_url(&uploaded.path, &marked);
+    assert!(url.contains("watermark_text=%C2%A9+Acme"), "{url}");
+    let body = reqwest::get(&url).await.unwrap().bytes().await.unwrap();
+    let img = image_pipeline::decode_to_rgba(&body, u64::MAX).unwrap();
+    assert_eq!(img.dimensions(), plain.dimensions());
+    assert_ne!(img.as_raw(), plain.as_raw(), "the text is drawn");
+
+    let placeholder = |options: ResizeOptions| {
+        let url = client.resize_url(&uploaded.path, &options);
+        async move {
+            let r = reqwest::get(&url).await.unwrap();
+            assert_eq!(r.headers()["content-type"], "application/json", "{url}");
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let hash = placeholder(ResizeOptions {
+        width: Some(300),
+        format: Some(Format::Blurhash),
+        blurhash_components: Some((5, 2)),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(hash["components"], serde_json::json!({"x": 5, "y": 2}));
+    assert_eq!(hash["blurhash"].as_str().unwrap().len(), 4 + 2 * 10);
+    let lqip = placeholder(ResizeOptions {
+        width: Some(300),
+        lqip: true,
+        ..Default::default()
+    })
+    .await;
+    assert!(
+        lqip["lqip"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/webp;base64,")
+    );
+    assert_eq!(
+        (&lqip["width"], &lqip["height"]),
+        (&serde_json::json!(300), &serde_json::json!(200))
+    );
+}
+
 #[tokio::test]
 async fn a_wrong_key_is_reported_with_the_server_message() {
     let (base, _dir, _stop) = start().await;
@@ -91,7 +169,8 @@ async fn signed_urls_are_served_by_a_server_that_requires_them() {
     let path = client
         .upload(photo(), "signed/one photo.jpg", "image/jpeg")
         .await
-        .unwrap();
+        .unwrap()
+        .path;
     let options = ResizeOptions {
         width: Some(120),
         format: Some(Format::Jpeg),

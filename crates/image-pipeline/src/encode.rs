@@ -114,6 +114,10 @@ pub(crate) fn encode(
             Ok(out)
         }
         OutputFormat::Avif => avif(img, quality),
+        // Answered by `placeholder` before any image encoder runs.
+        OutputFormat::Blurhash | OutputFormat::Lqip => {
+            Err(enc("a placeholder is not an image encoding"))
+        }
     }
 }
 

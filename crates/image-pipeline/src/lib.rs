@@ -5,31 +5,40 @@
 //! is the cache key), fetches the source (and watermark) bytes, and calls [`transform`].
 //!
 //! Order of operations: decode (JPEG shrink-on-load when the output is small), embedded ICC
-//! profile to sRGB, EXIF orient, crop, resize (fit and position), rotate, flip/flop, blur,
-//! sharpen, grayscale, watermark, encode.
+//! profile to sRGB, EXIF orient, crop, trim, resize (fit and position), rotate, flip/flop,
+//! blur, sharpen, pixelate, grayscale, padding, watermark (an image or text), encode; or,
+//! instead of the encode, a placeholder (BlurHash or LQIP, `placeholder`).
 //!
 //! Decode, colour conversion and resize of an opaque image compute what sharp 0.34 (libvips
 //! 8.17) computes, to the bit (`tests/libvips_parity.rs`): the same shrink-on-load, Little CMS
 //! to libvips' sRGB profile, and libvips' Lanczos3 arithmetic (`reduce`). With the encoders at
 //! sharp's settings (WebP method 4) the output files are sharp's.
 
+mod budget;
 mod colour;
 mod decode;
 mod encode;
 mod error;
 mod heif_boxes;
+mod info;
 mod ops;
+mod placeholder;
 mod reduce;
 mod shrink;
 mod spec;
+mod text;
+mod trim;
 
 use image::DynamicImage;
 
 pub use decode::{SourceFormat, SourceInfo, probe, sniff, verify};
 pub use error::PipelineError;
+pub use info::{ExifFields, ImageInfo, info};
 pub use spec::{
     CropRect, Fit, FormatParam, Limits, OutputFormat, Position, Rgba, TransformSpec, Watermark,
+    WatermarkMark,
 };
+pub use text::MAX_WATERMARK_TEXT_CHARS;
 
 /// An encoded result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +57,8 @@ pub struct Output {
 /// with transparent pixels as PNG ([`Output::format`] says which).
 ///
 /// `watermark` holds the bytes of the image named by `spec.watermark` (the caller fetches it);
-/// it is ignored when the spec has no watermark.
+/// it is ignored when the spec has no image watermark. A text watermark is drawn here
+/// (`text.rs`), `scale` of the output's width wide.
 ///
 /// # Errors
 /// - [`PipelineError::NotAnImage`]: the source (or watermark) is not a supported format (415);
@@ -91,7 +101,44 @@ pub fn transform(
             (c.left, c.top, c.width, c.height)
         }
     };
-    let plan = output_plan((crop.2, crop.3), spec, limits)?;
+    // `trim` finds its box on the picture itself: it is decoded whole first (a full-size
+    // decode, where the other requests shrink on load), and the box inside the border becomes
+    // the crop the plan is made for.
+    let (crop, plan, decoded) = match spec.trim {
+        None => (crop, output_plan((crop.2, crop.3), spec, limits)?, None),
+        Some(threshold) => {
+            let (full, scale) = decode::decode(source, &info, 1.0)?;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let at = |v: u32, s: f64| (f64::from(v) * s).round() as u32;
+            let region = full.crop_imm(
+                at(crop.0, scale.0),
+                at(crop.1, scale.1),
+                at(crop.2, scale.0).max(1),
+                at(crop.3, scale.1).max(1),
+            );
+            let (l, t, w, h) = trim::content_box(&region, threshold);
+            // A whole decode is at scale 1 on every path; the division keeps it right if not.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let back = |v: u32, s: f64| (f64::from(v) / s).round() as u32;
+            let (l, t) = (back(l, scale.0), back(t, scale.1));
+            let crop = (
+                crop.0 + l,
+                crop.1 + t,
+                back(w, scale.0).clamp(1, crop.2 - l.min(crop.2 - 1)),
+                back(h, scale.1).clamp(1, crop.3 - t.min(crop.3 - 1)),
+            );
+            let plan = output_plan((crop.2, crop.3), spec, limits)?;
+            (crop, plan, Some((full, scale)))
+        }
+    };
+    if let Some(sides) = spec.padding {
+        padding_fits(
+            ops::rotated_size(plan.pad_to.unwrap_or(plan.resize), spec.rotate),
+            sides,
+            (crop.2, crop.3),
+            limits,
+        )?;
+    }
     // An explicit AVIF over the cap is refused from the plan, before anything is decoded.
     if format == OutputFormat::Avif && spec.format == Some(FormatParam::Avif) {
         avif_fits(
@@ -112,9 +159,12 @@ pub fn transform(
         position: spec.position,
         min_scale,
     };
-    let mut img = match job.reduce_png_streamed()? {
-        Some(img) => img,
-        None => job.decode_and_resize()?,
+    let mut img = match decoded {
+        Some((full, scale)) => job.resize(&full, scale)?,
+        None => match job.reduce_png_streamed()? {
+            Some(img) => img,
+            None => job.decode_and_resize()?,
+        },
     };
 
     // format=auto does not flatten transparency: a client that accepts neither AVIF nor WebP
@@ -152,11 +202,39 @@ pub fn transform(
     if spec.sharpen {
         img = ops::sharpen(img);
     }
+    if let Some(block) = spec.pixelate {
+        img = ops::pixelate(img, block);
+    }
     if spec.grayscale {
         img = ops::grayscale(img);
     }
-    if let (Some(wm), Some(bytes)) = (&spec.watermark, watermark) {
-        img = apply_watermark(img, bytes, wm, limits)?;
+    if let Some(sides) = spec.padding {
+        img = ops::extend(&img, sides, bg);
+    }
+    if let Some(wm) = &spec.watermark {
+        img = match (&wm.mark, watermark) {
+            (WatermarkMark::Image(_), Some(bytes)) => apply_watermark(img, bytes, wm, limits)?,
+            (WatermarkMark::Image(_), None) => img,
+            (WatermarkMark::Text(text), _) => {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let width = ((f64::from(img.width()) * f64::from(wm.scale)).round() as u32).max(1);
+                let mark = text::render(text, width, img.height())?;
+                ops::composite(img, &mark, wm.position, wm.opacity)
+            }
+        };
+    }
+    if matches!(format, OutputFormat::Blurhash | OutputFormat::Lqip) {
+        let bytes = if format == OutputFormat::Blurhash {
+            placeholder::blurhash(&img, spec.blurhash_components)?
+        } else {
+            placeholder::lqip(&img, limits.webp_effort)?
+        };
+        return Ok(Output {
+            bytes,
+            format,
+            width: img.width(),
+            height: img.height(),
+        });
     }
     if format == OutputFormat::Jpeg && img.color().has_alpha() {
         img = flatten(&img, bg);
@@ -168,16 +246,20 @@ pub fn transform(
         }
         other => other,
     };
-    let bytes = encode::encode(
-        &img,
-        format,
-        encode::Settings {
-            quality: spec.quality,
-            progressive: spec.progressive,
-            gray: spec.grayscale,
-            webp_effort: limits.webp_effort,
-        },
-    )?;
+    let settings = encode::Settings {
+        quality: spec.quality,
+        progressive: spec.progressive,
+        gray: spec.grayscale,
+        webp_effort: limits.webp_effort,
+    };
+    let bytes = match spec.max_bytes {
+        None => encode::encode(&img, format, settings)?,
+        Some(budget) => {
+            let (bytes, fitted) = budget::encode_within(img, format, settings, budget)?;
+            img = fitted;
+            bytes
+        }
+    };
     Ok(Output {
         bytes,
         format,
@@ -213,10 +295,15 @@ impl ResizeJob<'_> {
     /// Decodes the source no larger than `min_scale` needs, then cuts and resizes it as `plan` says.
     fn decode_and_resize(&self) -> Result<DynamicImage, PipelineError> {
         let (img, scale) = decode::decode(self.source, self.info, self.min_scale)?;
+        self.resize(&img, scale)
+    }
+
+    /// Cuts and resizes `img`, decoded at `scale` of the full size per axis, as `plan` says.
+    fn resize(&self, img: &DynamicImage, scale: (f64, f64)) -> Result<DynamicImage, PipelineError> {
         let region = scaled_region(self.crop, scale);
-        let region = ops::place(&img, region, self.plan.keep, self.position);
+        let region = ops::place(img, region, self.plan.keep, self.position);
         let shrink = self.plan.scale.map(|s| (scale.0 / s, scale.1 / s));
-        ops::resize(&img, region, self.plan.resize, shrink)
+        ops::resize(img, region, self.plan.resize, shrink)
     }
 
     /// The PNG fast path: an RGB PNG that shrinks by 2 or more is streamed row by row through
@@ -291,10 +378,47 @@ fn output_plan(
         size.0.max(size.1) <= max && max_area.is_none_or(|most| area(size) <= most)
     };
     let plan = |w, h, fit, enlarge| ops::plan(crop, w, h, fit, enlarge);
-    let mut chosen = plan(spec.width, spec.height, spec.fit, spec.enlarge);
+    let mut enlarge = spec.enlarge;
+    // A request without a size is fitted inside the default box, if the server has one; with
+    // `zoom` alone it is the source region times the zoom.
+    let mut chosen = match (spec.width, spec.height, spec.default_box, spec.zoom) {
+        (None, None, _, Some(z)) => {
+            enlarge |= z > 1.0;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let w = (f64::from(crop.0) * z)
+                .round()
+                .max(1.0)
+                .min(f64::from(u32::MAX)) as u32;
+            plan(Some(w), None, Fit::Inside, enlarge)
+        }
+        (None, None, Some((w, h)), None) => plan(w, h, Fit::Inside, false),
+        _ => plan(spec.width, spec.height, spec.fit, spec.enlarge),
+    };
+    // `min_width` and `min_height`: a result smaller than them is scaled up, its shape kept.
+    let (rw, rh) = chosen.resize;
+    let need_w = spec.min_width.map_or(1.0, |m| f64::from(m) / f64::from(rw));
+    let need_h = spec
+        .min_height
+        .map_or(1.0, |m| f64::from(m) / f64::from(rh));
+    let grow = need_w.max(need_h);
+    if grow > 1.0 {
+        enlarge = true;
+        let boxed = spec.width.is_some() && spec.height.is_some() && spec.fit != Fit::Inside;
+        chosen = if boxed {
+            // A box that crops, pads or stretches: the box grows, the fit stays.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let by = |v: u32| (f64::from(v) * grow).ceil().min(f64::from(u32::MAX)) as u32;
+            plan(spec.width.map(by), spec.height.map(by), spec.fit, true)
+        } else if need_w >= need_h {
+            plan(spec.min_width, None, Fit::Inside, true)
+        } else {
+            plan(None, spec.min_height, Fit::Inside, true)
+        };
+    }
+    let asked = spec.width.is_some() || spec.height.is_some() || spec.zoom.is_some() || grow > 1.0;
     let outer = |p: &ops::Plan| ops::rotated_size(p.pad_to.unwrap_or(p.resize), spec.rotate);
     let (ow, oh) = outer(&chosen);
-    if !fits((ow, oh)) && spec.width.is_none() && spec.height.is_none() {
+    if !fits((ow, oh)) && !asked {
         // The turned box grows in proportion to the picture: scale the picture by the share
         // of the limits the box may take, rounded down.
         let mut share = f64::from(max) / f64::from(ow.max(oh));
@@ -319,9 +443,7 @@ fn output_plan(
             share *= 0.99;
         }
     }
-    if spec.enlarge
-        && let Some(most) = limits.max_enlarge
-    {
+    if enlarge && let Some(most) = limits.max_enlarge {
         enlargement_fits(&chosen, crop, most)?;
     }
     let (pw, ph) = chosen.pad_to.unwrap_or(chosen.resize);
@@ -353,6 +475,43 @@ fn output_plan(
         name: name.into(),
         reason,
     })
+}
+
+/// Refuses `padding` that takes the `output` (after rotation) past MAX_OUTPUT_DIMENSION, or, on
+/// an unsigned URL, past MAX_UNSIGNED_OUTPUT_PIXELS when it grows larger than its source
+/// region `crop`, naming `padding`; decided before decoding.
+fn padding_fits(
+    output: (u32, u32),
+    [t, r, b, l]: [u32; 4],
+    crop: (u32, u32),
+    limits: &Limits,
+) -> Result<(), PipelineError> {
+    let padded = (
+        u64::from(output.0) + u64::from(l) + u64::from(r),
+        u64::from(output.1) + u64::from(t) + u64::from(b),
+    );
+    let bad = |reason: String| PipelineError::BadParam {
+        name: "padding".into(),
+        reason,
+    };
+    let max = u64::from(limits.max_output_dimension);
+    if padded.0.max(padded.1) > max {
+        return Err(bad(format!(
+            "the padded output would be {}x{}, above the limit of {max} pixels a side",
+            padded.0, padded.1
+        )));
+    }
+    if let Some(cap) = limits.max_grown_output_pixels {
+        let most = cap.max(area(crop));
+        if padded.0 * padded.1 > most {
+            return Err(bad(format!(
+                "the padded output would be {}x{}, more than the {most} pixels an unsigned URL \
+                 may ask for (MAX_UNSIGNED_OUTPUT_PIXELS): pad less, or sign the URL",
+                padded.0, padded.1
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Width times height, in pixels.

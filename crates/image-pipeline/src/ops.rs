@@ -312,6 +312,44 @@ pub(crate) fn pad(
     keep_alpha_only_if_needed(canvas, img.color().has_alpha() || bg[3] != 255)
 }
 
+/// Adds `[top, right, bottom, left]` pixels of `bg` around `img` (`padding`).
+pub(crate) fn extend(img: &DynamicImage, [t, r, b, l]: [u32; 4], bg: [u8; 4]) -> DynamicImage {
+    let (w, h) = (img.width() + l + r, img.height() + t + b);
+    let mut canvas = RgbaImage::from_pixel(w, h, Px(bg));
+    image::imageops::overlay(&mut canvas, &img.to_rgba8(), i64::from(l), i64::from(t));
+    keep_alpha_only_if_needed(canvas, img.color().has_alpha() || bg[3] != 255)
+}
+
+/// Pixelates `img` in `block` x `block` squares from the top-left corner, each the mean of its
+/// pixels (the last row and column of squares may be smaller), as imgproxy's `pixelate`.
+pub(crate) fn pixelate(img: DynamicImage, block: u32) -> DynamicImage {
+    let has_alpha = img.color().has_alpha();
+    let mut canvas = img.to_rgba8();
+    let (w, h) = canvas.dimensions();
+    for by in (0..h).step_by(block as usize) {
+        for bx in (0..w).step_by(block as usize) {
+            let (bw, bh) = (block.min(w - bx), block.min(h - by));
+            let mut sum = [0u64; 4];
+            for y in by..by + bh {
+                for x in bx..bx + bw {
+                    for (s, v) in sum.iter_mut().zip(canvas.get_pixel(x, y).0) {
+                        *s += u64::from(v);
+                    }
+                }
+            }
+            let n = u64::from(bw) * u64::from(bh);
+            #[allow(clippy::cast_possible_truncation)]
+            let mean = Px(sum.map(|s| ((s + n / 2) / n) as u8));
+            for y in by..by + bh {
+                for x in bx..bx + bw {
+                    canvas.put_pixel(x, y, mean);
+                }
+            }
+        }
+    }
+    keep_alpha_only_if_needed(canvas, has_alpha)
+}
+
 fn keep_alpha_only_if_needed(img: RgbaImage, alpha: bool) -> DynamicImage {
     if alpha {
         DynamicImage::ImageRgba8(img)

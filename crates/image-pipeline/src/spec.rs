@@ -75,6 +75,10 @@ pub enum FormatParam {
     Avif,
     /// `auto`: AVIF, WebP or JPEG chosen from the client's Accept header.
     Auto,
+    /// `blurhash`: the BlurHash of the result as JSON (docs/image-service.md §4, Placeholders).
+    Blurhash,
+    /// `lqip=true`: a tiny blurred WebP of the result as a `data:` URL in JSON.
+    Lqip,
 }
 
 /// A concrete output format, after `auto` has been resolved.
@@ -88,6 +92,10 @@ pub enum OutputFormat {
     Png,
     /// AVIF through rav1e (only with the `avif` feature; otherwise `auto` never picks it).
     Avif,
+    /// `{"blurhash", "components": {"x", "y"}, "width", "height"}` (JSON, not an image).
+    Blurhash,
+    /// `{"lqip": "data:image/webp;base64,...", "width", "height"}` (JSON, not an image).
+    Lqip,
 }
 
 impl OutputFormat {
@@ -98,6 +106,7 @@ impl OutputFormat {
             Self::Jpeg => "image/jpeg",
             Self::Png => "image/png",
             Self::Avif => "image/avif",
+            Self::Blurhash | Self::Lqip => "application/json",
         }
     }
 
@@ -112,6 +121,10 @@ impl OutputFormat {
             Some(Self::Webp)
         } else if bytes.get(4..12) == Some(b"ftypavif") {
             Some(Self::Avif)
+        } else if bytes.starts_with(b"{\"blurhash\":") {
+            Some(Self::Blurhash)
+        } else if bytes.starts_with(b"{\"lqip\":") {
+            Some(Self::Lqip)
         } else {
             None
         }
@@ -124,6 +137,8 @@ impl OutputFormat {
             Self::Jpeg => "jpeg",
             Self::Png => "png",
             Self::Avif => "avif",
+            Self::Blurhash => "blurhash",
+            Self::Lqip => "lqip",
         }
     }
 
@@ -299,11 +314,21 @@ pub struct CropRect {
     pub height: u32,
 }
 
-/// A watermark: another stored image composited onto the output.
+/// What a watermark shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatermarkMark {
+    /// Object path of a stored image (`watermark`, validated by the server like any path).
+    Image(String),
+    /// One line of text (`watermarkText`, 1..=200 characters, no control characters), drawn
+    /// in the bundled font without any markup (docs/image-service.md §4).
+    Text(String),
+}
+
+/// A watermark: a stored image or a line of text composited onto the output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Watermark {
-    /// Object path of the watermark image (validated by the server like any path).
-    pub path: String,
+    /// The image or the text.
+    pub mark: WatermarkMark,
     /// Corner or edge it sits at; default south-east.
     pub position: Position,
     /// 0..=1, default 0.5.
@@ -312,10 +337,21 @@ pub struct Watermark {
     pub scale: f32,
 }
 
+impl Watermark {
+    /// The stored image's path, when the watermark is one.
+    pub fn image_path(&self) -> Option<&str> {
+        match &self.mark {
+            WatermarkMark::Image(path) => Some(path),
+            WatermarkMark::Text(_) => None,
+        }
+    }
+}
+
 /// Every transformation of one request, validated and normalised.
 ///
 /// Built by [`TransformSpec::from_query`]; applied by [`crate::transform`] in the order
-/// decode, orient, crop, resize, rotate, flip/flop, blur, sharpen, grayscale, watermark, encode.
+/// decode, orient, crop, trim, resize, rotate, flip/flop, blur, sharpen, pixelate, grayscale,
+/// padding, watermark, encode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransformSpec {
     /// Target width in pixels, 1..=max_output_dimension, `dpr` already applied.
@@ -345,6 +381,32 @@ pub struct TransformSpec {
     pub enlarge: bool,
     /// Progressive JPEG (default false).
     pub progressive: bool,
+    /// The box a request without `width` and `height` is fitted inside, never enlarged
+    /// ([`TransformSpec::fit_unsized_into`]); `None` sides are free.
+    pub default_box: Option<(Option<u32>, Option<u32>)>,
+    /// `zoom`, above 0 and at most 5: multiplies `width` and `height` (as `dpr` does, with
+    /// which it combines), or, without them, scales the source region (imgproxy's `zoom`).
+    pub zoom: Option<f64>,
+    /// Smallest width of the result (`min_width`): a smaller one is scaled up, its shape kept,
+    /// enlarging if needed (held to MAX_UNSIGNED_ENLARGE on unsigned URLs).
+    pub min_width: Option<u32>,
+    /// Smallest height of the result (`min_height`), as `min_width`.
+    pub min_height: Option<u32>,
+    /// Byte budget of the encoded result (`max_bytes`, 100..=2^31): the quality is lowered,
+    /// then the picture shrunk, until it fits (`budget.rs`).
+    pub max_bytes: Option<u64>,
+    /// Remove a uniform border before resizing (`trim`): pixels that differ from the top-left
+    /// one by at most this much (0..=255 per channel, after a 3x3 median) are border, as
+    /// libvips' `find_trim`; `trim=true` is 10, its default. Applied to the crop rectangle.
+    pub trim: Option<u8>,
+    /// Border added around the result in the background colour (`padding`), in pixels:
+    /// top, right, bottom, left (CSS order).
+    pub padding: Option<[u32; 4]>,
+    /// Block size of the pixelate filter in pixels, 2..=256 (`pixelate`).
+    pub pixelate: Option<u32>,
+    /// BlurHash components across and down, 1..=9 each (`blurhash_x`, `blurhash_y`; default
+    /// 4 and 3, BlurHash's own); used by `format=blurhash` only.
+    pub blurhash_components: (u8, u8),
     pub watermark: Option<Watermark>,
 }
 
@@ -367,6 +429,15 @@ impl Default for TransformSpec {
             background: None,
             enlarge: false,
             progressive: false,
+            blurhash_components: (4, 3),
+            default_box: None,
+            zoom: None,
+            min_width: None,
+            min_height: None,
+            max_bytes: None,
+            trim: None,
+            padding: None,
+            pixelate: None,
             watermark: None,
         }
     }
@@ -385,6 +456,33 @@ fn switch(name: &str, v: &str) -> Result<bool, PipelineError> {
         "false" | "0" | "no" | "off" => Ok(false),
         _ => Err(bad(name, "expected true, false, 1, 0 or no value")),
     }
+}
+
+/// `padding`: one to four pixel counts, comma-separated, in CSS order (`10`; `10,20` top and
+/// bottom, left and right; `10,20,30` top, left and right, bottom; `10,20,30,40` top, right,
+/// bottom, left). All zero is no padding.
+fn padding(name: &str, v: &str, max: u32) -> Result<Option<[u32; 4]>, PipelineError> {
+    let sides = v
+        .split(',')
+        .map(|n| pixels(name, n, 0, max))
+        .collect::<Result<Vec<u32>, _>>()?;
+    let [t, r, b, l] = match sides[..] {
+        [a] => [a, a, a, a],
+        [v, h] => [v, h, v, h],
+        [t, h, b] => [t, h, b, h],
+        [t, r, b, l] => [t, r, b, l],
+        _ => return Err(bad(name, "expected 1 to 4 pixel counts, comma-separated")),
+    };
+    Ok((t | r | b | l != 0).then_some([t, r, b, l]))
+}
+
+/// A BlurHash component count, 1..=9 (the format's limit).
+fn component(name: &str, v: &str) -> Result<u8, PipelineError> {
+    v.trim()
+        .parse::<u8>()
+        .ok()
+        .filter(|n| (1..=9).contains(n))
+        .ok_or_else(|| bad(name, "must be a whole number from 1 to 9"))
 }
 
 fn number(name: &str, v: &str) -> Result<f64, PipelineError> {
@@ -445,16 +543,17 @@ impl TransformSpec {
     /// device pixel ratio of imgproxy, imgix and Cloudinary (0 < dpr <= 5; it multiplies width
     /// and height, so `width=400&dpr=2` is `width=800`, cache entry included); snake_case and
     /// camelCase spellings of the multi-word names are both accepted. Unknown names are ignored
-    /// (and so never reach the cache key), so clients sending extra parameters keep working;
-    /// this includes the original SDK's `watermarkText`: text watermarks are not offered.
-    /// The original SDK's `watermarkImage`, `watermarkPosition` (`top-left`...) and
-    /// `watermarkOpacity` are accepted.
+    /// (and so never reach the cache key), so clients sending extra parameters keep working.
+    /// The original SDK's `watermarkImage`, `watermarkText`, `watermarkPosition`
+    /// (`top-left`...) and `watermarkOpacity` are accepted.
     ///
     /// # Errors
     /// [`PipelineError::BadParam`] naming the first invalid parameter: a width or height of 0,
     /// not a number or above `limits.max_output_dimension` (`dpr` when the ratio takes it
     /// there); a dpr outside (0, 5]; quality outside 1..=100; rotate
-    /// outside 0..=360; an unknown format, fit or position; an incomplete crop rectangle.
+    /// outside 0..=360; an unknown format, fit or position; an incomplete crop rectangle; a
+    /// `watermarkText` that is empty, over 200 characters, holds a control character, or comes
+    /// with a watermark image.
     pub fn from_query<'a, I>(pairs: I, limits: &Limits) -> Result<Self, PipelineError>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
@@ -465,6 +564,9 @@ impl TransformSpec {
         let mut wm_opacity = 0.5_f32;
         let mut wm_scale = 0.25_f32;
         let mut wm_path = None;
+        let mut wm_text = None;
+        let mut lqip = None;
+        let mut zoom = None;
         let mut dpr = None;
         let max = limits.max_output_dimension;
         for (key, v) in pairs {
@@ -496,7 +598,13 @@ impl TransformSpec {
                         }
                         "avif" => FormatParam::Avif,
                         "auto" => FormatParam::Auto,
-                        _ => return Err(bad(key, "expected webp, jpeg, png, avif or auto")),
+                        "blurhash" => FormatParam::Blurhash,
+                        _ => {
+                            return Err(bad(
+                                key,
+                                "expected webp, jpeg, png, avif, auto or blurhash",
+                            ));
+                        }
                     });
                 }
                 "quality" | "q" => {
@@ -523,6 +631,46 @@ impl TransformSpec {
                 "grayscale" | "greyscale" => spec.grayscale = switch(key, v)?,
                 "enlarge" => spec.enlarge = switch(key, v)?,
                 "progressive" => spec.progressive = switch(key, v)?,
+                "lqip" => lqip = Some((key, switch(key, v)?)),
+                "trim" => {
+                    spec.trim = match v.trim().parse::<u8>() {
+                        Ok(threshold) => Some(threshold),
+                        Err(_) => switch(key, v)
+                            .map_err(|_| bad(key, "expected a threshold 0..=255, true or false"))?
+                            .then_some(10),
+                    };
+                }
+                "padding" => spec.padding = padding(key, v, max)?,
+                "zoom" => {
+                    let z = number(key, v)?;
+                    if !(z > 0.0 && z <= MAX_DPR) {
+                        return Err(bad(key, format!("must be above 0 and at most {MAX_DPR}")));
+                    }
+                    zoom = Some((key, z));
+                }
+                "minwidth" => spec.min_width = Some(pixels(key, v, 1, max)?),
+                "minheight" => spec.min_height = Some(pixels(key, v, 1, max)?),
+                "maxbytes" => {
+                    let n = v
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|n| (100..=1 << 31).contains(n));
+                    spec.max_bytes =
+                        Some(n.ok_or_else(|| {
+                            bad(key, "must be a byte count from 100 to 2147483648")
+                        })?);
+                }
+                "pixelate" => {
+                    let n = pixels(key, v, 1, 256)?;
+                    spec.pixelate = (n > 1).then_some(n);
+                }
+                "blurhashx" => {
+                    spec.blurhash_components.0 = component(key, v)?;
+                }
+                "blurhashy" => {
+                    spec.blurhash_components.1 = component(key, v)?;
+                }
                 "blur" => {
                     let s = number(key, v)?;
                     if !(0.0..=100.0).contains(&s) {
@@ -558,6 +706,9 @@ impl TransformSpec {
                 "watermark" | "watermarkimage" => {
                     wm_path = Some(v.to_owned()).filter(|p| !p.is_empty())
                 }
+                "watermarktext" => {
+                    wm_text = Some(crate::text::checked(key, v)?);
+                }
                 "watermarkposition" => {
                     wm_position = Position::parse(v)
                         .filter(|p| !matches!(p, Position::Entropy | Position::Attention))
@@ -584,9 +735,27 @@ impl TransformSpec {
                 _ => {}
             }
         }
+        if let Some((key, true)) = lqip {
+            match spec.format {
+                None | Some(FormatParam::Lqip) => spec.format = Some(FormatParam::Lqip),
+                Some(_) => {
+                    return Err(bad(
+                        key,
+                        "a placeholder is a small WebP: leave out `format`",
+                    ));
+                }
+            }
+        }
         if let Some((key, d)) = dpr {
             spec.width = spec.width.map(|w| scaled(key, w, d, max)).transpose()?;
             spec.height = spec.height.map(|h| scaled(key, h, d, max)).transpose()?;
+        }
+        if let Some((key, z)) = zoom {
+            if spec.width.is_none() && spec.height.is_none() {
+                spec.zoom = Some(z);
+            }
+            spec.width = spec.width.map(|w| scaled(key, w, z, max)).transpose()?;
+            spec.height = spec.height.map(|h| scaled(key, h, z, max)).transpose()?;
         }
         spec.crop = match crop {
             [None, None, None, None] => None,
@@ -603,13 +772,41 @@ impl TransformSpec {
                 ));
             }
         };
-        spec.watermark = wm_path.map(|path| Watermark {
-            path,
+        let mark = match (wm_path, wm_text) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "watermarkText",
+                    "give a watermark image or a watermark text, not both",
+                ));
+            }
+            (Some(path), None) => Some(WatermarkMark::Image(path)),
+            (None, Some(text)) => Some(WatermarkMark::Text(text)),
+            (None, None) => None,
+        };
+        spec.watermark = mark.map(|mark| Watermark {
+            mark,
             position: wm_position,
             opacity: wm_opacity,
             scale: wm_scale,
         });
         Ok(spec)
+    }
+
+    /// Gives a request that names neither `width` nor `height` the default box: the output is
+    /// fitted inside `width` x `height` and never enlarged, whatever `fit` and `enlarge` say
+    /// (without a size they had nothing to act on). A 0 side is left free; 0 x 0 changes
+    /// nothing. The original service capped such requests at 1920x1080 (DEFAULT_OUTPUT_WIDTH
+    /// and DEFAULT_OUTPUT_HEIGHT, docs/image-service.md §4). The box is a size the source
+    /// gives, not one asked for: a turned picture is shrunk to the output limits as before.
+    pub fn fit_unsized_into(&mut self, width: u32, height: u32) {
+        if self.width.is_some()
+            || self.height.is_some()
+            || self.zoom.is_some()
+            || (width == 0 && height == 0)
+        {
+            return;
+        }
+        self.default_box = Some(((width > 0).then_some(width), (height > 0).then_some(height)));
     }
 
     /// The concrete output format: `auto` resolved against the Accept header, absent = WebP.
@@ -620,6 +817,8 @@ impl TransformSpec {
             Some(FormatParam::Png) => OutputFormat::Png,
             Some(FormatParam::Avif) => OutputFormat::Avif,
             Some(FormatParam::Auto) => OutputFormat::negotiate(accept),
+            Some(FormatParam::Blurhash) => OutputFormat::Blurhash,
+            Some(FormatParam::Lqip) => OutputFormat::Lqip,
         }
     }
 }
@@ -636,11 +835,26 @@ impl fmt::Display for TransformSpec {
                 c.left, c.top, c.width, c.height
             ));
         }
+        if let Some(t) = self.trim {
+            parts.push(format!("trim={t}"));
+        }
         if let Some(w) = self.width {
             parts.push(format!("w={w}"));
         }
         if let Some(h) = self.height {
             parts.push(format!("h={h}"));
+        }
+        if let Some(z) = self.zoom {
+            parts.push(format!("zoom={z}"));
+        }
+        for (min, name) in [(self.min_width, "minw"), (self.min_height, "minh")] {
+            if let Some(m) = min {
+                parts.push(format!("{name}={m}"));
+            }
+        }
+        if let Some((w, h)) = self.default_box {
+            let side = |v: Option<u32>| v.map_or_else(String::new, |v| v.to_string());
+            parts.push(format!("box={}x{}", side(w), side(h)));
         }
         if self.fit != d.fit {
             parts.push(format!("fit={}", self.fit.name()));
@@ -670,13 +884,24 @@ impl fmt::Display for TransformSpec {
                 parts.push(name.into());
             }
         }
+        if let Some(n) = self.pixelate {
+            parts.push(format!("pixelate={n}"));
+        }
+        if let Some([t, r, b, l]) = self.padding {
+            parts.push(format!("pad={t},{r},{b},{l}"));
+        }
         if let Some(w) = &self.watermark {
+            let (name, value) = match &w.mark {
+                WatermarkMark::Image(path) => ("wm", path),
+                WatermarkMark::Text(text) => ("wmt", text),
+            };
             parts.push(format!(
-                "wm={},{},{},{}",
-                w.path
+                "{name}={},{},{},{}",
+                value
                     .replace('%', "%25")
                     .replace(',', "%2C")
-                    .replace('&', "%26"),
+                    .replace('&', "%26")
+                    .replace('|', "%7C"),
                 w.position.name(),
                 w.opacity,
                 w.scale
@@ -689,10 +914,19 @@ impl fmt::Display for TransformSpec {
             Some(FormatParam::Png) => parts.push("f=png".into()),
             Some(FormatParam::Avif) => parts.push("f=avif".into()),
             Some(FormatParam::Auto) => parts.push("f=auto".into()),
+            Some(FormatParam::Blurhash) => parts.push("f=blurhash".into()),
+            Some(FormatParam::Lqip) => parts.push("f=lqip".into()),
         }
         parts.push(format!("q={}", self.quality));
+        if let Some(n) = self.max_bytes {
+            parts.push(format!("maxb={n}"));
+        }
         if self.progressive {
             parts.push("progressive".into());
+        }
+        if self.format == Some(FormatParam::Blurhash) && self.blurhash_components != (4, 3) {
+            let (x, y) = self.blurhash_components;
+            parts.push(format!("bh={x}x{y}"));
         }
         f.write_str(&parts.join("&"))
     }
@@ -705,6 +939,21 @@ mod tests {
 
     fn parse(q: &[(&str, &str)]) -> Result<TransformSpec, PipelineError> {
         TransformSpec::from_query(q.iter().copied(), &Limits::default())
+    }
+
+    #[test]
+    fn a_request_without_a_size_is_fitted_inside_the_default_box_and_never_enlarged() {
+        let boxed = |q: &[(&str, &str)], w, h| {
+            let mut spec = parse(q).unwrap();
+            spec.fit_unsized_into(w, h);
+            spec.to_string()
+        };
+        assert_eq!(boxed(&[], 1920, 1080), "box=1920x1080&q=80");
+        assert_eq!(boxed(&[], 1920, 0), "box=1920x&q=80");
+        assert_eq!(boxed(&[], 0, 0), "q=80");
+        // A size named by the URL wins, on either side.
+        assert_eq!(boxed(&[("width", "300")], 1920, 1080), "w=300&q=80");
+        assert_eq!(boxed(&[("height", "200")], 1920, 1080), "h=200&q=80");
     }
 
     #[test]
@@ -1113,7 +1362,62 @@ mod tests {
             ),
             ("watermark=l.png&watermarkScale=0", Err("watermarkScale")),
             ("watermark=l.png&watermarkScale=1.01", Err("watermarkScale")),
-            ("unknown=1&watermarkText=hi", Ok("q=80")),
+            ("unknown=1", Ok("q=80")),
+            ("width=100&zoom=2", Ok("w=200&q=80")),
+            ("width=100&dpr=2&zoom=1.5", Ok("w=300&q=80")),
+            ("zoom=0.5", Ok("zoom=0.5&q=80")),
+            ("zoom=0", Err("zoom")),
+            ("zoom=6", Err("zoom")),
+            ("width=5000&zoom=2", Err("zoom")),
+            ("min_width=300", Ok("minw=300&q=80")),
+            ("minWidth=300&min_height=200", Ok("minw=300&minh=200&q=80")),
+            ("min_height=0", Err("min_height")),
+            ("max_bytes=20000", Ok("q=80&maxb=20000")),
+            ("maxBytes=100", Ok("q=80&maxb=100")),
+            ("max_bytes=99", Err("max_bytes")),
+            ("max_bytes=lots", Err("max_bytes")),
+            ("trim", Ok("trim=10&q=80")),
+            ("trim=true", Ok("trim=10&q=80")),
+            ("trim=false", Ok("q=80")),
+            ("trim=0", Ok("trim=0&q=80")),
+            ("trim=40&width=100", Ok("trim=40&w=100&q=80")),
+            ("trim=256", Err("trim")),
+            ("trim=lots", Err("trim")),
+            ("padding=10", Ok("pad=10,10,10,10&q=80")),
+            ("padding=1,2", Ok("pad=1,2,1,2&q=80")),
+            ("padding=1,2,3", Ok("pad=1,2,3,2&q=80")),
+            ("padding=1,2,3,4", Ok("pad=1,2,3,4&q=80")),
+            ("padding=0", Ok("q=80")),
+            ("padding=1,2,3,4,5", Err("padding")),
+            ("padding=-1", Err("padding")),
+            ("padding=9000", Err("padding")),
+            ("pixelate=8", Ok("pixelate=8&q=80")),
+            ("pixelate=1", Ok("q=80")),
+            ("pixelate=0", Err("pixelate")),
+            ("pixelate=257", Err("pixelate")),
+            ("format=blurhash", Ok("f=blurhash&q=80")),
+            (
+                "format=blurhash&blurhash_x=9&blurhashY=1",
+                Ok("f=blurhash&q=80&bh=9x1"),
+            ),
+            (
+                "format=blurhash&blurhash_x=4&blurhash_y=3",
+                Ok("f=blurhash&q=80"),
+            ),
+            ("blurhash_x=5", Ok("q=80")),
+            ("format=blurhash&blurhash_x=10", Err("blurhash_x")),
+            ("format=blurhash&blurhash_y=0", Err("blurhash_y")),
+            ("lqip=true", Ok("f=lqip&q=80")),
+            ("lqip=false", Ok("q=80")),
+            ("lqip=true&width=400", Ok("w=400&f=lqip&q=80")),
+            ("lqip=1&format=png", Err("lqip")),
+            ("watermarkText=hi", Ok("wmt=hi,southeast,0.5,0.25&q=80")),
+            (
+                "watermark_text=a,b|c&watermark_position=north",
+                Ok("wmt=a%2Cb%7Cc,north,0.5,0.25&q=80"),
+            ),
+            ("watermarkText=", Err("watermarkText")),
+            ("watermark=l.png&watermarkText=hi", Err("watermarkText")),
         ];
         let got: Vec<(&str, Result<String, String>)> = table
             .iter()

@@ -1,4 +1,5 @@
-//! `GET /admin/health` (open, for load balancers) and `POST /admin/cache/storage/clear`
+//! `GET /admin/health` (open, for load balancers; also at `/images/health`, the original
+//! service's path, which its own tests and probes use) and `POST /admin/cache/storage/clear`
 //! (needs the key), docs/image-service.md §4.
 
 use axum::extract::rejection::QueryRejection;
@@ -15,6 +16,7 @@ use crate::{AppState, VERSION, auth};
 pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/admin/health", get(health))
+        .route("/images/health", get(health))
         .route("/admin/cache/storage/clear", post(clear))
 }
 

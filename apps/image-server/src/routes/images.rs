@@ -31,7 +31,39 @@ pub(crate) fn router() -> Router<AppState> {
 /// The route prefix in front of a resize URL's image path.
 const RESIZE_PREFIX: &str = "/images/resize/";
 
-const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+/// `Cache-Control` of an answer whose URL pins the source's version (`v`, see
+/// [`source_version`]): a new upload to the path changes the version, so the URL never shows
+/// another picture and may be kept for a year.
+const PINNED_CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+
+/// The query parameter that pins a source version (docs/image-service.md §4, Caching).
+const VERSION_PARAM: &str = "v";
+
+/// The version of a source as a URL carries it: the first 64 bits of SHA-256 of its ETag in
+/// hex (16 characters). The store's ETag changes whenever the object is replaced; hashing it
+/// keeps quotes, slashes and the store's format out of URLs. The upload answer gives it as
+/// `version`.
+fn source_version(etag: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(etag.as_bytes())[..8])
+}
+
+/// The answer's `Cache-Control`: immutable for a year when the URL's `v` is the source's
+/// current version, else `public, max-age=CACHE_MAX_AGE_SECS`, since the source can be
+/// replaced at the same path (a stale or absent `v` is served, not refused).
+fn cache_control(app: &App, pairs: &[(String, String)], source_tag: &str) -> HeaderValue {
+    let pinned = pairs
+        .iter()
+        .any(|(k, v)| k == VERSION_PARAM && *v == source_version(source_tag));
+    if pinned {
+        return HeaderValue::from_static(PINNED_CACHE_CONTROL);
+    }
+    HeaderValue::from_str(&format!(
+        "public, max-age={}",
+        app.config.cache_max_age_secs
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("no-cache"))
+}
 
 /// The source's current ETag, remembered for SOURCE_ETAG_TTL_MS.
 async fn source_etag(
@@ -59,7 +91,11 @@ async fn source_etag(
     Ok(etag)
 }
 
-async fn fetch(app: &App, path: &object_store::path::Path, what: &str) -> Result<Bytes, Failure> {
+pub(crate) async fn fetch(
+    app: &App,
+    path: &object_store::path::Path,
+    what: &str,
+) -> Result<Bytes, Failure> {
     let got = app
         .store
         .get(path)
@@ -112,13 +148,18 @@ async fn resize(
     let Path(raw_path) =
         raw_path.map_err(|e| ApiError::BadRequest(format!("invalid path: {e}")))?;
     let Query(pairs) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
+    let pairs = app.presets.expand(pairs)?;
     let path = object_path(&raw_path)?;
-    let spec = TransformSpec::from_query(
+    let mut spec = TransformSpec::from_query(
         pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         &app.resize_limits,
     )?;
-    let watermark_path = match &spec.watermark {
-        Some(w) => Some(object_path(&w.path)?),
+    spec.fit_unsized_into(
+        app.config.default_output_width,
+        app.config.default_output_height,
+    );
+    let watermark_path = match spec.watermark.as_ref().and_then(|w| w.image_path()) {
+        Some(p) => Some(object_path(p)?),
         None => None,
     };
     let accept = headers
@@ -141,7 +182,7 @@ async fn resize(
     let mut common = HeaderMap::new();
     common.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static(CACHE_CONTROL),
+        cache_control(&app, &pairs, &source_tag),
     );
     if let Ok(v) = HeaderValue::from_str(&etag) {
         common.insert(header::ETAG, v);
@@ -277,7 +318,8 @@ fn too_large_or_bad(status: StatusCode, message: String, limit: usize) -> ApiErr
 
 /// Stores an image. Multipart (`file`, `path`, `contentType`) or JSON `{image, path,
 /// contentType}`; needs the key. The type is sniffed from the bytes. Answers
-/// `{"success": true, "path", "url", "contentType", "size"}`.
+/// `{"success": true, "path", "url", "contentType", "size", "version"}`: `url` is absolute
+/// when PUBLIC_BASE_URL is set, `version` the [`source_version`] a URL may pin with `v`.
 async fn upload(state: State<AppState>, headers: HeaderMap, request: Request) -> Response {
     match store_upload(state, headers, request).await {
         Ok(reply) => reply.into_response(),
@@ -407,11 +449,17 @@ async fn store_upload(
     app.etags.invalidate(path.as_ref()).await;
     app.cache.forget_source(path.as_ref()).await;
     tracing::info!(%path, size, format = ?info.format, "image uploaded");
+    let version = source_etag(&app, &path, "image not found:")
+        .await
+        .map(|tag| source_version(&tag))
+        .ok();
+    let base = app.config.public_base_url.as_deref().unwrap_or("");
     Ok(Json(json!({
         "success": true,
         "path": path.as_ref(),
-        "url": format!("/images/resize/{}", url_path(path.as_ref())),
+        "url": format!("{base}/images/resize/{}", url_path(path.as_ref())),
         "contentType": info.format.mime(),
         "size": size,
+        "version": version,
     })))
 }

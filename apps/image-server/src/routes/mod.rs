@@ -2,3 +2,4 @@
 
 pub(crate) mod admin;
 pub(crate) mod images;
+pub(crate) mod info;

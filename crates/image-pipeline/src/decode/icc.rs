@@ -5,7 +5,7 @@
 use super::jpeg;
 
 /// The ICC profile of a JPEG: the APP2 `ICC_PROFILE` chunks joined in their sequence order.
-pub(super) fn jpeg_icc(bytes: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn jpeg_icc(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut chunks: Vec<(u8, &[u8])> = jpeg::segments(bytes)
         .filter(|(m, seg)| *m == 0xE2 && seg.len() > 14 && seg.starts_with(b"ICC_PROFILE\0"))
         .map(|(_, seg)| (seg[12], &seg[14..]))
@@ -19,7 +19,7 @@ pub(super) fn jpeg_icc(bytes: &[u8]) -> Option<Vec<u8>> {
     (!icc.is_empty()).then_some(icc)
 }
 
-pub(super) fn heif_icc(handle: &libheif_rs::ImageHandle) -> Option<Vec<u8>> {
+pub(crate) fn heif_icc(handle: &libheif_rs::ImageHandle) -> Option<Vec<u8>> {
     if let Some(raw) = handle.color_profile_raw()
         && raw.data.len() > 128
     {

@@ -10,7 +10,7 @@
 mod exif;
 mod generic;
 pub(crate) mod heif;
-mod icc;
+pub(crate) mod icc;
 mod jpeg;
 mod png;
 mod probe;
