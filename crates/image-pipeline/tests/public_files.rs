@@ -350,6 +350,22 @@ fn an_svg_over_the_limits_is_refused_before_it_is_drawn() {
         matches!(draw(&laughs), Err(PipelineError::Undecodable(_))),
         "entity expansion"
     );
+    // Few nodes but long text: 5 KB named 200 times by one entity, named 100 times in the body
+    // (100 MB from 12 KB), which the parser's own limits let through.
+    let long = format!(
+        r#"<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "{}"><!ENTITY b "{}">]><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><desc>{}</desc></svg>"#,
+        "x".repeat(5000),
+        "&a;".repeat(200),
+        "&b;".repeat(100)
+    );
+    assert!(
+        matches!(draw(&long), Err(PipelineError::Undecodable(m)) if m.contains("entity references expand")),
+        "long expansion"
+    );
+    // Illustrator's namespace entities are fine.
+    let illustrator = r##"<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd" [<!ENTITY ns_svg "http://www.w3.org/2000/svg"><!ENTITY ns_xlink "http://www.w3.org/1999/xlink">]><svg xmlns="&ns_svg;" xmlns:xlink="&ns_xlink;" width="8" height="8"><rect width="8" height="8" fill="#00f"/></svg>"##;
+    let img = draw(illustrator).unwrap();
+    assert!(img.pixels().all(|p| p.0 == [0, 0, 255, 255]));
     let big = format!(
         r#"{SVG_OPEN}{}</svg>"#,
         "<rect width='1' height='1'/>".repeat(400_000)

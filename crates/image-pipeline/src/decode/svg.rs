@@ -34,6 +34,13 @@ pub(crate) const MAX_EMBEDDED_PIXELS: u64 = 16_000_000;
 /// expands, must not turn a small file into millions of elements.
 const MAX_XML_NODES: u32 = 1_000_000;
 
+/// Most text the entity references of a document may expand to. The parser limits how deeply
+/// entities nest and how many one reference resolves, not how long the result is: one entity
+/// of a few kilobytes named hundreds of times by another, and that one thousands of times in
+/// the body, is a small file that expands to gigabytes. Illustrator's namespace entities expand
+/// to a few kilobytes.
+const MAX_ENTITY_EXPANSION: usize = 1024 * 1024;
+
 /// libvips' `svgload` density (sharp's default), in dots per inch: 1 px = 1/72 in.
 const DPI: f32 = 72.0;
 
@@ -90,6 +97,11 @@ fn parse(bytes: &[u8]) -> Result<usvg::Tree, PipelineError> {
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|_| PipelineError::Undecodable("the SVG is not UTF-8 text".into()))?;
+    if entity_expansion(text) > MAX_ENTITY_EXPANSION {
+        return Err(PipelineError::Undecodable(format!(
+            "the SVG's entity references expand to more than {MAX_ENTITY_EXPANSION} bytes"
+        )));
+    }
     let xml = roxmltree::Document::parse_with_options(
         text,
         roxmltree::ParsingOptions {
@@ -113,6 +125,74 @@ fn parse(bytes: &[u8]) -> Result<usvg::Tree, PipelineError> {
     };
     usvg::Tree::from_xmltree(&xml, &options)
         .map_err(|e| PipelineError::Undecodable(format!("the SVG cannot be drawn: {e}")))
+}
+
+/// How many bytes the general entity references of `text` expand to, from the declarations of
+/// its internal subset (`<!ENTITY name "value">`; parameter and external entities, which are
+/// not expanded here, are left out), nested references included; saturating.
+fn entity_expansion(text: &str) -> usize {
+    use std::collections::HashMap;
+    let Some(start) = text.find("<!DOCTYPE") else {
+        return 0;
+    };
+    let doctype = &text[start..];
+    let (Some(open), Some(close)) = (doctype.find('['), doctype.find("]>")) else {
+        return 0;
+    };
+    if open > close {
+        return 0;
+    }
+    let mut values: HashMap<&str, &str> = HashMap::new();
+    for declaration in doctype[open + 1..close].split("<!ENTITY").skip(1) {
+        let declaration = declaration.trim_start();
+        let Some((name, rest)) = declaration.split_once(|c: char| c.is_ascii_whitespace()) else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let Some(quote) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            continue; // a parameter (`%`) or external (`SYSTEM`, `PUBLIC`) entity
+        };
+        if let Some(end) = rest[1..].find(quote) {
+            values.insert(name, &rest[1..=end]);
+        }
+    }
+    // Expanded sizes, deepest first; a reference deeper than the parser allows (10) counts as
+    // over the limit, as it will be refused anyway.
+    fn size<'a>(
+        name: &str,
+        values: &HashMap<&'a str, &'a str>,
+        memo: &mut HashMap<String, usize>,
+        depth: u8,
+    ) -> usize {
+        if let Some(&known) = memo.get(name) {
+            return known;
+        }
+        let Some(value) = values.get(name) else {
+            return name.len() + 2;
+        };
+        if depth > 10 {
+            return usize::MAX;
+        }
+        let total = references(value).fold(value.len(), |total, r| {
+            total.saturating_add(size(r, values, memo, depth + 1))
+        });
+        memo.insert(name.to_owned(), total);
+        total
+    }
+    /// The names of the `&name;` references in `text` (character references left out).
+    fn references(text: &str) -> impl Iterator<Item = &str> {
+        text.split('&').skip(1).filter_map(|after| {
+            let name = &after[..after.find(';')?];
+            (!name.starts_with('#') && !name.is_empty() && name.len() < 256).then_some(name)
+        })
+    }
+    let mut memo = HashMap::new();
+    let body = &doctype[close..];
+    references(body)
+        .filter(|name| values.contains_key(name))
+        .fold(0usize, |total, name| {
+            total.saturating_add(size(name, &values, &mut memo, 0))
+        })
 }
 
 /// An embedded raster image: kept when its bytes (not its declared type) are PNG, JPEG, GIF or
