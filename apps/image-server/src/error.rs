@@ -40,6 +40,10 @@ pub enum ApiError {
     /// 415: the bytes are not an image we read.
     #[error("{0}")]
     UnsupportedMedia(String),
+    /// 415 `unsupported_image`: an image in a format we read, coded or laid out in a way our
+    /// decoders do not support (a HEIF coded as H.264, a compact HEIF); the message names it.
+    #[error("{0}")]
+    UnsupportedImage(String),
     /// 422 `undecodable_image`: an image we cannot decode.
     #[error("{0}")]
     Unprocessable(String),
@@ -69,7 +73,9 @@ impl ApiError {
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMedia(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::UnsupportedMedia(_) | Self::UnsupportedImage(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             Self::Unprocessable(_) | Self::TooManyPixels(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Busy => StatusCode::TOO_MANY_REQUESTS,
@@ -90,6 +96,7 @@ impl ApiError {
             Self::MethodNotAllowed => "method_not_allowed",
             Self::TooLarge(_) => "payload_too_large",
             Self::UnsupportedMedia(_) => "not_an_image",
+            Self::UnsupportedImage(_) => "unsupported_image",
             Self::Unprocessable(_) => "undecodable_image",
             Self::TooManyPixels(_) => "too_many_pixels",
             Self::Busy => "queue_full",
@@ -105,6 +112,7 @@ impl From<PipelineError> for ApiError {
         match e {
             PipelineError::BadParam { .. } => Self::InvalidParameter(e.to_string()),
             PipelineError::NotAnImage => Self::UnsupportedMedia(e.to_string()),
+            PipelineError::Unsupported(_) => Self::UnsupportedImage(e.to_string()),
             PipelineError::TooManyPixels { .. } => Self::TooManyPixels(e.to_string()),
             PipelineError::Undecodable(_) => Self::Unprocessable(e.to_string()),
             PipelineError::Encode(m) => Self::Internal(m),
@@ -144,6 +152,7 @@ mod tests {
             ApiError::MethodNotAllowed,
             ApiError::TooLarge(10),
             ApiError::UnsupportedMedia("not a supported image".into()),
+            ApiError::UnsupportedImage("a HEIF image coded as H.264/AVC".into()),
             ApiError::Unprocessable("source image cannot be decoded".into()),
             ApiError::TooManyPixels("source is 9x9 pixels".into()),
             ApiError::Busy,
@@ -181,6 +190,11 @@ mod tests {
                 "invalid_parameter",
             ),
             (PipelineError::NotAnImage, 415, "not_an_image"),
+            (
+                PipelineError::Unsupported("a compact HEIF/AVIF file".into()),
+                415,
+                "unsupported_image",
+            ),
             (
                 PipelineError::TooManyPixels {
                     width: 10,

@@ -224,10 +224,38 @@ async fn heic_and_exif_orientation(s: &TestServer) {
             "width=120&format=webp",
             (120, 68),
         ),
+        // Public files (crates/image-pipeline/tests/public_files.rs compares their pixels):
+        // a turned and a clap-cropped AVIF, a Photoshop YCCK JPEG, a monochrome AVIF, and the
+        // TIFF and SVG sources that were refused 415.
+        ("kimono.rotate90.avif", "width=100&format=png", (100, 142)),
+        ("kimono.crop.avif", "height=66&format=jpeg", (77, 66)),
+        ("pil_sample_cmyk.jpg", "width=50&format=webp", (50, 50)),
+        (
+            "fox.profile0.8bpc.yuv420.monochrome.avif",
+            "width=301&format=png",
+            (301, 200),
+        ),
+        ("hopper_lzw.tif", "width=64&format=jpeg", (64, 64)),
+        ("plum-blossom.svg", "width=300&format=png", (300, 300)),
     ] {
         s.upload(&format!("real/{name}"), fixture(name)).await;
         let (_, px, _) = image(s, &format!("/images/resize/real/{name}?{query}")).await;
         assert_eq!(px.dimensions(), dims, "{name}");
+    }
+    // An upload without a path is named with the type's usual extension.
+    use base64::Engine as _;
+    for (name, ext, mime) in [
+        ("plum-blossom.svg", ".svg", "image/svg+xml"),
+        ("hopper_lzw.tif", ".tiff", "image/tiff"),
+    ] {
+        let body = serde_json::json!({
+            "image": base64::engine::general_purpose::STANDARD.encode(fixture(name)),
+        });
+        let r = s.upload_json(&body).await;
+        assert_eq!(r.status(), 200, "{name}");
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(v["contentType"], mime, "{name}");
+        assert!(v["path"].as_str().unwrap().ends_with(ext), "{name}: {v}");
     }
     let oriented = samples::with_exif_orientation(&fixture("large_image.jpg"), 6);
     s.upload("photos/portrait.jpg", oriented).await;

@@ -35,6 +35,9 @@ async fn each_failure_answers_its_own_code() {
         .await;
     s.put_raw("e/bomb.png", samples::png_bomb(60_000, 60_000))
         .await;
+    for name in ["avc32.heif", "avif32-mini.heif", "corrupt-header.jpg"] {
+        s.put_raw(&format!("e/{name}"), fixture(name)).await;
+    }
 
     let cases = [
         (
@@ -62,6 +65,19 @@ async fn each_failure_answers_its_own_code() {
             code(422, "undecodable_image"),
         ),
         ("/images/resize/e/bomb.png", code(422, "too_many_pixels")),
+        // A HEIF coded as H.264 and a compact AVIF: images, but not ones we can decode.
+        (
+            "/images/resize/e/avc32.heif",
+            code(415, "unsupported_image"),
+        ),
+        (
+            "/images/resize/e/avif32-mini.heif",
+            code(415, "unsupported_image"),
+        ),
+        (
+            "/images/resize/e/corrupt-header.jpg",
+            code(422, "undecodable_image"),
+        ),
     ];
     for (target, want) in cases {
         assert_eq!(status_and_code(s.get(target).await).await, want, "{target}");
@@ -92,6 +108,10 @@ async fn each_failure_answers_its_own_code() {
     assert_eq!(status_and_code(large).await, code(413, "payload_too_large"));
     let text = s.upload_form(form(b"plain text".to_vec())).await;
     assert_eq!(status_and_code(text).await, code(415, "not_an_image"));
+    let avc = s.upload_form(form(fixture("avc32.heif"))).await;
+    let v: serde_json::Value = avc.json().await.unwrap();
+    assert_eq!(v["code"], "unsupported_image");
+    assert!(v["error"].as_str().unwrap().contains("H.264/AVC"), "{v}");
     let bad_json = s
         .upload_json(&serde_json::json!({"image": "not base64!", "path": "e/x.jpg"}))
         .await;

@@ -90,8 +90,9 @@ static CMYK_CACHE: Mutex<Vec<(Vec<u8>, Arc<Lcms>)>> = Mutex::new(Vec::new());
 /// Converts 8-bit CMYK pixels (4 samples each, 0 = no ink) to 8-bit sRGB (3 samples each)
 /// through Little CMS: from the embedded profile `icc` when it parses and describes CMYK,
 /// otherwise from libvips' built-in CMYK profile, to libvips' sRGB profile with perceptual
-/// intent, as sharp does (`icc_transform` with `input_profile=cmyk`). `None` only when Little
-/// CMS cannot link the profiles.
+/// intent, as sharp does (`icc_transform` with `input_profile=cmyk`: one link, optimised as Little
+/// CMS optimises it, so the pixels are libvips' to the bit; see Cargo.toml for the Little CMS
+/// version this needs). `None` only when Little CMS cannot link the profiles.
 pub(crate) fn cmyk_to_srgb(cmyk: &[u8], icc: Option<&[u8]>) -> Option<Vec<u8>> {
     let embedded = icc.filter(|p| {
         Profile::new_icc(p).is_ok_and(|p| p.color_space() == ColorSpaceSignature::CmykData)
@@ -114,7 +115,7 @@ pub(crate) fn cmyk_to_srgb(cmyk: &[u8], icc: Option<&[u8]>) -> Option<Vec<u8>> {
                     &output,
                     PixelFormat::RGB_8,
                     Intent::Perceptual,
-                    Flags::NO_CACHE | Flags::NO_OPTIMIZE,
+                    Flags::NO_CACHE,
                 )
                 .ok()?,
             );

@@ -8,8 +8,13 @@ pub enum PipelineError {
     #[error("invalid parameter {name}: {reason}")]
     BadParam { name: String, reason: String },
     /// The bytes are not an image format we read (HTTP 415).
-    #[error("not a supported image (expected JPEG, PNG, WebP, GIF or HEIC/HEIF)")]
+    #[error("not a supported image (expected JPEG, PNG, WebP, GIF, HEIC/HEIF, AVIF, TIFF or SVG)")]
     NotAnImage,
+    /// An image in a container we read, stored in a way our decoders do not support: a HEIF
+    /// coded as H.264/AVC, JPEG, JPEG 2000 or uncompressed, a compact (`mini`) HEIF or AVIF
+    /// (HTTP 415). The message names what and why (docs/image-service.md §7).
+    #[error("unsupported image: {0}")]
+    Unsupported(String),
     /// The source has more pixels than allowed, known from its header (HTTP 422).
     #[error("source is {width}x{height} pixels, above the limit of {limit} pixels")]
     TooManyPixels { width: u64, height: u64, limit: u64 },

@@ -48,33 +48,15 @@ pub(crate) fn derived_canvases(file: &[u8]) -> Vec<Canvas> {
 }
 
 fn derived(file: &[u8]) -> Option<Vec<Canvas>> {
-    let meta = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
-    let (mut pitm, mut iinf, mut iloc, mut idat) = (None, None, None, None);
-    for (kind, body) in boxes(meta) {
-        match &kind {
-            b"pitm" => pitm = Some(body),
-            b"iinf" => iinf = Some(body),
-            b"iloc" => iloc = Some(body),
-            b"idat" => idat = Some(body),
-            _ => {}
-        }
-    }
-    let primary = pitm.and_then(|pitm| {
-        let (version, body) = full_box_body(pitm)?;
-        let mut r = Reader(body);
-        if version == 0 {
-            r.u16().map(u32::from)
-        } else {
-            r.u32()
-        }
-    });
-    let derived: HashMap<u32, [u8; 4]> = items(iinf?)
+    let meta = Meta::of(file)?;
+    let primary = meta.primary();
+    let derived: HashMap<u32, [u8; 4]> = items(meta.iinf?)
         .filter(|(_, kind)| kind == b"grid" || kind == b"iovl")
         .collect();
     if derived.is_empty() {
         return Some(Vec::new());
     }
-    let heads = item_heads(iloc?, idat, file, &derived)?;
+    let heads = item_heads(meta.iloc?, meta.idat, file, &derived)?;
     Some(
         heads
             .into_iter()
@@ -85,6 +67,88 @@ fn derived(file: &[u8]) -> Option<Vec<Canvas>> {
             })
             .collect(),
     )
+}
+
+/// The children of a file's `meta` box that this module reads.
+#[derive(Default)]
+struct Meta<'a> {
+    pitm: Option<&'a [u8]>,
+    iinf: Option<&'a [u8]>,
+    iloc: Option<&'a [u8]>,
+    idat: Option<&'a [u8]>,
+    iprp: Option<&'a [u8]>,
+}
+
+impl<'a> Meta<'a> {
+    /// The top-level `meta` box of `file`; `None` when there is none.
+    fn of(file: &'a [u8]) -> Option<Self> {
+        let body = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
+        let mut meta = Self::default();
+        for (kind, body) in boxes(body) {
+            match &kind {
+                b"pitm" => meta.pitm = Some(body),
+                b"iinf" => meta.iinf = Some(body),
+                b"iloc" => meta.iloc = Some(body),
+                b"idat" => meta.idat = Some(body),
+                b"iprp" => meta.iprp = Some(body),
+                _ => {}
+            }
+        }
+        Some(meta)
+    }
+
+    /// The item ID `pitm` names.
+    fn primary(&self) -> Option<u32> {
+        let (version, body) = full_box_body(self.pitm?)?;
+        let mut r = Reader(body);
+        if version == 0 {
+            r.u16().map(u32::from)
+        } else {
+            r.u32()
+        }
+    }
+}
+
+/// Whether the file is a compact HEIF or AVIF (ISO/IEC 23008-12:2025's low-overhead image file
+/// format): a top-level `mini` box in place of `meta`, which libheif reads from 1.20 on only.
+pub(crate) fn is_compact(file: &[u8]) -> bool {
+    boxes(file).any(|(kind, _)| &kind == b"mini")
+}
+
+/// The item types of image codings libheif 1.15 has no decoder for, with their names: H.264,
+/// JPEG, JPEG 2000, uncompressed (ISO/IEC 23001-17), H.266 and EVC (ISO/IEC 23008-12
+/// annexes and ISO/IEC 23001-17).
+const UNSUPPORTED_CODINGS: [(&[u8; 4], &str); 6] = [
+    (b"avc1", "H.264/AVC"),
+    (b"jpeg", "JPEG"),
+    (b"j2k1", "JPEG 2000"),
+    (b"unci", "uncompressed (ISO/IEC 23001-17)"),
+    (b"vvc1", "H.266/VVC"),
+    (b"evc1", "EVC"),
+];
+
+/// The name of the coding of the primary image when it is one libheif 1.15 cannot decode: the
+/// primary item's own type, or for a derived image (grid, overlay, identity) the coding of its
+/// coded items when none of them is HEVC or AV1. `None` for HEVC, AV1 and whatever the boxes
+/// do not say (libheif's own error then stands).
+pub(crate) fn unsupported_coding(file: &[u8]) -> Option<&'static str> {
+    let meta = Meta::of(file)?;
+    let primary = meta.primary()?;
+    let types: Vec<(u32, [u8; 4])> = items(meta.iinf?).collect();
+    let name = |kind: &[u8; 4]| {
+        UNSUPPORTED_CODINGS
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, name)| *name)
+    };
+    let (_, kind) = types.iter().find(|(id, _)| *id == primary)?;
+    if matches!(kind, b"grid" | b"iovl" | b"iden") {
+        if types.iter().any(|(_, k)| matches!(k, b"hvc1" | b"av01")) {
+            return None;
+        }
+        return types.iter().find_map(|(_, k)| name(k));
+    }
+    name(kind)
 }
 
 /// True when the primary item of an AVIF file is coded as monochrome AV1: the `av1C` property
@@ -193,31 +257,33 @@ pub(crate) fn primary_transforms(file: &[u8]) -> Vec<ItemTransform> {
 /// The properties (type, body) associated with the primary item (`pitm`), in the order of its
 /// `ipma` entry (ISO/IEC 23008-12 section 9.3).
 fn primary_properties(file: &[u8]) -> Option<Vec<([u8; 4], &[u8])>> {
-    let meta = full_box_body(boxes(file).find(|(t, _)| t == b"meta")?.1)?.1;
-    let (mut pitm, mut iprp) = (None, None);
-    for (kind, body) in boxes(meta) {
-        match &kind {
-            b"pitm" => pitm = Some(body),
-            b"iprp" => iprp = Some(body),
-            _ => {}
-        }
-    }
-    let (version, body) = full_box_body(pitm?)?;
-    let mut r = Reader(body);
-    let primary = if version == 0 {
-        u32::from(r.u16()?)
-    } else {
-        r.u32()?
-    };
-    let iprp = iprp?;
+    let meta = Meta::of(file)?;
+    let primary = meta.primary()?;
+    let iprp = meta.iprp?;
     let properties: Vec<([u8; 4], &[u8])> =
         boxes(boxes(iprp).find(|(t, _)| t == b"ipco")?.1).collect();
-    let ipma = boxes(iprp).find(|(t, _)| t == b"ipma")?.1;
+    // One `ipma` is the rule, but files with several exist (Link-U's alpha samples): an item's
+    // associations are looked for in each.
+    for (_, ipma) in boxes(iprp).filter(|(t, _)| t == b"ipma") {
+        if let Some(associated) = associations(ipma, primary, &properties) {
+            return Some(associated);
+        }
+    }
+    Some(Vec::new())
+}
+
+/// The properties one `ipma` box associates with `item`, in its order; `None` when the box
+/// does not list the item (or is cut short before it).
+fn associations<'a>(
+    ipma: &[u8],
+    item: u32,
+    properties: &[([u8; 4], &'a [u8])],
+) -> Option<Vec<([u8; 4], &'a [u8])>> {
     let flags = ipma.get(3).copied()?;
     let (version, body) = full_box_body(ipma)?;
     let mut r = Reader(body);
     for _ in 0..r.u32()? {
-        let item = if version < 1 {
+        let id = if version < 1 {
             u32::from(r.u16()?)
         } else {
             r.u32()?
@@ -233,11 +299,11 @@ fn primary_properties(file: &[u8]) -> Option<Vec<([u8; 4], &[u8])>> {
                 associated.push(*p);
             }
         }
-        if item == primary {
+        if id == item {
             return Some(associated);
         }
     }
-    Some(Vec::new())
+    None
 }
 
 /// A `grid` or `iovl` record's canvas (ISO/IEC 23008-12 sections 6.6.2.3 and 6.6.2.4).

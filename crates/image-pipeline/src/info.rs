@@ -15,7 +15,7 @@ use crate::decode::{self, SourceFormat};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageInfo {
-    /// `jpeg`, `png`, `gif`, `webp`, `heif` or `avif`.
+    /// `jpeg`, `png`, `gif`, `webp`, `heif`, `avif`, `tiff` or `svg`.
     pub format: &'static str,
     /// Media type of the format (`image/jpeg`...).
     pub content_type: &'static str,
@@ -89,6 +89,9 @@ pub fn info(bytes: &[u8]) -> Result<ImageInfo, PipelineError> {
         SourceFormat::Gif => gif_facts(bytes),
         SourceFormat::Webp => webp_facts(bytes),
         SourceFormat::Heif | SourceFormat::Avif => heif_facts(bytes)?,
+        SourceFormat::Tiff => tiff_facts(bytes)?,
+        // A drawing: one frame on a transparent canvas, colours in sRGB by definition.
+        SourceFormat::Svg => (1, true, None),
     };
     Ok(ImageInfo {
         format: format_name(probed.format),
@@ -112,7 +115,20 @@ fn format_name(format: SourceFormat) -> &'static str {
         SourceFormat::Webp => "webp",
         SourceFormat::Heif => "heif",
         SourceFormat::Avif => "avif",
+        SourceFormat::Tiff => "tiff",
+        SourceFormat::Svg => "svg",
     }
+}
+
+/// The first image's alpha and ICC profile, from the TIFF's first directory (the image that
+/// resizing reads; further pages are not counted).
+fn tiff_facts(bytes: &[u8]) -> Result<Facts, PipelineError> {
+    use image::ImageDecoder;
+    let mut decoder = image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes))
+        .map_err(|e| PipelineError::Undecodable(e.to_string()))?;
+    let alpha = decoder.color_type().has_alpha();
+    let icc = decoder.icc_profile().ok().flatten();
+    Ok((1, alpha, icc))
 }
 
 type Facts = (u32, bool, Option<Vec<u8>>);

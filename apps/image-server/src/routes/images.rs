@@ -428,7 +428,7 @@ async fn store_upload(
         None => {
             let mut id = [0u8; 12];
             rand::rng().fill_bytes(&mut id);
-            let ext = info.format.mime().rsplit('/').next().unwrap_or("img");
+            let ext = info.format.extension();
             object_path(&format!("uploads/{}.{ext}", hex::encode(id)))?
         }
     };

@@ -45,12 +45,14 @@ pub(crate) fn context(bytes: &[u8]) -> Result<libheif_rs::HeifContext<'_>, Pipel
 /// `max_source_pixels` whatever the primary image's `ispe` says.
 ///
 /// # Errors
-/// [`PipelineError::Undecodable`] for broken boxes or a grid of tiny tiles,
-/// [`PipelineError::TooManyPixels`] for a derived canvas above the limit.
+/// [`PipelineError::Unsupported`] for what libheif 1.15 cannot decode, named
+/// ([`refuse_unsupported`]), [`PipelineError::Undecodable`] for broken boxes or a grid of tiny
+/// tiles, [`PipelineError::TooManyPixels`] for a derived canvas above the limit.
 pub(super) fn header_size(
     bytes: &[u8],
     max_source_pixels: u64,
 ) -> Result<(u32, u32), PipelineError> {
+    refuse_unsupported(bytes)?;
     let ctx = context(bytes)?;
     let handle = ctx.primary_image_handle().map_err(undecodable)?;
     // libheif allocates a grid's or overlay's canvas from the item's data, whatever
@@ -76,6 +78,31 @@ pub(super) fn header_size(
         }
     }
     Ok((handle.width(), handle.height()))
+}
+
+/// Refuses, with the reason, the HEIF and AVIF files that libheif 1.15 would refuse with an
+/// error about their boxes: a compact file (a `mini` box instead of `meta`: "no meta box"), and
+/// a primary image coded as H.264, JPEG, JPEG 2000 or uncompressed, for which libheif 1.15 has no
+/// decoder and so no image item ("Non-existing item ID referenced: 'pitm' box").
+///
+/// # Errors
+/// [`PipelineError::Unsupported`] naming the layout or the coding (415,
+/// docs/image-service.md §7 `unsupported_image`).
+fn refuse_unsupported(bytes: &[u8]) -> Result<(), PipelineError> {
+    if heif_boxes::is_compact(bytes) {
+        return Err(PipelineError::Unsupported(
+            "a compact HEIF/AVIF file (a `mini` box, brand mif3): the HEIF decoder here \
+             (libheif 1.15) reads files with a `meta` box only; save it as a regular HEIF/AVIF"
+                .into(),
+        ));
+    }
+    if let Some(coding) = heif_boxes::unsupported_coding(bytes) {
+        return Err(PipelineError::Unsupported(format!(
+            "a HEIF image coded as {coding}: HEIF images are decoded here when coded as HEVC \
+             (HEIC) or AV1 (AVIF) only"
+        )));
+    }
+    Ok(())
 }
 
 /// One HEIF decode at a time per process. libheif 1.15 decodes the whole image (every grid tile

@@ -41,7 +41,7 @@ const JPEG_MAX_SCANS: u32 = 500;
 pub(super) fn decode(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64), PipelineError> {
     let mut d = turbojpeg::Decompressor::new().map_err(undecodable)?;
     d.set_scan_limit(JPEG_MAX_SCANS).map_err(undecodable)?;
-    let header = d.read_header(bytes).map_err(undecodable)?;
+    let header = d.read_header(bytes).map_err(header_error)?;
     // CMYK and YCCK (print and stock photography) come out as CMYK and are converted below;
     // every other JPEG straight to RGB, the hot path, unchanged.
     let cmyk = matches!(
@@ -89,6 +89,29 @@ pub(super) fn decode(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64)
     let img = RgbImage::from_raw(dim(kw)?, dim(kh)?, pixels)
         .ok_or_else(|| PipelineError::Undecodable("bad JPEG buffer size".into()))?;
     Ok((DynamicImage::ImageRgb8(img), 1.0 / denom as f64))
+}
+
+/// The header of a JPEG (size, colour space), read by libjpeg-turbo without decoding.
+///
+/// # Errors
+/// [`PipelineError::Undecodable`]; see [`header_error`].
+pub(super) fn header(bytes: &[u8]) -> Result<turbojpeg::DecompressHeader, PipelineError> {
+    turbojpeg::read_header(bytes).map_err(header_error)
+}
+
+/// A header error of libjpeg-turbo, said plainly. When the markers end (or the file is cut)
+/// before a frame header (SOF), TurboJPEG 3 reads the file as a "tables-only" stream and
+/// reports success with no size; the `turbojpeg` crate then fails to convert that missing
+/// size and says `integer value "width" overflowed`, which names neither the file nor the fault.
+fn header_error(e: turbojpeg::Error) -> PipelineError {
+    match e {
+        turbojpeg::Error::IntegerOverflow(_) => PipelineError::Undecodable(
+            "the JPEG header is corrupt or cut short: its markers end before the frame header \
+             (SOF) that gives the picture's size"
+                .into(),
+        ),
+        other => undecodable(other),
+    }
 }
 
 /// sRGB pixels of a CMYK or YCCK JPEG's CMYK samples (see `colour::cmyk_to_srgb`: its embedded

@@ -1,6 +1,7 @@
 //! Decoding: the format sniffed from the bytes, then the decoder that reads it, each in its own
-//! module (`jpeg`, `png`, `webp`, `heif`, the `image` crate's in `generic`), with the header
-//! probe (`probe`), EXIF orientation (`exif`) and embedded colour profiles (`icc`) beside them.
+//! module (`jpeg`, `png`, `webp`, `heif`, `svg`, the `image` crate's in `generic`: GIF, TIFF and
+//! what the others leave), with the header probe (`probe`), EXIF orientation (`exif`) and
+//! embedded colour profiles (`icc`) beside them.
 //!
 //! The format is always sniffed from the bytes (never taken from a name or a client's
 //! Content-Type). Dimensions come from the header first so that decompression bombs are refused
@@ -14,6 +15,7 @@ pub(crate) mod icc;
 mod jpeg;
 mod png;
 mod probe;
+mod svg;
 mod webp;
 
 use image::{DynamicImage, ImageDecoder, metadata::Orientation};
@@ -40,6 +42,11 @@ pub enum SourceFormat {
     Heif,
     /// AVIF (major brand `avif` or `avis`): also decoded by libheif, with its AV1 decoder.
     Avif,
+    /// TIFF and BigTIFF, either byte order: the first image, decoded by the `tiff` crate.
+    Tiff,
+    /// SVG (XML whose root element is `svg`): rendered by resvg, without anything outside the
+    /// file (`svg`).
+    Svg,
 }
 
 impl SourceFormat {
@@ -52,19 +59,38 @@ impl SourceFormat {
             Self::Webp => "image/webp",
             Self::Heif => "image/heic",
             Self::Avif => "image/avif",
+            Self::Tiff => "image/tiff",
+            Self::Svg => "image/svg+xml",
+        }
+    }
+
+    /// The usual file name extension, without the dot (for names generated on upload).
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Jpeg => "jpeg",
+            Self::Png => "png",
+            Self::Gif => "gif",
+            Self::Webp => "webp",
+            Self::Heif => "heic",
+            Self::Avif => "avif",
+            Self::Tiff => "tiff",
+            Self::Svg => "svg",
         }
     }
 }
 
-/// The `ftyp` brands (major or compatible) that make a file HEIF or AVIF.
+/// The `ftyp` brands (major or compatible) that make a file HEIF or AVIF. `mif3` is the compact
+/// layout (a `mini` box), which is recognised so that it can be refused by name (`heif`).
 const HEIF_BRANDS: &[&[u8; 4]] = &[
     b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"hevm", b"hevs", b"mif1", b"msf1",
-    b"mif2", b"avif", b"avis", b"miaf",
+    b"mif2", b"mif3", b"avif", b"avis", b"miaf",
 ];
 
 /// Recognises a supported image from its first bytes; `None` for anything else.
 ///
-/// HEIF is recognised by any of its brands (major or compatible), not only `ftypheic`.
+/// HEIF is recognised by any of its brands (major or compatible), not only `ftypheic`; TIFF by
+/// its byte-order mark and version (42, or 43 for BigTIFF); SVG by its root element, after an
+/// optional XML declaration, comments and document type declaration.
 pub fn sniff(bytes: &[u8]) -> Option<SourceFormat> {
     if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
         return Some(SourceFormat::Jpeg);
@@ -87,13 +113,25 @@ pub fn sniff(bytes: &[u8]) -> Option<SourceFormat> {
             .chain(compatible)
             .any(|b| HEIF_BRANDS.iter().any(|h| &h[..] == b))
         {
-            let avif = major == b"avif" || major == b"avis";
+            // A compact file's minor version is the brand of its coding (`avif` or `heic`).
+            let avif = major == b"avif"
+                || major == b"avis"
+                || (major == b"mif3" && &bytes[12..16] == b"avif");
             return Some(if avif {
                 SourceFormat::Avif
             } else {
                 SourceFormat::Heif
             });
         }
+    }
+    if [b"II*\0", b"MM\0*", b"II+\0", b"MM\0+"]
+        .iter()
+        .any(|m| bytes.starts_with(*m))
+    {
+        return Some(SourceFormat::Tiff);
+    }
+    if svg::sniff(bytes) {
+        return Some(SourceFormat::Svg);
     }
     None
 }
@@ -155,7 +193,8 @@ pub(crate) fn decode(
             }
             None => generic::decode(bytes)?,
         },
-        SourceFormat::Png | SourceFormat::Gif => generic::decode(bytes)?,
+        SourceFormat::Png | SourceFormat::Gif | SourceFormat::Tiff => generic::decode(bytes)?,
+        SourceFormat::Svg => svg::decode(bytes, info, min_scale)?,
     };
     colour::to_srgb(&mut image, icc.as_deref());
     if let Some(o) = Orientation::from_exif(info.orientation) {

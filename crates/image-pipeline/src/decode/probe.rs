@@ -4,7 +4,7 @@
 
 use image::ImageDecoder;
 
-use super::{SourceFormat, dim, exif, generic, heif, sniff, undecodable};
+use super::{SourceFormat, dim, exif, generic, heif, jpeg, sniff, svg};
 use crate::error::PipelineError;
 
 /// What the header says about a source.
@@ -40,7 +40,7 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
     let format = sniff(bytes).ok_or(PipelineError::NotAnImage)?;
     let (width, height, orientation) = match format {
         SourceFormat::Jpeg => {
-            let h = turbojpeg::read_header(bytes).map_err(undecodable)?;
+            let h = jpeg::header(bytes)?;
             (
                 dim(h.width)?,
                 dim(h.height)?,
@@ -51,7 +51,11 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
             let (w, h) = heif::header_size(bytes, max_source_pixels)?;
             (w, h, 1)
         }
-        SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp => {
+        SourceFormat::Svg => {
+            let (w, h) = svg::size(bytes)?;
+            (w, h, 1)
+        }
+        SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp | SourceFormat::Tiff => {
             let mut decoder = generic::decoder(bytes)?;
             let (w, h) = decoder.dimensions();
             let o = decoder.orientation().map_or(1, exif::orientation_to_exif);
