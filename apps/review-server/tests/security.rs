@@ -10,6 +10,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use test_doubles::fake_forge::{FakeForge, TEST_APP_ID, TEST_APP_KEY};
 use test_doubles::scripted_model::Behavior;
+use utoipa::OpenApi;
 
 /// A server with the OAuth gate on (`gated`) or off, nothing else configured.
 async fn server(gated: bool) -> (tempfile::TempDir, Server, Option<FakeForge>) {
@@ -231,6 +232,29 @@ async fn api_bodies_over_1_mib_are_413_while_a_2_mib_delivery_is_accepted() {
     let delivery = serde_json::to_vec(&json!({ "zen": "x".repeat(2 * 1024 * 1024) })).unwrap();
     let r = s.deliver("ping", &delivery, Some(SECRET)).await;
     assert_eq!(r.status(), 200);
+}
+
+/// Clients generated from the OpenAPI document must know the 413 too: every operation that
+/// takes a body documents it with the error body (schemathesis fails on an undocumented status).
+#[test]
+fn every_operation_with_a_body_documents_the_413() {
+    let doc = serde_json::to_value(review_server::routes::openapi::ApiDoc::openapi()).unwrap();
+    let mut with_body = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if operation.get("requestBody").is_none() {
+                continue;
+            }
+            with_body += 1;
+            let answer = &operation["responses"]["413"];
+            assert_eq!(
+                answer["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody",
+                "{method} {path}"
+            );
+        }
+    }
+    assert!(with_body >= 7, "{with_body} operations with a body");
 }
 
 /// POST a pull_request delivery with a fixed delivery id.

@@ -84,6 +84,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description the body breaks the schema; error names the field */
                 422: {
                     headers: {
@@ -269,6 +278,15 @@ export interface paths {
                         "application/json": components["schemas"]["RepoRow"];
                     };
                 };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 422: {
                     headers: {
                         [name: string]: unknown;
@@ -362,6 +380,15 @@ export interface paths {
                     };
                     content: {
                         "text/plain": unknown;
+                    };
+                };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 422: {
@@ -919,6 +946,15 @@ export interface paths {
                         "application/json": components["schemas"]["SettingsUpdate"];
                     };
                 };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description a field is not accepted */
                 422: {
                     headers: {
@@ -1032,6 +1068,15 @@ export interface paths {
                         "application/json": components["schemas"]["SkillMetaRow"];
                     };
                 };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description URL unparseable or fetch failed: {error} */
                 422: {
                     headers: {
@@ -1090,6 +1135,15 @@ export interface paths {
                 };
                 /** @description {"error":"not found"} */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1327,6 +1381,15 @@ export interface paths {
                     };
                 };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -4,7 +4,9 @@
 use crate::state::AppState;
 use axum::routing::get;
 use axum::{Json, Router};
-use utoipa::OpenApi;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
 
 /// The document.
 #[derive(OpenApi)]
@@ -43,9 +45,51 @@ use utoipa::OpenApi;
         super::skills::set_skill_enabled,
         super::skills::delete_skill,
         super::chat::chat,
-    )
+    ),
+    modifiers(&BodyLimit)
 )]
 pub struct ApiDoc;
+
+/// Adds the request guard's 413 `payload_too_large` to every operation that takes a body: the
+/// guard refuses an over-limit body before any handler runs (1 MiB, 25 MiB for the webhook;
+/// docs/review-service.md §7), so no handler annotation can name it.
+struct BodyLimit;
+
+impl Modify for BodyLimit {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                add_payload_too_large(operation);
+            }
+        }
+    }
+}
+
+fn add_payload_too_large(operation: &mut Operation) {
+    if operation.request_body.is_none() {
+        return;
+    }
+    let response = ResponseBuilder::new()
+        .description("the body is over the route's limit (`payload_too_large`)")
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build();
+    operation
+        .responses
+        .responses
+        .entry("413".to_string())
+        .or_insert_with(|| response.into());
+}
 
 pub fn router() -> Router<AppState> {
     Router::new().route(
