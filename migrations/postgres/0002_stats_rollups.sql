@@ -165,3 +165,39 @@ END $$;
 CREATE TRIGGER stats_findings
     AFTER INSERT OR DELETE OR UPDATE OF review_id, kind, severity, path
     ON findings FOR EACH ROW EXECUTE FUNCTION stats_findings_changed();
+
+-- Recomputes every rollup from the rows, for a bulk load made with the triggers disabled
+-- (docs/operations.md, PostgreSQL): `SELECT stats_rebuild();` in one transaction.
+CREATE FUNCTION stats_rebuild() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    TRUNCATE stats_day_repo, stats_day_model, stats_day_trigger, stats_day_status,
+        stats_day_severity, stats_day_path, stats_total_repo, stats_total_path;
+    INSERT INTO stats_day_repo
+        SELECT created_at / 86400, repo_full_name, count(*), coalesce(sum(cost), 0),
+            coalesce(sum(tokens), 0),
+            coalesce(sum(completed_at - created_at) FILTER (WHERE status = 'completed'), 0),
+            count(completed_at) FILTER (WHERE status = 'completed')
+        FROM reviews WHERE status <> 'skipped' GROUP BY 1, 2;
+    INSERT INTO stats_total_repo
+        SELECT repo, sum(reviews), sum(cost), sum(tokens), sum(dur_sum), sum(dur_n)
+        FROM stats_day_repo GROUP BY repo;
+    INSERT INTO stats_day_model
+        SELECT created_at / 86400, model, count(*), coalesce(sum(cost), 0), coalesce(sum(tokens), 0)
+        FROM reviews WHERE status <> 'skipped' AND model IS NOT NULL GROUP BY 1, 2;
+    INSERT INTO stats_day_trigger
+        SELECT created_at / 86400, coalesce("trigger", 'unknown'), count(*)
+        FROM reviews WHERE status <> 'skipped' GROUP BY 1, 2;
+    INSERT INTO stats_day_status
+        SELECT created_at / 86400, status, count(*), coalesce(sum(cost), 0), coalesce(sum(tokens), 0),
+            coalesce(sum(completed_at - created_at), 0), count(completed_at)
+        FROM reviews GROUP BY 1, 2;
+    INSERT INTO stats_day_severity
+        SELECT r.created_at / 86400, f.severity, count(*)
+        FROM findings f JOIN reviews r ON r.id = f.review_id
+        WHERE r.status <> 'skipped' AND f.severity IS NOT NULL GROUP BY 1, 2;
+    INSERT INTO stats_day_path
+        SELECT r.created_at / 86400, f.path, count(*)
+        FROM findings f JOIN reviews r ON r.id = f.review_id
+        WHERE r.status <> 'skipped' AND f.kind = 'inline' AND f.path IS NOT NULL GROUP BY 1, 2;
+    INSERT INTO stats_total_path SELECT path, sum(n) FROM stats_day_path GROUP BY path;
+END $$;

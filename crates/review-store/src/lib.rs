@@ -59,8 +59,8 @@ pub enum StoreError {
     /// ([`Store::read_query`]); the message says what to change.
     #[error("query refused: {0}")]
     QueryRefused(String),
-    /// SQLite rejected a read-only query ([`Store::read_query`]): syntax, unknown column, a
-    /// value over [`READ_QUERY_MAX_VALUE_BYTES`]; the message is SQLite's.
+    /// The database rejected a read-only query ([`Store::read_query`]): syntax, unknown column,
+    /// a value over [`READ_QUERY_MAX_VALUE_BYTES`]; the message is SQLite's or PostgreSQL's.
     #[error("query failed: {0}")]
     Query(String),
     /// A read-only query ran longer than [`READ_QUERY_TIMEOUT`] and was interrupted.
@@ -182,12 +182,18 @@ impl Store {
     }
 }
 
-/// `url` without its password, for error messages and logs.
+/// `url` without its password, for error messages and logs; a URL that does not parse loses
+/// everything between the scheme and the last `@` instead.
 fn redacted(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
+    if let Ok(mut u) = url::Url::parse(url) {
+        if u.password().is_some() {
             let _ = u.set_password(Some("***"));
-            u.to_string()
+        }
+        return u.to_string();
+    }
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}***{}", &url[..scheme + 3], &url[at..])
         }
         _ => url.to_owned(),
     }

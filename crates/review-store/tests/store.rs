@@ -402,3 +402,15 @@ on_both_backends! {
         assert_eq!(won, 1);
     }
 }
+
+#[tokio::test]
+async fn an_unknown_scheme_is_refused_without_the_password_in_the_message() {
+    for url in [
+        "mysql://u:hunter2@127.0.0.1/db",
+        "postgres://u:hunter2@[::1/db",
+    ] {
+        let err = review_store::Store::open(url).await.err().unwrap();
+        assert!(matches!(err, StoreError::Url { .. }), "{url}: {err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+}
