@@ -264,3 +264,68 @@ async fn both_backends_give_the_same_stats_and_charts() {
     let rolled = lite.stats(&StatsFilter::default()).await.unwrap();
     assert_eq!(raw.projects, rolled.projects);
 }
+
+/// SQLite databases made before migration 0011 counted failed rows in the repo durations; the
+/// migration recomputes them, so an upgraded database reports completed reviews only.
+/// (SQLite-only: PostgreSQL databases start with the completed-only rollups.)
+#[tokio::test]
+async fn upgrading_a_sqlite_database_recomputes_avg_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("migrations");
+    std::fs::create_dir(&old).unwrap();
+    let all = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    for entry in std::fs::read_dir(&all).unwrap().flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        if name.ends_with(".sql") && name.as_str() < "0011" {
+            std::fs::copy(entry.path(), old.join(&name)).unwrap();
+        }
+    }
+    let url = format!("sqlite://{}/review.db", dir.path().display());
+    let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+    let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(old.as_path())
+        .await
+        .unwrap()
+        .run(&pool)
+        .await
+        .unwrap();
+    for (pr, status, created, completed) in [
+        (1, "completed", T0 + 100, T0 + 400),
+        (2, "completed", T0 + 200, T0 + 559),
+        (3, "failed", T0 + 300, T0 + 300 + 294_703),
+    ] {
+        sqlx::query(
+            "INSERT INTO reviews (repo_full_name, pr_number, status, created_at, completed_at)
+             VALUES ('o/r', ?, ?, ?, ?)",
+        )
+        .bind(pr)
+        .bind(status)
+        .bind(created)
+        .bind(completed)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+    let store = Store::open(&url).await.unwrap();
+    for filter in windows("o/r").into_iter().take(2) {
+        let stats = store.stats(&filter).await.unwrap();
+        assert_eq!(stats.projects[0].avg_duration, Some(329.5), "{filter:?}");
+    }
+    // And the recreated triggers keep it so.
+    let late = store
+        .insert_review(&new_review("o/r", 4), T0 + 900)
+        .await
+        .unwrap();
+    store
+        .fail_review(late.id, "boom", None, T0 + 90_900)
+        .await
+        .unwrap();
+    let stats = store.stats(&StatsFilter::default()).await.unwrap();
+    assert_eq!(
+        (stats.projects[0].reviews, stats.projects[0].avg_duration),
+        (4, Some(329.5))
+    );
+}
