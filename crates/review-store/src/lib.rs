@@ -63,6 +63,10 @@ pub enum StoreError {
     /// a value over [`READ_QUERY_MAX_VALUE_BYTES`]; the message is SQLite's or PostgreSQL's.
     #[error("query failed: {0}")]
     Query(String),
+    /// PostgreSQL: the chat tool's reader role could not be created or granted at start
+    /// (docs/operations.md, PostgreSQL); the message names the cause.
+    #[error("the chat tool's reader role could not be set up: {0}")]
+    ReaderRole(String),
     /// A read-only query ran longer than [`READ_QUERY_TIMEOUT`] and was interrupted.
     #[error("query interrupted after {} s: make it cheaper (filter, aggregate or add a LIMIT)", .0.as_secs())]
     QueryTimeout(Duration),
@@ -113,7 +117,8 @@ impl Store {
     ///   a database user allowed to create roles (`CREATEROLE`) on the first start.
     ///
     /// Errors: [`StoreError::Url`] for another scheme or a URL the driver cannot parse;
-    /// [`StoreError::Database`] when the database cannot be reached or the role not created;
+    /// [`StoreError::Database`] when the database cannot be reached;
+    /// [`StoreError::ReaderRole`] when the chat tool's role cannot be created or granted;
     /// [`StoreError::Migrate`] when a migration fails.
     pub async fn open(url: &str) -> Result<Self> {
         sqlx::any::install_default_drivers();

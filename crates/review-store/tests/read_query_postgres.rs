@@ -270,3 +270,34 @@ async fn ordinary_questions_still_work() {
         review_store::READ_QUERY_CELL_CHARS + 1
     );
 }
+
+/// A database user without CREATEROLE cannot create the reader role: the store does not
+/// start without its guard, and says what to grant (docs/operations.md, PostgreSQL).
+#[tokio::test]
+async fn a_user_without_createrole_gets_a_clear_error_at_first_start() {
+    use sqlx::Connection;
+    let Some(url) = common::fresh_database_url().await else {
+        return;
+    };
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let user = format!("app_{database}");
+    let admin_url = std::env::var(common::DATABASE_URL_VAR).unwrap();
+    let mut admin = sqlx::postgres::PgConnection::connect(&admin_url)
+        .await
+        .unwrap();
+    for sql in [
+        format!("CREATE ROLE {user} LOGIN PASSWORD 'pw' NOCREATEROLE"),
+        format!("ALTER DATABASE {database} OWNER TO {user}"),
+    ] {
+        sqlx::query(&sql).execute(&mut admin).await.unwrap();
+    }
+    admin.close().await.unwrap();
+    let mut as_user = url::Url::parse(&url).unwrap();
+    as_user.set_username(&user).unwrap();
+    as_user.set_password(Some("pw")).unwrap();
+    let err = Store::open(as_user.as_str()).await.err().unwrap();
+    assert!(
+        matches!(&err, StoreError::ReaderRole(m) if m.contains("CREATEROLE")),
+        "{err}"
+    );
+}

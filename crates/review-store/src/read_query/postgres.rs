@@ -60,7 +60,27 @@ impl Reader {
     /// it `SELECT` on the readable tables of this version, and opens its pool lazily. A
     /// login that fails later (a `pg_hba.conf` that refuses password logins) is logged here
     /// and reported by [`crate::Store::read_query`].
+    ///
+    /// Errors: [`StoreError::ReaderRole`] when the role cannot be created or granted.
     pub(crate) async fn set_up(writer: &AnyPool, options: PgConnectOptions) -> Result<Self> {
+        let (role, password) = Self::role(writer).await.map_err(|e| {
+            StoreError::ReaderRole(format!(
+                "{e}; the database user needs CREATEROLE at the first start (docs/operations.md, PostgreSQL)"
+            ))
+        })?;
+        let pool = PgPoolOptions::new()
+            .max_connections(READER_CONNECTIONS)
+            .min_connections(0)
+            .connect_lazy_with(options.username(&role).password(&password));
+        if let Err(e) = pool.acquire().await {
+            tracing::warn!(role, error = %e, "the chat tool's reader role cannot log in; its SQL tool will fail until it can (docs/operations.md, PostgreSQL)");
+        }
+        Ok(Reader { pool })
+    }
+
+    /// The reader role's name and password, created on the first start, with its grants
+    /// renewed (module docs, layer 1).
+    async fn role(writer: &AnyPool) -> sqlx::Result<(String, String)> {
         let mut tx = writer.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(SETUP_LOCK)
@@ -121,14 +141,7 @@ impl Reader {
             (&mut *tx).execute(grant.as_str()).await?;
         }
         tx.commit().await?;
-        let pool = PgPoolOptions::new()
-            .max_connections(READER_CONNECTIONS)
-            .min_connections(0)
-            .connect_lazy_with(options.username(&role).password(&password));
-        if let Err(e) = pool.acquire().await {
-            tracing::warn!(role, error = %e, "the chat tool's reader role cannot log in; its SQL tool will fail until it can (docs/operations.md, PostgreSQL)");
-        }
-        Ok(Reader { pool })
+        Ok((role, password))
     }
 
     /// [`crate::Store::read_query`] on PostgreSQL (module docs).
