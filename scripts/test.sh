@@ -28,12 +28,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A throwaway PostgreSQL 15 cluster (Debian's `postgresql` package) on a free loopback port for
+# A throwaway PostgreSQL cluster (Debian's `postgresql` package: 15 on Debian 12; the newest
+# installed version is used) on a free loopback port for
 # the PostgreSQL variants of the review-store and review-server tests, which create a fresh
 # database per test on it. initdb refuses to run as root, so root runs it as `postgres`. The
 # superuser logs in with a password (scram-sha-256 on 127.0.0.1), as the chat tool's reader
 # role does in production.
-pg_bin=/usr/lib/postgresql/15/bin
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 as_postgres() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
