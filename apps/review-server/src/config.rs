@@ -74,8 +74,9 @@ pub struct Config {
     /// Holds review.db, repos/, sessions/, worktrees/ and skills/.
     #[arg(long, env = "DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
-    /// Database URL; default sqlite://$DATA_DIR/review.db.
-    #[arg(long, env = "DATABASE_URL")]
+    /// Database URL: sqlite://path (default sqlite://$DATA_DIR/review.db) or
+    /// postgres://user:password@host:port/db (docs/configuration.md).
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// HMAC secret of webhook deliveries; unset: every delivery is rejected 401.
     #[arg(long, env = "FORGE_WEBHOOK_SECRET", hide_env_values = true)]

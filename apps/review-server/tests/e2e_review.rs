@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
+use sqlx::Connection;
 use test_doubles::scripted_model::Behavior;
 
 /// An earlier finding's text that no file, commit or diff of the test repository contains.
@@ -52,6 +53,12 @@ fn inline_positions(review: &Value) -> Vec<(String, i64)> {
 
 async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
     let w = World::start(Behavior::Reviewer, model_spec, stream).await;
+    opened_then_synchronized(w, model_spec, None).await;
+}
+
+/// The review of `review_opened_then_synchronized` in a started world whose database is
+/// `database` (None: the SQLite file in DATA_DIR).
+async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&str>) {
     let (base, head) = (w.upstream.sha("main"), w.upstream.sha("feature"));
 
     // First delivery registers the repo disabled: nothing is reviewed.
@@ -195,18 +202,22 @@ async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
 
     // An earlier finding whose text stands nowhere in the repository, beside the ones the
     // first review posted, so the re-review's prompt can only have it from the findings.
-    let pool = sqlx_pool(&w.server.data_dir.join("review.db")).await;
-    sqlx_exec(
-        &pool,
-        &format!(
-            "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, path, line, body, created_at)
-             VALUES ({}, '{}', 1, 'inline', 'question', 'src/lib.rs', 2, '{EARLIER_CANARY}', 0)",
-            review["id"],
-            w.full_name()
-        ),
-    )
-    .await;
-    pool.close().await;
+    let url = database.map_or_else(
+        || format!("sqlite://{}", w.server.data_dir.join("review.db").display()),
+        str::to_owned,
+    );
+    sqlx::any::install_default_drivers();
+    let mut db = sqlx::AnyConnection::connect(&url).await.unwrap();
+    sqlx::query(&format!(
+        "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, path, line, body, created_at)
+         VALUES ({}, '{}', 1, 'inline', 'question', 'src/lib.rs', 2, '{EARLIER_CANARY}', 0)",
+        review["id"],
+        w.full_name()
+    ))
+    .execute(&mut db)
+    .await
+    .unwrap();
+    db.close().await.unwrap();
     let first_review_findings: Vec<String> = w
         .server
         .get_json(&format!("/api/reviews/{}/findings", review["id"]))
@@ -279,6 +290,28 @@ async fn anthropic_streaming_review_lands_on_added_lines_and_refetches_on_synchr
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_review_lands_on_added_lines_and_refetches_on_synchronize() {
     review_opened_then_synchronized("openai/gpt-4o", false).await;
+}
+
+/// The same review on PostgreSQL (DATABASE_URL `postgres://...`): the server boots on it and
+/// the review, its findings and the stats it feeds go through the PostgreSQL store.
+#[tokio::test(flavor = "multi_thread")]
+async fn review_on_postgres_lands_on_added_lines_and_refetches_on_synchronize() {
+    let Some(url) = postgres_database_url().await else {
+        return;
+    };
+    let w = World::start_with(
+        Upstream::new(),
+        Behavior::Reviewer,
+        "anthropic/claude-sonnet-4-5",
+        true,
+        &[("DATABASE_URL", url.clone())],
+    )
+    .await;
+    assert!(
+        !w.server.data_dir.join("review.db").exists(),
+        "no SQLite file next to a PostgreSQL store"
+    );
+    opened_then_synchronized(w, "anthropic/claude-sonnet-4-5", Some(&url)).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

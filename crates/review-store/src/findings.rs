@@ -2,8 +2,14 @@
 //! all or none per review, and read back so a re-review does not post it again.
 
 use crate::rows::finding_from_row;
-use crate::{Result, Store};
+use crate::{Backend, Result, Store};
 use review_domain::{FindingRow, NewFinding, ReviewRow};
+
+/// Key of the PostgreSQL advisory lock that orders finding writes: each finding adds to the
+/// per-day severity and path rollups (migrations/postgres/0002_stats_rollups.sql), and two
+/// reviews of one day writing `nit` then `blocking` and `blocking` then `nit` would deadlock
+/// on those rows. SQLite has one writer at a time already.
+const FINDINGS_LOCK: i64 = 0x7265_7669_6577_6631;
 
 /// The columns of a FindingRow, in the order of the spec.
 const FINDING_COLUMNS: &str = "id, review_id, repo_full_name, pr_number, kind, severity, event, path, line, body, github_review_id, github_comment_id, created_at";
@@ -17,12 +23,18 @@ impl Store {
         now: i64,
     ) -> Result<Vec<FindingRow>> {
         let mut tx = self.pool.begin().await?;
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(FINDINGS_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
         let mut out = Vec::with_capacity(findings.len());
         for f in findings {
             let row = sqlx::query(&format!(
                 "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, event, path,
                  line, body, github_review_id, github_comment_id, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {FINDING_COLUMNS}"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {FINDING_COLUMNS}"
             ))
             .bind(review.id)
             .bind(&review.repo_full_name)
@@ -46,7 +58,8 @@ impl Store {
 
     /// Findings of one review, ordered by id (an unknown review has none).
     pub async fn findings_for_review(&self, review_id: i64) -> Result<Vec<FindingRow>> {
-        let sql = format!("SELECT {FINDING_COLUMNS} FROM findings WHERE review_id = ? ORDER BY id");
+        let sql =
+            format!("SELECT {FINDING_COLUMNS} FROM findings WHERE review_id = $1 ORDER BY id");
         self.all(sqlx::query(&sql).bind(review_id), finding_from_row)
             .await
     }
@@ -54,7 +67,7 @@ impl Store {
     /// Every finding recorded on a PR, oldest first: what a re-review must not post again.
     pub async fn findings_for_pr(&self, repo: &str, pr_number: i64) -> Result<Vec<FindingRow>> {
         let sql = format!(
-            "SELECT {FINDING_COLUMNS} FROM findings WHERE repo_full_name = ? AND pr_number = ? ORDER BY id"
+            "SELECT {FINDING_COLUMNS} FROM findings WHERE repo_full_name = $1 AND pr_number = $2 ORDER BY id"
         );
         let query = sqlx::query(&sql).bind(repo).bind(pr_number);
         self.all(query, finding_from_row).await

@@ -1,6 +1,7 @@
-//! SQLite persistence of the review service (docs/review-service.md §2; docs/architecture.md,
-//! Store). All SQL of the service lives here. Column names are the spec's field names,
-//! timestamps are integer epoch seconds, `enabled` is 0/1. Multi-row writes run in explicit
+//! Persistence of the review service on SQLite or PostgreSQL (docs/review-service.md §2;
+//! docs/architecture.md, Store and "Two database backends"). All SQL of the service lives here.
+//! Column names are the spec's field names, timestamps are integer epoch seconds, `enabled` is
+//! 0/1. Multi-row writes run in explicit
 //! transactions so a failure never leaves a half-written record.
 //!
 //! This file holds the [`Store`] handle, its connection setup and migrations, and the errors;
@@ -28,9 +29,12 @@ pub use read_query::{
 };
 pub use skills::NewSkill;
 
-use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{AnyPool, Executor};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Errors of the store: the database failed, or the schema could not be brought up to date.
@@ -55,10 +59,14 @@ pub enum StoreError {
     /// ([`Store::read_query`]); the message says what to change.
     #[error("query refused: {0}")]
     QueryRefused(String),
-    /// SQLite rejected a read-only query ([`Store::read_query`]): syntax, unknown column, a
-    /// value over [`READ_QUERY_MAX_VALUE_BYTES`]; the message is SQLite's.
+    /// The database rejected a read-only query ([`Store::read_query`]): syntax, unknown column,
+    /// a value over [`READ_QUERY_MAX_VALUE_BYTES`]; the message is SQLite's or PostgreSQL's.
     #[error("query failed: {0}")]
     Query(String),
+    /// PostgreSQL: the chat tool's reader role could not be created or granted at start
+    /// (docs/operations.md, PostgreSQL); the message names the cause.
+    #[error("the chat tool's reader role could not be set up: {0}")]
+    ReaderRole(String),
     /// A read-only query ran longer than [`READ_QUERY_TIMEOUT`] and was interrupted.
     #[error("query interrupted after {} s: make it cheaper (filter, aggregate or add a LIMIT)", .0.as_secs())]
     QueryTimeout(Duration),
@@ -67,42 +75,132 @@ pub enum StoreError {
 /// Result of the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// The review store over a SQLite pool. Cheap to clone.
-#[derive(Clone)]
-pub struct Store {
-    pool: SqlitePool,
-    /// Where the guarded read-only connections of [`Store::read_query`] open the database.
-    chat_db: read_query::ChatDatabase,
+/// The SQL dialect of a store's database (docs/architecture.md, "Two database backends").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// One SQLite file (or in-memory database), the default.
+    Sqlite,
+    /// A PostgreSQL database, shared by every replica.
+    Postgres,
 }
 
+/// The review store: one sqlx `Any` pool over SQLite or PostgreSQL, chosen by the URL scheme
+/// (docs/architecture.md, "Two database backends"). Queries are written once, with `$N`
+/// placeholders that both accept; the few dialect differences live in [`Backend`] branches.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    /// Where the guarded read-only connections of [`Store::read_query`] go.
+    chat: read_query::ChatDatabase,
+}
+
+/// Connections of the writer pool.
+const MAX_CONNECTIONS: u32 = 8;
+
+/// Names of the in-memory SQLite databases of this process (each `sqlite::memory:` store
+/// gets its own).
+static IN_MEMORY_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// What every SQLite connection runs first: WAL (kept by the file), a busy timeout instead of
+/// immediate `SQLITE_BUSY`, normal sync (safe in WAL mode), and enforced foreign keys.
+const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL; \
+     PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
+
 impl Store {
-    /// Open (creating if missing) the database at `url` (`sqlite://path` or `sqlite::memory:`),
-    /// in WAL mode with a busy timeout, and run the migrations of `migrations/`.
+    /// Open the database at `url` and bring its schema up to date:
+    /// - `sqlite://path` (created if missing) or `sqlite::memory:`: WAL mode with a busy
+    ///   timeout, the migrations of `migrations/`;
+    /// - `postgres://` or `postgresql://`: the migrations of `migrations/postgres/`, then the
+    ///   chat tool's reader role is set up (docs/security.md, "The chat tool's SQL"), which needs
+    ///   a database user allowed to create roles (`CREATEROLE`) on the first start.
+    ///
+    /// Errors: [`StoreError::Url`] for another scheme or a URL the driver cannot parse;
+    /// [`StoreError::Database`] when the database cannot be reached;
+    /// [`StoreError::ReaderRole`] when the chat tool's role cannot be created or granted;
+    /// [`StoreError::Migrate`] when a migration fails.
     pub async fn open(url: &str) -> Result<Self> {
-        let base = SqliteConnectOptions::from_str(url).map_err(|e| StoreError::Url {
-            url: url.to_owned(),
-            message: e.to_string(),
-        })?;
-        // An in-memory database is a shared-cache name: the chat connection opens the same one.
-        let chat_db = read_query::ChatDatabase::from_options(&base);
-        let opts = base
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .min_connections(1)
-            .connect_with(opts)
-            .await?;
-        sqlx::migrate!("../../migrations").run(&pool).await?;
-        Ok(Self { pool, chat_db })
+        sqlx::any::install_default_drivers();
+        let bad_url = |message: String| StoreError::Url {
+            url: redacted(url),
+            message,
+        };
+        let scheme = url.split(':').next().unwrap_or_default();
+        match scheme {
+            "sqlite" => {
+                let given =
+                    SqliteConnectOptions::from_str(url).map_err(|e| bad_url(e.to_string()))?;
+                let (any_url, chat) = read_query::ChatDatabase::sqlite(given, || {
+                    IN_MEMORY_SEQ.fetch_add(1, Ordering::Relaxed)
+                })?;
+                let any =
+                    AnyConnectOptions::from_str(&any_url).map_err(|e| bad_url(e.to_string()))?;
+                let pool = AnyPoolOptions::new()
+                    .max_connections(MAX_CONNECTIONS)
+                    .min_connections(1)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move { conn.execute(SQLITE_PRAGMAS).await.map(drop) })
+                    })
+                    .connect_with(any)
+                    .await?;
+                sqlx::migrate!("../../migrations").run(&pool).await?;
+                Ok(Self {
+                    pool,
+                    backend: Backend::Sqlite,
+                    chat,
+                })
+            }
+            "postgres" | "postgresql" => {
+                let pg = PgConnectOptions::from_str(url).map_err(|e| bad_url(e.to_string()))?;
+                let any = AnyConnectOptions::from_str(url).map_err(|e| bad_url(e.to_string()))?;
+                let pool = AnyPoolOptions::new()
+                    .max_connections(MAX_CONNECTIONS)
+                    .min_connections(1)
+                    .connect_with(any)
+                    .await?;
+                sqlx::migrate!("../../migrations/postgres")
+                    .run(&pool)
+                    .await?;
+                let chat = read_query::ChatDatabase::postgres(&pool, pg).await?;
+                Ok(Self {
+                    pool,
+                    backend: Backend::Postgres,
+                    chat,
+                })
+            }
+            _ => Err(bad_url(
+                "the scheme must be sqlite:, postgres: or postgresql:".to_owned(),
+            )),
+        }
     }
 
-    /// The pool, for read-only queries of other modules of this crate's users (tests).
-    pub fn pool(&self) -> &SqlitePool {
+    /// The pool, for read-only queries of this crate's users (tests). Its SQL goes to SQLite or
+    /// PostgreSQL as written: use `$N` placeholders, which both accept.
+    pub fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// The SQL dialect of the database.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+}
+
+/// `url` without its password, for error messages and logs; a URL that does not parse loses
+/// everything between the scheme and the last `@` instead.
+fn redacted(url: &str) -> String {
+    if let Ok(mut u) = url::Url::parse(url) {
+        if u.password().is_some() {
+            let _ = u.set_password(Some("***"));
+        }
+        return u.to_string();
+    }
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
     }
 }
 

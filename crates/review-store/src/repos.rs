@@ -17,7 +17,7 @@ impl Store {
     ) -> Result<(RepoRow, bool)> {
         let mut tx = self.pool.begin().await?;
         let inserted = sqlx::query(
-            "INSERT INTO repos (full_name, installation_id, enabled, created_at) VALUES (?, ?, 0, ?)
+            "INSERT INTO repos (full_name, installation_id, enabled, created_at) VALUES ($1, $2, 0, $3)
              ON CONFLICT (full_name) DO NOTHING",
         )
         .bind(full_name)
@@ -28,7 +28,7 @@ impl Store {
         .rows_affected();
         let updated = if inserted == 0 {
             sqlx::query(
-                "UPDATE repos SET installation_id = ? WHERE full_name = ? AND installation_id != ?",
+                "UPDATE repos SET installation_id = $1 WHERE full_name = $2 AND installation_id != $3",
             )
             .bind(installation_id)
             .bind(full_name)
@@ -39,7 +39,7 @@ impl Store {
         } else {
             0
         };
-        let row = sqlx::query("SELECT * FROM repos WHERE full_name = ?")
+        let row = sqlx::query("SELECT * FROM repos WHERE full_name = $1")
             .bind(full_name)
             .fetch_one(&mut *tx)
             .await?;
@@ -49,7 +49,7 @@ impl Store {
 
     /// One repo, or None when not registered.
     pub async fn repo(&self, full_name: &str) -> Result<Option<RepoRow>> {
-        let query = sqlx::query("SELECT * FROM repos WHERE full_name = ?").bind(full_name);
+        let query = sqlx::query("SELECT * FROM repos WHERE full_name = $1").bind(full_name);
         self.optional(query, repo_from_row).await
     }
 
@@ -69,7 +69,7 @@ impl Store {
         enabled: Option<i64>,
     ) -> Result<Option<RepoRow>> {
         let query = sqlx::query(
-            "UPDATE repos SET prompt = ?, model = ?, enabled = COALESCE(?, enabled) WHERE full_name = ?",
+            "UPDATE repos SET prompt = $1, model = $2, enabled = COALESCE($3, enabled) WHERE full_name = $4",
         );
         let query = query.bind(prompt).bind(model).bind(enabled).bind(full_name);
         self.changed(query).await?;
@@ -79,14 +79,14 @@ impl Store {
     /// Set only `enabled` (0 or 1) of `repo`. Returns the re-read row, or None when not
     /// registered.
     pub async fn set_repo_enabled(&self, repo: &str, on: bool) -> Result<Option<RepoRow>> {
-        let query = sqlx::query("UPDATE repos SET enabled = ? WHERE full_name = ?");
+        let query = sqlx::query("UPDATE repos SET enabled = $1 WHERE full_name = $2");
         self.changed(query.bind(i64::from(on)).bind(repo)).await?;
         self.repo(repo).await
     }
 
     /// Delete a repo; true when a row was removed.
     pub async fn delete_repo(&self, full_name: &str) -> Result<bool> {
-        let query = sqlx::query("DELETE FROM repos WHERE full_name = ?").bind(full_name);
+        let query = sqlx::query("DELETE FROM repos WHERE full_name = $1").bind(full_name);
         Ok(self.changed(query).await? > 0)
     }
 }

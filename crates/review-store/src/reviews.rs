@@ -6,7 +6,7 @@ use crate::rows::review_from_row;
 use crate::{Result, Store};
 use review_domain::{ReviewRow, Trigger};
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 /// The columns of a ReviewRow, in the order of the spec.
 pub(crate) const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
@@ -38,7 +38,7 @@ impl Store {
     pub async fn insert_review(&self, new: &NewReview, now: i64) -> Result<ReviewRow> {
         let sql = format!(
             "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at)
-             VALUES (?, ?, ?, 'pending', ?, ?, ?) RETURNING {REVIEW_COLUMNS}"
+             VALUES ($1, $2, $3, 'pending', $4, $5, $6) RETURNING {REVIEW_COLUMNS}"
         );
         let query = sqlx::query(&sql)
             .bind(&new.repo_full_name)
@@ -52,7 +52,7 @@ impl Store {
 
     /// One review, or None.
     pub async fn review(&self, id: i64) -> Result<Option<ReviewRow>> {
-        let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?");
+        let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = $1");
         self.optional(sqlx::query(&sql).bind(id), review_from_row)
             .await
     }
@@ -61,7 +61,7 @@ impl Store {
     /// review was not pending (stopped or failed meanwhile).
     pub async fn start_review(&self, id: i64, session_id: &str) -> Result<Option<ReviewRow>> {
         let sql = format!(
-            "UPDATE reviews SET status = 'running', session_id = ?1 WHERE id = ?2 AND status = 'pending'
+            "UPDATE reviews SET status = 'running', session_id = $1 WHERE id = $2 AND status = 'pending'
              RETURNING {REVIEW_COLUMNS}"
         );
         let query = sqlx::query(&sql).bind(session_id).bind(id);
@@ -70,7 +70,7 @@ impl Store {
 
     /// Record the check run of a review.
     pub async fn set_check_run_id(&self, id: i64, check_run_id: i64) -> Result<()> {
-        let query = sqlx::query("UPDATE reviews SET check_run_id = ? WHERE id = ?");
+        let query = sqlx::query("UPDATE reviews SET check_run_id = $1 WHERE id = $2");
         self.changed(query.bind(check_run_id).bind(id)).await?;
         Ok(())
     }
@@ -84,8 +84,8 @@ impl Store {
         now: i64,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
-            "UPDATE reviews SET status = 'completed', cost = ?, tokens = ?, model = ?, patch_id = ?,
-             completed_at = ?, error = NULL WHERE id = ? AND status = 'running' RETURNING {REVIEW_COLUMNS}"
+            "UPDATE reviews SET status = 'completed', cost = $1, tokens = $2, model = $3, patch_id = $4,
+             completed_at = $5, error = NULL WHERE id = $6 AND status = 'running' RETURNING {REVIEW_COLUMNS}"
         );
         let query = sqlx::query(&sql)
             .bind(done.cost)
@@ -107,9 +107,9 @@ impl Store {
         now: i64,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
-            "UPDATE reviews SET status = 'failed', error = ?, completed_at = ?,
-             cost = COALESCE(?, cost), tokens = COALESCE(?, tokens), model = COALESCE(?, model)
-             WHERE id = ? AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+            "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2,
+             cost = COALESCE($3, cost), tokens = COALESCE($4, tokens), model = COALESCE($5, model)
+             WHERE id = $6 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
         );
         let query = sqlx::query(&sql)
             .bind(error)
@@ -130,8 +130,8 @@ impl Store {
         now: i64,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
-            "UPDATE reviews SET status = 'skipped', patch_id = ?, completed_at = ?
-             WHERE id = ? AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+            "UPDATE reviews SET status = 'skipped', patch_id = $1, completed_at = $2
+             WHERE id = $3 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
         );
         let query = sqlx::query(&sql).bind(patch_id).bind(now).bind(id);
         self.optional(query, review_from_row).await
@@ -140,7 +140,7 @@ impl Store {
     /// Whether an improver run (pr_number 0) of `repo` is pending or running.
     pub async fn improver_active(&self, repo: &str) -> Result<bool> {
         let query = sqlx::query(
-            "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = 0
+            "SELECT count(*) FROM reviews WHERE repo_full_name = $1 AND pr_number = 0
              AND status IN ('pending', 'running')",
         );
         self.any(query.bind(repo)).await
@@ -150,7 +150,7 @@ impl Store {
     /// opened; skipped: nothing to learn), if any.
     pub async fn last_finished_improver_run(&self, repo: &str) -> Result<Option<ReviewRow>> {
         let sql = format!(
-            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number = 0
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = $1 AND pr_number = 0
              AND status IN ('completed', 'skipped') ORDER BY id DESC LIMIT 1"
         );
         self.optional(sqlx::query(&sql).bind(repo), review_from_row)
@@ -166,8 +166,8 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<ReviewRow>> {
         let sql = format!(
-            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ? AND pr_number > 0
-             AND status = 'completed' AND completed_at > ? ORDER BY id LIMIT ?"
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = $1 AND pr_number > 0
+             AND status = 'completed' AND completed_at > $2 ORDER BY id LIMIT $3"
         );
         let query = sqlx::query(&sql).bind(repo).bind(since).bind(limit);
         self.all(query, review_from_row).await
@@ -177,7 +177,7 @@ impl Store {
     /// (docs/architecture.md, Lifecycle extras). Returns the rows changed.
     pub async fn fail_unfinished(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
         let sql = format!(
-            "UPDATE reviews SET status = 'failed', error = ?, completed_at = ?
+            "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2
              WHERE status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
         );
         let query = sqlx::query(&sql).bind(error).bind(now);
@@ -187,10 +187,10 @@ impl Store {
     /// The patch id of the PR's newest completed review, if any.
     pub async fn last_completed_patch_id(&self, repo: &str, pr: i64) -> Result<Option<String>> {
         let query = sqlx::query(
-            "SELECT patch_id FROM reviews WHERE repo_full_name = ? AND pr_number = ?
+            "SELECT patch_id FROM reviews WHERE repo_full_name = $1 AND pr_number = $2
              AND status = 'completed' AND patch_id IS NOT NULL ORDER BY id DESC LIMIT 1",
         );
-        let patch_id = |r: &SqliteRow| Ok(r.try_get::<String, _>(0)?);
+        let patch_id = |r: &AnyRow| Ok(r.try_get::<String, _>(0)?);
         self.optional(query.bind(repo).bind(pr), patch_id).await
     }
 
@@ -203,8 +203,8 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<ReviewRow>> {
         let sql = format!(
-            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = ?
-             AND (? IS NULL OR pr_number = ?) ORDER BY id DESC LIMIT ?"
+            "SELECT {REVIEW_COLUMNS} FROM reviews WHERE repo_full_name = $1
+             AND ($2 IS NULL OR pr_number = $3) ORDER BY id DESC LIMIT $4"
         );
         let query = sqlx::query(&sql)
             .bind(repo)
@@ -218,7 +218,7 @@ impl Store {
     /// retry stands down then, docs/review-service.md §3).
     pub async fn pr_has_active_review(&self, repo: &str, pr: i64, except: i64) -> Result<bool> {
         let query = sqlx::query(
-            "SELECT count(*) FROM reviews WHERE repo_full_name = ? AND pr_number = ? AND id != ?
+            "SELECT count(*) FROM reviews WHERE repo_full_name = $1 AND pr_number = $2 AND id != $3
              AND status IN ('pending', 'running')",
         );
         self.any(query.bind(repo).bind(pr).bind(except)).await

@@ -10,26 +10,26 @@ use review_domain::{
     FindingKind, FindingRow, RepoRow, ReviewEvent, ReviewRow, ReviewStatus, Severity, SkillMetaRow,
     Trigger,
 };
-use sqlx::sqlite::{SqliteArguments, SqliteRow};
-use sqlx::{Row, Sqlite};
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::{Any, Row};
 
-/// A statement of this crate with its `?` parameters bound.
-pub(crate) type Query<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>>;
+/// A statement of this crate with its `$N` parameters bound (both backends read `$N`).
+pub(crate) type Query<'q> = sqlx::query::Query<'q, Any, AnyArguments<'q>>;
 
 /// Reads one row into a value: the `*_from_row` functions below, or a closure.
-pub(crate) type ReadRow<T> = fn(&SqliteRow) -> Result<T>;
+pub(crate) type ReadRow<T> = fn(&AnyRow) -> Result<T>;
 
 /// A value read from the column `column` of a row of `table` (the table names the column in
 /// errors).
 pub(crate) trait Column: Sized {
-    fn read(row: &SqliteRow, table: &'static str, column: &'static str) -> Result<Self>;
+    fn read(row: &AnyRow, table: &'static str, column: &'static str) -> Result<Self>;
 }
 
 /// Plain values: what sqlx decodes.
 macro_rules! plain_columns {
     ($($ty:ty),+) => {$(
         impl Column for $ty {
-            fn read(row: &SqliteRow, _table: &'static str, column: &'static str) -> Result<Self> {
+            fn read(row: &AnyRow, _table: &'static str, column: &'static str) -> Result<Self> {
                 Ok(row.try_get(column)?)
             }
         }
@@ -42,14 +42,14 @@ plain_columns!(i64, Option<i64>, Option<f64>, String, Option<String>);
 macro_rules! enum_columns {
     ($($ty:ty),+) => {$(
         impl Column for $ty {
-            fn read(row: &SqliteRow, table: &'static str, column: &'static str) -> Result<Self> {
+            fn read(row: &AnyRow, table: &'static str, column: &'static str) -> Result<Self> {
                 let text: String = row.try_get(column)?;
                 parse(table, column, &text)
             }
         }
 
         impl Column for Option<$ty> {
-            fn read(row: &SqliteRow, table: &'static str, column: &'static str) -> Result<Self> {
+            fn read(row: &AnyRow, table: &'static str, column: &'static str) -> Result<Self> {
                 let text: Option<String> = row.try_get(column)?;
                 text.map(|t| parse(table, column, &t)).transpose()
             }
@@ -83,25 +83,25 @@ macro_rules! from_row {
     (@column $field:ident $column:literal) => { $column };
 }
 
-pub(crate) fn repo_from_row(r: &SqliteRow) -> Result<RepoRow> {
+pub(crate) fn repo_from_row(r: &AnyRow) -> Result<RepoRow> {
     from_row!(r, "repos", RepoRow [full_name, installation_id, prompt, model, enabled, created_at])
 }
 
-pub(crate) fn review_from_row(r: &SqliteRow) -> Result<ReviewRow> {
+pub(crate) fn review_from_row(r: &AnyRow) -> Result<ReviewRow> {
     from_row!(r, "reviews", ReviewRow [
         id, repo_full_name, pr_number, title, session_id, status, error, trigger, attempt, cost,
         tokens, model, check_run_id, patch_id, created_at, completed_at,
     ])
 }
 
-pub(crate) fn finding_from_row(r: &SqliteRow) -> Result<FindingRow> {
+pub(crate) fn finding_from_row(r: &AnyRow) -> Result<FindingRow> {
     from_row!(r, "findings", FindingRow [
         id, review_id, repo_full_name, pr_number, kind, severity, event, path, line, body,
         github_review_id, github_comment_id, created_at,
     ])
 }
 
-pub(crate) fn skill_from_row(r: &SqliteRow) -> Result<SkillMetaRow> {
+pub(crate) fn skill_from_row(r: &AnyRow) -> Result<SkillMetaRow> {
     from_row!(r, "skills", SkillMetaRow [
         name, source_url, owner, repo, path, git_ref = "ref", description, enabled, created_at,
     ])

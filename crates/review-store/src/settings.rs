@@ -20,7 +20,7 @@ impl Store {
 
     /// One stored setting.
     pub async fn setting(&self, key: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT value FROM settings WHERE key = ?")
+        let row = sqlx::query("SELECT value FROM settings WHERE key = $1")
             .bind(key)
             .fetch_optional(&self.pool)
             .await?;
@@ -32,7 +32,7 @@ impl Store {
         match value {
             Some(v) => {
                 sqlx::query(
-                    "INSERT INTO settings (key, value) VALUES (?, ?)
+                    "INSERT INTO settings (key, value) VALUES ($1, $2)
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 )
                 .bind(key)
@@ -41,7 +41,7 @@ impl Store {
                 .await?
             }
             None => {
-                sqlx::query("DELETE FROM settings WHERE key = ?")
+                sqlx::query("DELETE FROM settings WHERE key = $1")
                     .bind(key)
                     .execute(&self.pool)
                     .await?

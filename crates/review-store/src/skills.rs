@@ -7,7 +7,7 @@ use crate::rows::skill_from_row;
 use crate::{Result, Store};
 use review_domain::SkillMetaRow;
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 /// The columns of a SkillMetaRow: every column but `blob`.
 const SKILL_COLUMNS: &str =
@@ -42,7 +42,7 @@ impl Store {
 
     /// One skill, or None. No blob.
     pub async fn skill(&self, name: &str) -> Result<Option<SkillMetaRow>> {
-        let sql = format!("SELECT {SKILL_COLUMNS} FROM skills WHERE name = ?");
+        let sql = format!("SELECT {SKILL_COLUMNS} FROM skills WHERE name = $1");
         self.optional(sqlx::query(&sql).bind(name), skill_from_row)
             .await
     }
@@ -54,7 +54,7 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO skills (name, source_url, owner, repo, path, \"ref\", description, enabled, blob, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9)
              ON CONFLICT (name) DO UPDATE SET source_url = excluded.source_url,
                  owner = excluded.owner, repo = excluded.repo, path = excluded.path,
                  \"ref\" = excluded.\"ref\", description = excluded.description, enabled = 1,
@@ -72,7 +72,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let row = sqlx::query(&format!(
-            "SELECT {SKILL_COLUMNS} FROM skills WHERE name = ?"
+            "SELECT {SKILL_COLUMNS} FROM skills WHERE name = $1"
         ))
         .bind(&skill.name)
         .fetch_one(&mut *tx)
@@ -83,7 +83,7 @@ impl Store {
 
     /// Enable (`on`) or disable a skill; the re-read row, or None when there is no such skill.
     pub async fn set_skill_enabled(&self, name: &str, on: bool) -> Result<Option<SkillMetaRow>> {
-        let query = sqlx::query("UPDATE skills SET enabled = ? WHERE name = ?");
+        let query = sqlx::query("UPDATE skills SET enabled = $1 WHERE name = $2");
         match self.changed(query.bind(i64::from(on)).bind(name)).await? {
             0 => Ok(None),
             _ => self.skill(name).await,
@@ -92,13 +92,13 @@ impl Store {
 
     /// Delete a skill; true when one was deleted.
     pub async fn delete_skill(&self, name: &str) -> Result<bool> {
-        let query = sqlx::query("DELETE FROM skills WHERE name = ?").bind(name);
+        let query = sqlx::query("DELETE FROM skills WHERE name = $1").bind(name);
         Ok(self.changed(query).await? > 0)
     }
 
     /// The blob of one skill (None when there is no such skill or it has no blob).
     pub async fn skill_blob(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let query = sqlx::query("SELECT blob FROM skills WHERE name = ?").bind(name);
+        let query = sqlx::query("SELECT blob FROM skills WHERE name = $1").bind(name);
         Ok(self.optional(query, blob_of).await?.flatten())
     }
 
@@ -106,13 +106,13 @@ impl Store {
     pub async fn enabled_skill_blobs(&self) -> Result<Vec<(SkillMetaRow, Vec<u8>)>> {
         let sql =
             format!("SELECT {SKILL_COLUMNS}, blob FROM skills WHERE enabled = 1 ORDER BY name");
-        let with_blob = |r: &SqliteRow| Ok((skill_from_row(r)?, blob_of(r)?.unwrap_or_default()));
+        let with_blob = |r: &AnyRow| Ok((skill_from_row(r)?, blob_of(r)?.unwrap_or_default()));
         self.all(sqlx::query(&sql), with_blob).await
     }
 }
 
 /// The `blob` column of a row (null for a row written without one).
-fn blob_of(r: &SqliteRow) -> Result<Option<Vec<u8>>> {
+fn blob_of(r: &AnyRow) -> Result<Option<Vec<u8>>> {
     Ok(r.try_get("blob")?)
 }
 

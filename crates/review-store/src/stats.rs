@@ -2,7 +2,8 @@
 //! Stats and the GET /api/reviews list; §8, limits), all computed in SQL.
 //!
 //! A window is split into whole UTC days, read from the per-day rollups that the triggers of
-//! `migrations/0007_stats_rollups.sql` keep exact, and the partial days at its edges, read from
+//! `migrations/0007_stats_rollups.sql` (PostgreSQL: `migrations/postgres/0002_stats_rollups.sql`)
+//! keep exact, and the partial days at its edges, read from
 //! the raw rows; both halves are summed in one `GROUP BY`. A filter on repo or model reads the
 //! raw rows only (the rollups are not split by them), through the indexes of
 //! `migrations/0006_stats_indexes.sql`. An all-time window reads per-repo and per-file totals
@@ -11,33 +12,147 @@
 
 use crate::reviews::REVIEW_COLUMNS;
 use crate::rows::review_from_row;
-use crate::{Result, Store};
+use crate::{Backend, Result, Store};
 use review_domain::{ReviewRow, StatsFilter};
 use serde::Serialize;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{FromRow, QueryBuilder, Sqlite, SqlitePool};
+use sqlx::any::AnyRow;
+use sqlx::{Any, AnyPool, FromRow};
 
 const DAY: i64 = 86_400;
 
+/// A value bound to a statement of this module.
+#[derive(Debug, Clone, PartialEq)]
+enum Bind {
+    Int(i64),
+    Text(String),
+}
+
+/// A statement being built: SQL with `$N` placeholders (both backends read them; sqlx's
+/// `QueryBuilder` writes `?` for the `Any` driver, which PostgreSQL refuses) and its values.
+#[derive(Debug, Clone, Default)]
+struct Sql {
+    text: String,
+    binds: Vec<Bind>,
+}
+
+impl Sql {
+    fn new(text: impl Into<String>) -> Self {
+        Sql {
+            text: text.into(),
+            binds: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    fn push_bind(&mut self, value: impl Into<Bind>) -> &mut Self {
+        self.binds.push(value.into());
+        self.text.push_str(&format!("${}", self.binds.len()));
+        self
+    }
+}
+
+impl From<i64> for Bind {
+    fn from(v: i64) -> Self {
+        Bind::Int(v)
+    }
+}
+
+impl From<String> for Bind {
+    fn from(v: String) -> Self {
+        Bind::Text(v)
+    }
+}
+
+/// Binds the values of `$sql` to `$query` (a `query`, `query_as` or `query_scalar`).
+macro_rules! bound {
+    ($query:expr, $sql:expr) => {{
+        let mut q = $query;
+        for b in &$sql.binds {
+            q = match b {
+                Bind::Int(v) => q.bind(*v),
+                Bind::Text(v) => q.bind(v.as_str()),
+            };
+        }
+        q
+    }};
+}
+
 /// Every row of a built query, as `T`.
-async fn all<T>(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<Vec<T>>
+async fn all<T>(pool: &AnyPool, q: &Sql) -> Result<Vec<T>>
 where
-    T: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
-    Ok(q.build_query_as::<T>().fetch_all(pool).await?)
+    Ok(bound!(sqlx::query_as::<Any, T>(&q.text), q)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// The one row of a built query (an aggregate), as `T`.
-async fn one<T>(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<T>
+async fn one<T>(pool: &AnyPool, q: &Sql) -> Result<T>
 where
-    T: for<'r> FromRow<'r, SqliteRow> + Send + Unpin,
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
-    Ok(q.build_query_as::<T>().fetch_one(pool).await?)
+    Ok(bound!(sqlx::query_as::<Any, T>(&q.text), q)
+        .fetch_one(pool)
+        .await?)
 }
 
-/// The one value of a built query (an aggregate).
-async fn scalar(pool: &SqlitePool, q: &mut QueryBuilder<'_, Sqlite>) -> Result<i64> {
-    Ok(q.build_query_scalar::<i64>().fetch_one(pool).await?)
+/// The one value of a built query (an aggregate), if there is a row.
+async fn scalar(pool: &AnyPool, q: &Sql) -> Result<Option<i64>> {
+    Ok(bound!(sqlx::query_scalar::<Any, i64>(&q.text), q)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// The few SQL spellings that differ between SQLite and PostgreSQL in these queries
+/// (docs/architecture.md, "Two database backends"). Everything else is written once.
+impl Backend {
+    /// `YYYY-MM-DD` of the UTC day number `day` (days since the epoch).
+    fn day_text(self, day: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("date({day} * 86400, 'unixepoch')"),
+            Backend::Postgres => {
+                format!("to_char(DATE '1970-01-01' + CAST({day} AS INTEGER), 'YYYY-MM-DD')")
+            }
+        }
+    }
+
+    /// The sum of a REAL column, 0.0 over no rows or only nulls.
+    fn total(self, column: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("total({column})"),
+            Backend::Postgres => format!("coalesce(sum({column}), 0)"),
+        }
+    }
+
+    /// SQLite's hint to read `reviews` through `index` (its planner picks a worse one at 1M
+    /// rows, bench/review-stats); PostgreSQL's planner needs none.
+    fn indexed_by(self, index: &str) -> String {
+        match self {
+            Backend::Sqlite => format!(" INDEXED BY {index}"),
+            Backend::Postgres => String::new(),
+        }
+    }
+
+    /// An aggregate of `value` over a group into one list sorted ascending.
+    fn sorted_list(self, value: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("json_group_array({value} ORDER BY {value})"),
+            Backend::Postgres => format!("array_agg({value} ORDER BY {value})"),
+        }
+    }
+
+    /// Element `rank` (1-based) of a [`Backend::sorted_list`].
+    fn nth(self, list: &str, rank: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("{list} ->> ({rank} - 1)"),
+            Backend::Postgres => format!("{list}[CAST({rank} AS INTEGER)]"),
+        }
+    }
 }
 
 /// Rows of topCost (docs/review-service.md §8).
@@ -48,7 +163,9 @@ pub const TOP_FILES_ROWS: i64 = 10;
 pub const LATENCY_SAMPLE_CAP: i64 = 5000;
 
 /// Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of
-/// `completed_at - created_at` in seconds over the rows that have completed_at, or null.
+/// `completed_at - created_at` in seconds over the completed reviews, or null when none
+/// completed (failed rows have a completed_at too, but a row failed at boot after a long wait
+/// is no review duration).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct ProjectStatsRow {
     pub repo_full_name: String,
@@ -232,7 +349,7 @@ impl<'a> Plan<'a> {
     }
 
     /// ` AND <created_at in the raw ranges> AND <repo> AND <model>` on alias `r`.
-    fn push_raw(&self, q: &mut QueryBuilder<'_, Sqlite>) {
+    fn push_raw(&self, q: &mut Sql) {
         push_filter_ranges(q, &self.edges);
         push_repo_model(q, self.filter);
     }
@@ -252,9 +369,9 @@ impl<'a> Plan<'a> {
     }
 }
 
-fn push_filter_ranges(q: &mut QueryBuilder<'_, Sqlite>, ranges: &[(Option<i64>, Option<i64>)]) {
+fn push_filter_ranges(q: &mut Sql, ranges: &[(Option<i64>, Option<i64>)]) {
     if ranges.is_empty() {
-        q.push(" AND 0");
+        q.push(" AND false");
         return;
     }
     if ranges.iter().all(|r| *r == (None, None)) {
@@ -265,7 +382,7 @@ fn push_filter_ranges(q: &mut QueryBuilder<'_, Sqlite>, ranges: &[(Option<i64>, 
         if i > 0 {
             q.push(" OR ");
         }
-        q.push("(1");
+        q.push("(true");
         if let Some(a) = a {
             q.push(" AND r.created_at >= ").push_bind(*a);
         }
@@ -277,7 +394,7 @@ fn push_filter_ranges(q: &mut QueryBuilder<'_, Sqlite>, ranges: &[(Option<i64>, 
     q.push(")");
 }
 
-fn push_repo_model(q: &mut QueryBuilder<'_, Sqlite>, f: &StatsFilter) {
+fn push_repo_model(q: &mut Sql, f: &StatsFilter) {
     if let Some(repo) = &f.repo {
         q.push(" AND r.repo_full_name = ").push_bind(repo.clone());
     }
@@ -287,7 +404,7 @@ fn push_repo_model(q: &mut QueryBuilder<'_, Sqlite>, f: &StatsFilter) {
 }
 
 /// ` AND <whole filter>` on alias `r`, for queries that never use the rollups.
-fn push_full_filter(q: &mut QueryBuilder<'_, Sqlite>, f: &StatsFilter) {
+fn push_full_filter(q: &mut Sql, f: &StatsFilter) {
     if let Some(s) = f.since {
         q.push(" AND r.created_at >= ").push_bind(s);
     }
@@ -301,14 +418,8 @@ fn push_full_filter(q: &mut QueryBuilder<'_, Sqlite>, f: &StatsFilter) {
 /// the raw branch (when it has edges) + `) <tail>`. `rollup` and `raw` are SQL that end
 /// where the plan's conditions are appended (`... WHERE <cond>`); an all-time plan adds no day
 /// bounds, so `rollup` may read a table without days (the totals).
-fn union_query<'q>(
-    plan: &Plan<'_>,
-    outer: &str,
-    rollup: &str,
-    raw: &str,
-    tail: &str,
-) -> QueryBuilder<'q, Sqlite> {
-    let mut q = QueryBuilder::new(format!("SELECT {outer} FROM ("));
+fn union_query(plan: &Plan<'_>, outer: &str, rollup: &str, raw: &str, tail: &str) -> Sql {
+    let mut q = Sql::new(format!("SELECT {outer} FROM ("));
     let mut first = true;
     if let Some((lo, hi)) = plan.days {
         q.push(rollup);
@@ -327,7 +438,7 @@ fn union_query<'q>(
         q.push(raw);
         plan.push_raw(&mut q);
     }
-    q.push(") ").push(tail);
+    q.push(") AS u ").push(tail);
     q
 }
 
@@ -336,71 +447,93 @@ fn union_query<'q>(
 const FINDINGS_RAW: &str =
     "FROM reviews r JOIN findings f ON f.review_id = r.id WHERE r.status != 'skipped'";
 
+/// `dur_sum` and `dur_n` of one raw review: its duration and 1 when it completed, else 0 and 0
+/// (docs/review-service.md §2, ProjectStatsRow: averages are over completed reviews).
+const RAW_DURATION: &str = "CASE WHEN r.status = 'completed' THEN coalesce(r.completed_at - r.created_at, 0) ELSE 0 END AS dur_sum,
+     CASE WHEN r.status = 'completed' AND r.completed_at IS NOT NULL THEN 1 ELSE 0 END AS dur_n";
+
+/// The mean duration of summed `dur_sum` and `dur_n`, null when nothing completed.
+const MEAN_DURATION: &str =
+    "CASE WHEN sum(dur_n) > 0 THEN CAST(sum(dur_sum) AS DOUBLE PRECISION) / sum(dur_n) END";
+
 impl Store {
     /// GET /api/stats (docs/review-service.md §4, Stats): every aggregate excludes skipped reviews;
-    /// latency is over completed reviews; allModels ignores the filter.
+    /// latency and the projects' avg_duration are over completed reviews; allModels ignores the
+    /// filter.
     pub async fn stats(&self, f: &StatsFilter) -> Result<Stats> {
         let plan = Plan::new(f);
         let pool = &self.pool;
+        let db = self.backend;
 
-        let mut projects = union_query(
+        let projects = union_query(
             &plan,
-            "repo_full_name, sum(reviews) AS reviews, total(cost) AS cost, sum(tokens) AS tokens,
-             CASE WHEN sum(dur_n) > 0 THEN 1.0 * sum(dur_sum) / sum(dur_n) END AS avg_duration",
+            &format!(
+                "repo_full_name, CAST(sum(reviews) AS BIGINT) AS reviews, {} AS cost,
+                 CAST(sum(tokens) AS BIGINT) AS tokens, {MEAN_DURATION} AS avg_duration",
+                db.total("cost")
+            ),
             if plan.all_time() {
-                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_total_repo WHERE 1"
+                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_total_repo WHERE true"
             } else {
-                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo WHERE 1"
+                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo WHERE true"
             },
-            "SELECT r.repo_full_name AS repo_full_name, 1 AS reviews, coalesce(r.cost, 0) AS cost,
-             coalesce(r.tokens, 0) AS tokens, coalesce(r.completed_at - r.created_at, 0) AS dur_sum,
-             r.completed_at IS NOT NULL AS dur_n FROM reviews r WHERE r.status != 'skipped'",
+            &format!(
+                "SELECT r.repo_full_name AS repo_full_name, 1 AS reviews, coalesce(r.cost, 0.0) AS cost,
+                 coalesce(r.tokens, 0) AS tokens, {RAW_DURATION} FROM reviews r WHERE r.status != 'skipped'"
+            ),
             "GROUP BY repo_full_name HAVING sum(reviews) > 0 ORDER BY reviews DESC, repo_full_name",
         );
-        let mut models = union_query(
+        let models = union_query(
             &plan,
-            "model, sum(reviews) AS reviews, total(cost) AS cost, sum(tokens) AS tokens",
-            "SELECT model, reviews, cost, tokens FROM stats_day_model WHERE 1",
-            "SELECT r.model AS model, 1 AS reviews, coalesce(r.cost, 0) AS cost,
+            &format!(
+                "model, CAST(sum(reviews) AS BIGINT) AS reviews, {} AS cost,
+                 CAST(sum(tokens) AS BIGINT) AS tokens",
+                db.total("cost")
+            ),
+            "SELECT model, reviews, cost, tokens FROM stats_day_model WHERE true",
+            "SELECT r.model AS model, 1 AS reviews, coalesce(r.cost, 0.0) AS cost,
              coalesce(r.tokens, 0) AS tokens
              FROM reviews r WHERE r.status != 'skipped' AND r.model IS NOT NULL",
             "GROUP BY model HAVING sum(reviews) > 0 ORDER BY reviews DESC, model",
         );
-        let mut daily = union_query(
+        let daily = union_query(
             &plan,
-            "date(day * 86400, 'unixepoch') AS day, sum(reviews) AS reviews, total(cost) AS cost,
-             sum(tokens) AS tokens",
+            &format!(
+                "{} AS day, CAST(sum(reviews) AS BIGINT) AS reviews, {} AS cost,
+                 CAST(sum(tokens) AS BIGINT) AS tokens",
+                db.day_text("day"),
+                db.total("cost")
+            ),
             "SELECT day, reviews, cost, tokens FROM stats_day_status WHERE status != 'skipped'",
-            "SELECT r.created_at / 86400 AS day, 1 AS reviews, coalesce(r.cost, 0) AS cost,
+            "SELECT r.created_at / 86400 AS day, 1 AS reviews, coalesce(r.cost, 0.0) AS cost,
              coalesce(r.tokens, 0) AS tokens FROM reviews r WHERE r.status != 'skipped'",
             "GROUP BY 1 HAVING sum(reviews) > 0 ORDER BY 1",
         );
-        let mut triggers = union_query(
+        let triggers = union_query(
             &plan,
-            "trig AS \"trigger\", sum(n) AS count",
-            "SELECT trig, n FROM stats_day_trigger WHERE 1",
+            "trig AS \"trigger\", CAST(sum(n) AS BIGINT) AS count",
+            "SELECT trig, n FROM stats_day_trigger WHERE true",
             "SELECT coalesce(r.\"trigger\", 'unknown') AS trig, 1 AS n FROM reviews r
              WHERE r.status != 'skipped'",
             "GROUP BY trig HAVING sum(n) > 0 ORDER BY count DESC, trig",
         );
-        let mut latency = union_query(
+        let latency = union_query(
             &plan,
-            "coalesce(sum(dur_n), 0), CASE WHEN sum(dur_n) > 0 THEN 1.0 * sum(dur_sum) / sum(dur_n) END",
+            &format!("CAST(coalesce(sum(dur_n), 0) AS BIGINT), {MEAN_DURATION}"),
             "SELECT dur_sum, dur_n FROM stats_day_status WHERE status = 'completed'",
-            "SELECT coalesce(r.completed_at - r.created_at, 0) AS dur_sum,
-             r.completed_at IS NOT NULL AS dur_n FROM reviews r WHERE r.status = 'completed'",
+            &format!("SELECT {RAW_DURATION} FROM reviews r WHERE r.status = 'completed'"),
             "",
         );
-        let mut severity = union_query(
+        let severity = union_query(
             &plan,
-            "severity, sum(n) AS count",
-            "SELECT severity, n FROM stats_day_severity WHERE 1",
+            "severity, CAST(sum(n) AS BIGINT) AS count",
+            "SELECT severity, n FROM stats_day_severity WHERE true",
             &format!(
                 "SELECT f.severity AS severity, 1 AS n {FINDINGS_RAW} AND f.severity IS NOT NULL"
             ),
             "GROUP BY severity HAVING sum(n) > 0 ORDER BY count DESC, severity",
         );
-        let mut top_cost = QueryBuilder::<Sqlite>::new(
+        let mut top_cost = Sql::new(
             "SELECT r.id, r.repo_full_name, r.pr_number, r.cost, r.tokens, r.model FROM reviews r
              WHERE r.status != 'skipped' AND r.cost IS NOT NULL",
         );
@@ -410,13 +543,13 @@ impl Store {
             .push_bind(TOP_COST_ROWS);
 
         let (projects, models, daily, triggers, (count, avg), severity, top_cost, all_models) = futures::try_join!(
-            all(pool, &mut projects),
-            all(pool, &mut models),
-            all(pool, &mut daily),
-            all(pool, &mut triggers),
-            one(pool, &mut latency),
-            all(pool, &mut severity),
-            all(pool, &mut top_cost),
+            all(pool, &projects),
+            all(pool, &models),
+            all(pool, &daily),
+            all(pool, &triggers),
+            one(pool, &latency),
+            all(pool, &severity),
+            all(pool, &top_cost),
             self.all_models(),
         )?;
         let p95 = self.completed_duration_rank(f, count, 95).await?;
@@ -460,14 +593,15 @@ impl Store {
             return Ok(None);
         }
         let rank = (count * pct + 99) / 100;
-        let mut q = QueryBuilder::<Sqlite>::new(
-            "SELECT r.completed_at - r.created_at FROM reviews r INDEXED BY reviews_duration
+        let mut q = Sql::new(format!(
+            "SELECT r.completed_at - r.created_at FROM reviews r{}
              WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
-        );
+            self.backend.indexed_by("reviews_duration")
+        ));
         push_full_filter(&mut q, f);
         q.push(" ORDER BY r.completed_at - r.created_at DESC LIMIT 1 OFFSET ")
             .push_bind(count - rank);
-        Ok(q.build_query_scalar().fetch_optional(&self.pool).await?)
+        scalar(&self.pool, &q).await
     }
 
     /// GET /api/stats/charts (docs/review-service.md §4, Stats): reliability per day, per-day
@@ -476,64 +610,74 @@ impl Store {
     pub async fn charts(&self, f: &StatsFilter) -> Result<Charts> {
         let plan = Plan::new(f);
         let pool = &self.pool;
-        let mut reliability = union_query(
+        let db = self.backend;
+        let reliability = union_query(
             &plan,
-            "date(day * 86400, 'unixepoch') AS day,
-             sum(CASE WHEN status = 'completed' THEN reviews ELSE 0 END) AS completed,
-             sum(CASE WHEN status = 'failed' THEN reviews ELSE 0 END) AS failed,
-             sum(CASE WHEN status IN ('pending', 'running') THEN reviews ELSE 0 END) AS in_flight",
+            &format!(
+                "{} AS day,
+                 CAST(sum(CASE WHEN status = 'completed' THEN reviews ELSE 0 END) AS BIGINT) AS completed,
+                 CAST(sum(CASE WHEN status = 'failed' THEN reviews ELSE 0 END) AS BIGINT) AS failed,
+                 CAST(sum(CASE WHEN status IN ('pending', 'running') THEN reviews ELSE 0 END) AS BIGINT) AS in_flight",
+                db.day_text("day")
+            ),
             "SELECT day, status, reviews FROM stats_day_status WHERE status != 'skipped'",
             "SELECT r.created_at / 86400 AS day, r.status AS status, 1 AS reviews FROM reviews r
              WHERE r.status != 'skipped'",
             "GROUP BY 1 HAVING sum(reviews) > 0 ORDER BY 1",
         );
 
-        let mut sample = QueryBuilder::<Sqlite>::new(
+        let mut sample = Sql::new(format!(
             "WITH s AS (SELECT r.created_at / 86400 AS day, r.completed_at - r.created_at AS d
-                 FROM reviews r INDEXED BY reviews_status_created
+                 FROM reviews r{}
                  WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
-        );
+            db.indexed_by("reviews_status_created")
+        ));
         push_full_filter(&mut sample, f);
         sample
             .push(" ORDER BY r.created_at DESC LIMIT ")
             .push_bind(LATENCY_SAMPLE_CAP)
-            .push(
-                // Nearest rank: the day's durations as one sorted JSON array, indexed at
-                // ceil(n * p / 100) - 1. Four times faster here than row_number() windows.
-                "), g AS (SELECT day, count(*) AS n, json_group_array(d ORDER BY d) AS a
-                     FROM s GROUP BY day)
-                 SELECT date(day * 86400, 'unixepoch') AS day, n AS count,
-                     a ->> ((n * 50 + 99) / 100 - 1) AS p50,
-                     a ->> ((n * 95 + 99) / 100 - 1) AS p95
+            .push(&format!(
+                // Nearest rank: the day's durations as one sorted list, read at
+                // ceil(n * p / 100). Four times faster on SQLite than row_number() windows.
+                "), g AS (SELECT day, count(*) AS n, {} AS a FROM s GROUP BY day)
+                 SELECT {} AS day, n AS count, {} AS p50, {} AS p95
                  FROM g ORDER BY day",
-            );
-        let mut matched = QueryBuilder::<Sqlite>::new(
-            "SELECT count(*) FROM (SELECT 1 FROM reviews r INDEXED BY reviews_status_created
+                db.sorted_list("d"),
+                db.day_text("day"),
+                db.nth("a", "(n * 50 + 99) / 100"),
+                db.nth("a", "(n * 95 + 99) / 100"),
+            ));
+        let mut matched = Sql::new(format!(
+            "SELECT count(*) FROM (SELECT 1 FROM reviews r{}
              WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
-        );
+            db.indexed_by("reviews_status_created")
+        ));
         push_full_filter(&mut matched, f);
         matched
             .push(" LIMIT ")
             .push_bind(LATENCY_SAMPLE_CAP + 1)
-            .push(")");
+            .push(") AS m");
 
-        let mut findings_daily = union_query(
+        let findings_daily = union_query(
             &plan,
-            "date(day * 86400, 'unixepoch') AS day, severity, sum(n) AS count",
-            "SELECT day, severity, n FROM stats_day_severity WHERE 1",
+            &format!(
+                "{} AS day, severity, CAST(sum(n) AS BIGINT) AS count",
+                db.day_text("day")
+            ),
+            "SELECT day, severity, n FROM stats_day_severity WHERE true",
             &format!(
                 "SELECT r.created_at / 86400 AS day, f.severity AS severity, 1 AS n {FINDINGS_RAW}
                  AND f.severity IS NOT NULL"
             ),
             "GROUP BY 1, 2 HAVING sum(n) > 0 ORDER BY 1, 2",
         );
-        let mut top_files = union_query(
+        let top_files = union_query(
             &plan,
-            "path, sum(n) AS count",
+            "path, CAST(sum(n) AS BIGINT) AS count",
             if plan.all_time() {
-                "SELECT path, n FROM stats_total_path WHERE 1"
+                "SELECT path, n FROM stats_total_path WHERE true"
             } else {
-                "SELECT path, n FROM stats_day_path WHERE 1"
+                "SELECT path, n FROM stats_day_path WHERE true"
             },
             &format!(
                 "SELECT f.path AS path, 1 AS n {FINDINGS_RAW} AND f.kind = 'inline' AND f.path IS NOT NULL"
@@ -542,16 +686,16 @@ impl Store {
         );
 
         let (reliability, latency, matched, findings_daily, top_files) = futures::try_join!(
-            all(pool, &mut reliability),
-            all(pool, &mut sample),
-            scalar(pool, &mut matched),
-            all(pool, &mut findings_daily),
-            all(pool, &mut top_files),
+            all(pool, &reliability),
+            all(pool, &sample),
+            scalar(pool, &matched),
+            all(pool, &findings_daily),
+            all(pool, &top_files),
         )?;
         Ok(Charts {
             reliability,
             latency,
-            latency_truncated: matched > LATENCY_SAMPLE_CAP,
+            latency_truncated: matched.unwrap_or(0) > LATENCY_SAMPLE_CAP,
             findings_daily,
             top_files,
         })
@@ -565,14 +709,15 @@ impl Store {
         status: Option<&str>,
         limit: i64,
     ) -> Result<Vec<ReviewRow>> {
-        let mut q =
-            QueryBuilder::<Sqlite>::new(format!("SELECT {REVIEW_COLUMNS} FROM reviews r WHERE 1"));
+        let mut q = Sql::new(format!("SELECT {REVIEW_COLUMNS} FROM reviews r WHERE true"));
         push_full_filter(&mut q, f);
         if let Some(s) = status {
             q.push(" AND r.status = ").push_bind(s.to_owned());
         }
         q.push(" ORDER BY r.id DESC LIMIT ").push_bind(limit);
-        let rows = q.build().fetch_all(&self.pool).await?;
+        let rows = bound!(sqlx::query::<Any>(&q.text), q)
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(review_from_row).collect()
     }
 }

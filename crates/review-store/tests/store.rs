@@ -1,16 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The store against a real SQLite file.
+//! The store against a real SQLite file and a real PostgreSQL database (tests/common).
+
+mod common;
 
 use pretty_assertions::assert_eq;
 use review_domain::{FindingKind, NewFinding, ReviewEvent, Severity, Trigger};
-use review_store::{Completion, NewReview, Store};
-
-async fn store() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/review.db", dir.path().display());
-    let store = Store::open(&url).await.unwrap();
-    (dir, store)
-}
+use review_store::{Backend, Completion, NewReview};
 
 fn new_review(pr: i64) -> NewReview {
     NewReview {
@@ -24,15 +19,23 @@ fn new_review(pr: i64) -> NewReview {
 
 #[tokio::test]
 async fn database_file_is_created_in_wal_mode_with_every_table() {
-    let (dir, store) = store().await;
-    assert!(dir.path().join("review.db").exists());
+    let store = common::sqlite().await;
+    assert!(
+        store
+            .dir
+            .as_ref()
+            .unwrap()
+            .path()
+            .join("review.db")
+            .exists()
+    );
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
         .fetch_one(store.pool())
         .await
         .unwrap();
     assert_eq!(mode, "wal");
     for table in ["repos", "reviews", "findings", "skills", "settings"] {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = ?")
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = $1")
             .bind(table)
             .fetch_one(store.pool())
             .await
@@ -41,155 +44,155 @@ async fn database_file_is_created_in_wal_mode_with_every_table() {
     }
 }
 
-#[tokio::test]
-async fn registration_inserts_disabled_then_changes_only_installation_id() {
-    let (_d, store) = store().await;
-    let (row, changed) = store.register_repo("o/r", 7, 100).await.unwrap();
-    assert!(changed);
-    assert_eq!(
-        (row.enabled, row.installation_id, row.created_at),
-        (0, 7, 100)
-    );
-    store
-        .update_repo("o/r", Some("p"), Some("anthropic/x"), Some(1))
-        .await
-        .unwrap();
-    let (row, changed) = store.register_repo("o/r", 7, 200).await.unwrap();
-    assert!(!changed, "same installation id is no change");
-    let (row2, changed) = store.register_repo("o/r", 8, 300).await.unwrap();
-    assert!(changed);
-    assert_eq!(row2.installation_id, 8);
-    assert_eq!(
-        (row2.enabled, row2.prompt, row2.model, row2.created_at),
-        (
-            1,
-            Some("p".into()),
-            Some("anthropic/x".into()),
-            row.created_at
-        )
-    );
+on_both_backends! {
+    async fn registration_inserts_disabled_then_changes_only_installation_id(store: TestStore) {
+        let (row, changed) = store.register_repo("o/r", 7, 100).await.unwrap();
+        assert!(changed);
+        assert_eq!(
+            (row.enabled, row.installation_id, row.created_at),
+            (0, 7, 100)
+        );
+        store
+            .update_repo("o/r", Some("p"), Some("anthropic/x"), Some(1))
+            .await
+            .unwrap();
+        let (row, changed) = store.register_repo("o/r", 7, 200).await.unwrap();
+        assert!(!changed, "same installation id is no change");
+        let (row2, changed) = store.register_repo("o/r", 8, 300).await.unwrap();
+        assert!(changed);
+        assert_eq!(row2.installation_id, 8);
+        assert_eq!(
+            (row2.enabled, row2.prompt, row2.model, row2.created_at),
+            (
+                1,
+                Some("p".into()),
+                Some("anthropic/x".into()),
+                row.created_at
+            )
+        );
+    }
 }
 
-#[tokio::test]
-async fn lifecycle_pending_running_completed() {
-    let (_d, store) = store().await;
-    let r = store.insert_review(&new_review(3), 10).await.unwrap();
-    assert_eq!(
-        (r.status.as_str(), r.attempt, r.trigger.map(Trigger::as_str)),
-        ("pending", 0, Some("opened"))
-    );
-    let r = store.start_review(r.id, "s-1").await.unwrap().unwrap();
-    assert_eq!(
-        (r.status.as_str(), r.session_id.as_deref()),
-        ("running", Some("s-1"))
-    );
-    assert!(
-        store.start_review(r.id, "again").await.unwrap().is_none(),
-        "only pending starts"
-    );
-    let done = Completion {
-        cost: 0.25,
-        tokens: 1200,
-        model: "anthropic/m".into(),
-        patch_id: Some("abc".into()),
-    };
-    let r = store
-        .complete_review(r.id, &done, 20)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(r.status.as_str(), "completed");
-    assert_eq!(
-        (r.cost, r.tokens, r.completed_at),
-        (Some(0.25), Some(1200), Some(20))
-    );
-    assert_eq!(
-        store
-            .last_completed_patch_id("o/r", 3)
+on_both_backends! {
+    async fn lifecycle_pending_running_completed(store: TestStore) {
+        let r = store.insert_review(&new_review(3), 10).await.unwrap();
+        assert_eq!(
+            (r.status.as_str(), r.attempt, r.trigger.map(Trigger::as_str)),
+            ("pending", 0, Some("opened"))
+        );
+        let r = store.start_review(r.id, "s-1").await.unwrap().unwrap();
+        assert_eq!(
+            (r.status.as_str(), r.session_id.as_deref()),
+            ("running", Some("s-1"))
+        );
+        assert!(
+            store.start_review(r.id, "again").await.unwrap().is_none(),
+            "only pending starts"
+        );
+        let done = Completion {
+            cost: 0.25,
+            tokens: 1200,
+            model: "anthropic/m".into(),
+            patch_id: Some("abc".into()),
+        };
+        let r = store
+            .complete_review(r.id, &done, 20)
             .await
             .unwrap()
-            .as_deref(),
-        Some("abc")
-    );
-    assert!(
-        store
-            .fail_review(r.id, "late", None, 30)
+            .unwrap();
+        assert_eq!(r.status.as_str(), "completed");
+        assert_eq!(
+            (r.cost, r.tokens, r.completed_at),
+            (Some(0.25), Some(1200), Some(20))
+        );
+        assert_eq!(
+            store
+                .last_completed_patch_id("o/r", 3)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("abc")
+        );
+        assert!(
+            store
+                .fail_review(r.id, "late", None, 30)
+                .await
+                .unwrap()
+                .is_none(),
+            "terminal stays"
+        );
+    }
+}
+
+on_both_backends! {
+    async fn boot_fails_everything_left_pending_or_running(store: TestStore) {
+        let a = store.insert_review(&new_review(1), 1).await.unwrap();
+        let b = store.insert_review(&new_review(2), 1).await.unwrap();
+        store.start_review(b.id, "s").await.unwrap();
+        let failed = store
+            .fail_unfinished("interrupted by restart", 5)
             .await
-            .unwrap()
-            .is_none(),
-        "terminal stays"
-    );
+            .unwrap();
+        assert_eq!(failed.len(), 2);
+        let a = store.review(a.id).await.unwrap().unwrap();
+        assert_eq!(
+            (a.status.as_str(), a.error.as_deref()),
+            ("failed", Some("interrupted by restart"))
+        );
+    }
 }
 
-#[tokio::test]
-async fn boot_fails_everything_left_pending_or_running() {
-    let (_d, store) = store().await;
-    let a = store.insert_review(&new_review(1), 1).await.unwrap();
-    let b = store.insert_review(&new_review(2), 1).await.unwrap();
-    store.start_review(b.id, "s").await.unwrap();
-    let failed = store
-        .fail_unfinished("interrupted by restart", 5)
-        .await
-        .unwrap();
-    assert_eq!(failed.len(), 2);
-    let a = store.review(a.id).await.unwrap().unwrap();
-    assert_eq!(
-        (a.status.as_str(), a.error.as_deref()),
-        ("failed", Some("interrupted by restart"))
-    );
+on_both_backends! {
+    async fn findings_are_written_all_together_and_read_per_pr(store: TestStore) {
+        let r = store.insert_review(&new_review(4), 1).await.unwrap();
+        let findings = vec![
+            NewFinding {
+                kind: FindingKind::Summary,
+                body: "sum".into(),
+                event: Some(ReviewEvent::Comment),
+                path: None,
+                line: None,
+                severity: None,
+                github_review_id: Some(9),
+                github_comment_id: None,
+            },
+            NewFinding {
+                kind: FindingKind::Inline,
+                body: "x".into(),
+                event: None,
+                path: Some("a.rs".into()),
+                line: Some(3),
+                severity: Some(Severity::Blocking),
+                github_review_id: Some(9),
+                github_comment_id: Some(11),
+            },
+        ];
+        let rows = store.insert_findings(&r, &findings, 2).await.unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].severity.map(Severity::as_str), Some("blocking"));
+        assert_eq!(store.findings_for_pr("o/r", 4).await.unwrap(), rows);
+        assert_eq!(store.findings_for_review(r.id).await.unwrap(), rows);
+        assert!(store.findings_for_review(999).await.unwrap().is_empty());
+    }
 }
 
-#[tokio::test]
-async fn findings_are_written_all_together_and_read_per_pr() {
-    let (_d, store) = store().await;
-    let r = store.insert_review(&new_review(4), 1).await.unwrap();
-    let findings = vec![
-        NewFinding {
-            kind: FindingKind::Summary,
-            body: "sum".into(),
-            event: Some(ReviewEvent::Comment),
-            path: None,
-            line: None,
-            severity: None,
-            github_review_id: Some(9),
-            github_comment_id: None,
-        },
-        NewFinding {
-            kind: FindingKind::Inline,
-            body: "x".into(),
-            event: None,
-            path: Some("a.rs".into()),
-            line: Some(3),
-            severity: Some(Severity::Blocking),
-            github_review_id: Some(9),
-            github_comment_id: Some(11),
-        },
-    ];
-    let rows = store.insert_findings(&r, &findings, 2).await.unwrap();
-    assert_eq!(rows.len(), 2);
-    assert_eq!(rows[1].severity.map(Severity::as_str), Some("blocking"));
-    assert_eq!(store.findings_for_pr("o/r", 4).await.unwrap(), rows);
-    assert_eq!(store.findings_for_review(r.id).await.unwrap(), rows);
-    assert!(store.findings_for_review(999).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn settings_put_and_delete() {
-    let (_d, store) = store().await;
-    store
-        .put_setting("agent_model", Some("anthropic/a"))
-        .await
-        .unwrap();
-    store
-        .put_setting("agent_model", Some("anthropic/b"))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.setting("agent_model").await.unwrap().as_deref(),
-        Some("anthropic/b")
-    );
-    store.put_setting("agent_model", None).await.unwrap();
-    assert!(store.settings().await.unwrap().is_empty());
+on_both_backends! {
+    async fn settings_put_and_delete(store: TestStore) {
+        store
+            .put_setting("agent_model", Some("anthropic/a"))
+            .await
+            .unwrap();
+        store
+            .put_setting("agent_model", Some("anthropic/b"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.setting("agent_model").await.unwrap().as_deref(),
+            Some("anthropic/b")
+        );
+        store.put_setting("agent_model", None).await.unwrap();
+        assert!(store.settings().await.unwrap().is_empty());
+    }
 }
 
 // ---- read-only queries of the chat tool (docs/review-service.md §4, Chat rule 2) ----------------------
@@ -197,165 +200,217 @@ async fn settings_put_and_delete() {
 use review_store::{READ_QUERY_MAX_ROWS, StoreError};
 use serde_json::json;
 
-#[tokio::test]
-async fn read_query_answers_columns_and_rows_as_json() {
-    let (_d, store) = store().await;
-    for pr in 1..=3 {
-        store
-            .insert_review(&new_review(pr), 100 + pr)
+on_both_backends! {
+    async fn read_query_answers_columns_and_rows_as_json(store: TestStore) {
+        for pr in 1..=3 {
+            store
+                .insert_review(&new_review(pr), 100 + pr)
+                .await
+                .unwrap();
+        }
+        let r = store
+            .read_query("SELECT count(*) AS reviews, max(pr_number) AS top, 'x' AS s, NULL AS n, 1.5 AS f FROM reviews;")
             .await
             .unwrap();
-    }
-    let r = store
-        .read_query("SELECT count(*) AS reviews, max(pr_number) AS top, 'x' AS s, NULL AS n, 1.5 AS f FROM reviews;")
-        .await
-        .unwrap();
-    assert_eq!(r.columns, vec!["reviews", "top", "s", "n", "f"]);
-    assert_eq!(
-        r.rows,
-        vec![vec![
-            json!(3),
-            json!(3),
-            json!("x"),
-            json!(null),
-            json!(1.5)
-        ]]
-    );
-    assert!(!r.truncated);
-    assert_eq!(
-        serde_json::to_value(&r).unwrap(),
-        json!({"columns": ["reviews", "top", "s", "n", "f"], "rows": [[3, 3, "x", null, 1.5]], "truncated": false})
-    );
-    let empty = store
-        .read_query("SELECT id FROM reviews WHERE id < 0")
-        .await
-        .unwrap();
-    assert_eq!(
-        (empty.columns, empty.rows.len()),
-        (vec!["id".to_owned()], 0)
-    );
-}
-
-#[tokio::test]
-async fn read_query_rows_above_the_cap_are_cut_and_say_so() {
-    let (_d, store) = store().await;
-    let sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT x FROM c";
-    let r = store.read_query(sql).await.unwrap();
-    assert_eq!(r.rows.len(), READ_QUERY_MAX_ROWS);
-    assert!(r.truncated);
-    assert!(r.note.unwrap().contains("first 200 rows"));
-}
-
-#[tokio::test]
-async fn read_query_refuses_writes_and_leaves_the_database_unchanged() {
-    let (_d, store) = store().await;
-    store.insert_review(&new_review(1), 100).await.unwrap();
-    for sql in [
-        "DELETE FROM reviews",
-        "SELECT 1; DELETE FROM reviews",
-        "WITH x AS (SELECT 1) DELETE FROM reviews",
-        "PRAGMA query_only = OFF",
-        "ATTACH DATABASE ':memory:' AS other",
-        "DROP TABLE reviews",
-    ] {
-        let err = store.read_query(sql).await.unwrap_err();
-        assert!(matches!(err, StoreError::QueryRefused(_)), "{sql}: {err}");
-    }
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM reviews")
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
-    assert_eq!(n, 1);
-}
-
-#[tokio::test]
-async fn read_query_cannot_read_the_settings_table_that_holds_api_keys() {
-    let (_d, store) = store().await;
-    store
-        .put_setting("agent_api_key", Some("sk-secret"))
-        .await
-        .unwrap();
-    for sql in [
-        "SELECT * FROM settings",
-        "SELECT value FROM settings WHERE key = 'agent_api_key'",
-        "SELECT (SELECT group_concat(value) FROM settings) AS v",
-        "WITH s AS (SELECT * FROM main.settings) SELECT * FROM s",
-        "SELECT count(*) FROM settings",
-    ] {
-        let err = store.read_query(sql).await.unwrap_err();
-        assert!(
-            matches!(&err, StoreError::QueryRefused(m) if m.contains("settings")),
-            "{sql}: {err}"
+        assert_eq!(r.columns, vec!["reviews", "top", "s", "n", "f"]);
+        assert_eq!(
+            r.rows,
+            vec![vec![
+                json!(3),
+                json!(3),
+                json!("x"),
+                json!(null),
+                json!(1.5)
+            ]]
+        );
+        assert!(!r.truncated);
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"columns": ["reviews", "top", "s", "n", "f"], "rows": [[3, 3, "x", null, 1.5]], "truncated": false})
+        );
+        let empty = store
+            .read_query("SELECT id FROM reviews WHERE id < 0")
+            .await
+            .unwrap();
+        assert_eq!(
+            (empty.columns, empty.rows.len()),
+            (vec!["id".to_owned()], 0)
         );
     }
 }
 
-#[tokio::test]
-async fn read_query_is_interrupted_by_the_time_cap() {
-    let (_d, store) = store().await;
-    let started = std::time::Instant::now();
-    let err = store
-        .read_query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::QueryTimeout(_)), "{err}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(8));
-    // The store still works afterwards.
-    assert_eq!(
-        store.read_query("SELECT 1").await.unwrap().rows,
-        vec![vec![json!(1)]]
-    );
+on_both_backends! {
+    async fn read_query_rows_above_the_cap_are_cut_and_say_so(store: TestStore) {
+        let sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT x FROM c";
+        let r = store.read_query(sql).await.unwrap();
+        assert_eq!(r.rows.len(), READ_QUERY_MAX_ROWS);
+        assert!(r.truncated);
+        assert!(r.note.unwrap().contains("first 200 rows"));
+    }
+}
+
+on_both_backends! {
+    async fn read_query_refuses_writes_and_leaves_the_database_unchanged(store: TestStore) {
+        store.insert_review(&new_review(1), 100).await.unwrap();
+        // The last two are each engine's way out of read-only.
+        let escapes = match store.backend() {
+            Backend::Sqlite => ["PRAGMA query_only = OFF", "ATTACH DATABASE ':memory:' AS other"],
+            Backend::Postgres => [
+                "SET default_transaction_read_only = off",
+                "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE",
+            ],
+        };
+        for sql in [
+            "DELETE FROM reviews",
+            "SELECT 1; DELETE FROM reviews",
+            "WITH x AS (SELECT 1) DELETE FROM reviews",
+            "DROP TABLE reviews",
+        ]
+        .into_iter()
+        .chain(escapes)
+        {
+            let err = store.read_query(sql).await.unwrap_err();
+            assert!(matches!(err, StoreError::QueryRefused(_)), "{sql}: {err}");
+        }
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM reviews")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+}
+
+on_both_backends! {
+    async fn read_query_cannot_read_the_settings_table_that_holds_api_keys(store: TestStore) {
+        store
+            .put_setting("agent_api_key", Some("sk-secret"))
+            .await
+            .unwrap();
+        let (concat, schema) = match store.backend() {
+            Backend::Sqlite => ("group_concat(value)", "main"),
+            Backend::Postgres => ("string_agg(value, ',')", "public"),
+        };
+        for sql in [
+            "SELECT * FROM settings".to_owned(),
+            "SELECT value FROM settings WHERE key = 'agent_api_key'".to_owned(),
+            format!("SELECT (SELECT {concat} FROM settings) AS v"),
+            format!("WITH s AS (SELECT * FROM {schema}.settings) SELECT * FROM s"),
+            "SELECT count(*) FROM settings".to_owned(),
+        ] {
+            let err = store.read_query(&sql).await.unwrap_err();
+            assert!(
+                matches!(&err, StoreError::QueryRefused(m) if m.contains("settings")),
+                "{sql}: {err}"
+            );
+        }
+    }
+}
+
+on_both_backends! {
+    async fn read_query_is_interrupted_by_the_time_cap(store: TestStore) {
+        let started = std::time::Instant::now();
+        let err = store
+            .read_query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::QueryTimeout(_)), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(8));
+        // The store still works afterwards.
+        assert_eq!(
+            store.read_query("SELECT 1").await.unwrap().rows,
+            vec![vec![json!(1)]]
+        );
+    }
+}
+
+on_both_backends! {
+    async fn read_query_reports_database_errors_in_words(store: TestStore) {
+        let err = store
+            .read_query("SELECT nope FROM reviews")
+            .await
+            .unwrap_err();
+        let words = match store.backend() {
+            Backend::Sqlite => "no such column: nope",
+            Backend::Postgres => "column \"nope\" does not exist",
+        };
+        assert!(err.to_string().contains(words), "{err}");
+    }
+}
+
+on_both_backends! {
+    async fn unknown_trigger_or_status_text_is_an_error_not_a_default(store: TestStore) {
+        let r = store.insert_review(&new_review(4), 10).await.unwrap();
+        // The trigger column has no CHECK: another program may write anything there.
+        sqlx::query("UPDATE reviews SET \"trigger\" = 'manual' WHERE id = $1")
+            .bind(r.id)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        let err = store.review(r.id).await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                StoreError::UnknownValue { table: "reviews", column: "trigger", message }
+                    if message.contains("\"manual\"") && message.contains("synchronize")
+            ),
+            "{err}"
+        );
+        // The status column has a CHECK; a database written with checks off (SQLite) or
+        // without the constraint (PostgreSQL) still reads as an error.
+        let mut conn = store.pool().acquire().await.unwrap();
+        let (off, on) = match store.backend() {
+            Backend::Sqlite => (
+                "PRAGMA ignore_check_constraints = ON",
+                "PRAGMA ignore_check_constraints = OFF",
+            ),
+            Backend::Postgres => ("ALTER TABLE reviews DROP CONSTRAINT reviews_status_check", "SELECT 1"),
+        };
+        sqlx::query(off).execute(&mut *conn).await.unwrap();
+        sqlx::query("UPDATE reviews SET status = 'Done', \"trigger\" = NULL WHERE id = $1")
+            .bind(r.id)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        sqlx::query(on).execute(&mut *conn).await.unwrap();
+        drop(conn);
+        let err = store.reviews_for("o/r", None, 10).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown value in reviews.status: unknown ReviewStatus \"Done\"; expected one of: \
+             pending, running, completed, failed, skipped"
+        );
+    }
+}
+
+on_both_backends! {
+    /// docs/security.md, "Webhook deliveries": a delivery id is new once per 24 hours, also
+    /// when many requests claim it at the same moment (replicas behind one database).
+    async fn a_delivery_is_new_once_per_window(store: TestStore) {
+        use review_store::DELIVERY_WINDOW_SECS;
+        assert!(store.claim_delivery("d-1", 1000).await.unwrap());
+        assert!(!store.claim_delivery("d-1", 1001).await.unwrap());
+        assert!(store.claim_delivery("d-2", 1001).await.unwrap());
+        assert!(!store.claim_delivery("d-1", 1000 + DELIVERY_WINDOW_SECS).await.unwrap());
+        assert!(store.claim_delivery("d-1", 1001 + DELIVERY_WINDOW_SECS).await.unwrap());
+        store.release_delivery("d-2").await.unwrap();
+        assert!(store.claim_delivery("d-2", 1002).await.unwrap());
+        let claims = futures::future::join_all(
+            (0..16).map(|_| store.claim_delivery("d-race", 5000)),
+        )
+        .await;
+        let won = claims.into_iter().filter(|c| *c.as_ref().unwrap()).count();
+        assert_eq!(won, 1);
+    }
 }
 
 #[tokio::test]
-async fn read_query_reports_sqlite_errors_in_words() {
-    let (_d, store) = store().await;
-    let err = store
-        .read_query("SELECT nope FROM reviews")
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("no such column: nope"), "{err}");
-}
-
-#[tokio::test]
-async fn unknown_trigger_or_status_text_is_an_error_not_a_default() {
-    let (_d, store) = store().await;
-    let r = store.insert_review(&new_review(4), 10).await.unwrap();
-    // The trigger column has no CHECK: another program may write anything there.
-    sqlx::query("UPDATE reviews SET \"trigger\" = 'manual' WHERE id = ?")
-        .bind(r.id)
-        .execute(store.pool())
-        .await
-        .unwrap();
-    let err = store.review(r.id).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            StoreError::UnknownValue { table: "reviews", column: "trigger", message }
-                if message.contains("\"manual\"") && message.contains("synchronize")
-        ),
-        "{err}"
-    );
-    // The status column has a CHECK; a database written with checks off still reads as an error.
-    let mut conn = store.pool().acquire().await.unwrap();
-    sqlx::query("PRAGMA ignore_check_constraints = ON")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE reviews SET status = 'Done', \"trigger\" = NULL WHERE id = ?")
-        .bind(r.id)
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    sqlx::query("PRAGMA ignore_check_constraints = OFF")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    drop(conn);
-    let err = store.reviews_for("o/r", None, 10).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "unknown value in reviews.status: unknown ReviewStatus \"Done\"; expected one of: \
-         pending, running, completed, failed, skipped"
-    );
+async fn an_unknown_scheme_is_refused_without_the_password_in_the_message() {
+    for url in [
+        "mysql://u:hunter2@127.0.0.1/db",
+        "postgres://u:hunter2@[::1/db",
+    ] {
+        let err = review_store::Store::open(url).await.err().unwrap();
+        assert!(matches!(err, StoreError::Url { .. }), "{url}: {err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
 }

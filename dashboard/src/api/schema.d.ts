@@ -1602,7 +1602,9 @@ export interface components {
         };
         /**
          * @description Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of
-         *     `completed_at - created_at` in seconds over the rows that have completed_at, or null.
+         *     `completed_at - created_at` in seconds over the completed reviews, or null when none
+         *     completed (failed rows have a completed_at too, but a row failed at boot after a long wait
+         *     is no review duration).
          */
         ProjectStatsRow: {
             /** Format: double */

@@ -1,7 +1,4 @@
-//! The chat tool's window on the database (docs/review-service.md §4, Chat rule 2;
-//! docs/security.md, "The chat tool's SQL"): one read-only statement, on its own read-only
-//! connection, with a row cap, a time cap and a size cap, answered as column names plus rows
-//! of JSON values.
+//! The chat tool's window on a SQLite database (the module docs of `read_query`).
 //!
 //! The guard is SQLite's own machinery, not a scanner of ours (a scanner missed statements
 //! hidden inside bind-parameter tokens such as `$1(...)`):
@@ -28,37 +25,19 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Batch, Connection, InterruptHandle, OpenFlags};
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::{Result, Store, StoreError};
-
-/// Rows returned at most; a result with more says `truncated: true` (docs/review-service.md §8
-/// names no number; 200 rows is plenty for a model to read and small enough for its context).
-pub const READ_QUERY_MAX_ROWS: usize = 200;
-
-/// Longest run of one query before SQLite interrupts it.
-pub const READ_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Characters kept of one text cell (finding bodies can be long); longer cells end in `…`.
-pub const READ_QUERY_CELL_CHARS: usize = 2000;
-
-/// Largest string or blob a query may build, in bytes (`SQLITE_LIMIT_LENGTH`): 1 MiB. Larger
-/// values fail with SQLite's "string or blob too big" instead of allocating.
-pub const READ_QUERY_MAX_VALUE_BYTES: i32 = 1 << 20;
-
-/// Longest SQL text accepted, in bytes (`SQLITE_LIMIT_SQL_LENGTH`).
-pub const READ_QUERY_MAX_SQL_BYTES: i32 = 100_000;
-
-/// Tables a read-only query may not read: `settings` holds the API keys (docs/review-service.md
-/// §2).
-pub const HIDDEN_TABLES: &[&str] = &["settings"];
+use super::{
+    HIDDEN_TABLES, READ_QUERY_MAX_ROWS, READ_QUERY_MAX_SQL_BYTES, READ_QUERY_MAX_VALUE_BYTES,
+    READ_QUERY_TIMEOUT, ReadQueryResult, cut,
+};
+use crate::{Result, StoreError};
 
 /// Functions refused at compile time: extension loading, and functions that reach outside
 /// the database where SQLite was built with them.
@@ -81,40 +60,19 @@ const PROGRESS_STEPS: i32 = 1000;
 /// spill to temporary files instead of memory.
 const CACHE_KIB: i64 = 8 * 1024;
 
-/// The answer of [`Store::read_query`], serialized as the chat tool's output.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReadQueryResult {
-    /// Column names, in select-list order.
-    pub columns: Vec<String>,
-    /// Rows, each one JSON value per column: integers and reals as numbers, text as strings
-    /// (cut at [`READ_QUERY_CELL_CHARS`]), NULL as null, blobs as `"<blob of N bytes>"`.
-    pub rows: Vec<Vec<Value>>,
-    /// True when the statement had more than [`READ_QUERY_MAX_ROWS`] rows and only the first
-    /// ones are here.
-    pub truncated: bool,
-    /// Present only when truncated: what happened and what to do.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// Where the chat connection opens the database: the file of the store, or the shared-cache
+/// Where the chat connection opens a SQLite database: the store's file, or the shared-cache
 /// name of an in-memory store (so both see the same data).
 #[derive(Debug, Clone)]
-pub(crate) struct ChatDatabase {
+pub(crate) struct SqliteFile {
     filename: PathBuf,
     in_memory: bool,
 }
 
-impl ChatDatabase {
-    /// From the writer's options, as sqlx names the database (`file:sqlx-in-memory-N` for
-    /// `sqlite::memory:`, shared-cache).
-    pub(crate) fn from_options(options: &sqlx::sqlite::SqliteConnectOptions) -> Self {
-        let filename = options.get_filename().to_path_buf();
-        let in_memory = filename
-            .to_string_lossy()
-            .starts_with("file:sqlx-in-memory-");
-        ChatDatabase {
-            filename,
+impl SqliteFile {
+    /// The database the writer pool opens with `options`.
+    pub(crate) fn new(options: &sqlx::sqlite::SqliteConnectOptions, in_memory: bool) -> Self {
+        SqliteFile {
+            filename: options.get_filename().to_path_buf(),
             in_memory,
         }
     }
@@ -130,45 +88,35 @@ impl ChatDatabase {
     }
 }
 
-impl Store {
-    /// Runs one read-only statement (docs/review-service.md §4, Chat rule 2) on a fresh read-only
-    /// connection: at most [`READ_QUERY_MAX_ROWS`] rows, at most [`READ_QUERY_TIMEOUT`], no
-    /// value over [`READ_QUERY_MAX_VALUE_BYTES`].
-    ///
-    /// Errors: [`StoreError::QueryRefused`], before anything runs, for an empty text, more
-    /// than one statement, bind parameters, a statement that is not read-only, or one that
-    /// touches anything but the readable tables (see the module docs);
-    /// [`StoreError::QueryTimeout`] when interrupted by the time cap; [`StoreError::Query`]
-    /// with SQLite's message for a statement SQLite rejects (syntax, unknown column, a value
-    /// too big). Dropping the future interrupts the statement.
-    pub async fn read_query(&self, sql: &str) -> Result<ReadQueryResult> {
-        let sql = sql.to_owned();
-        let database = self.chat_db.clone();
-        let deadline = Instant::now() + READ_QUERY_TIMEOUT;
-        let stop = Arc::new(AtomicBool::new(false));
-        let interrupt: Arc<Mutex<Option<InterruptHandle>>> = Arc::new(Mutex::new(None));
-        let guard = InterruptOnDrop {
-            stop: stop.clone(),
-            handle: interrupt.clone(),
-        };
-        let task = tokio::task::spawn_blocking(move || {
-            let (conn, refused) = open_guarded(&database, stop, deadline)?;
-            if let Ok(mut slot) = interrupt.lock() {
-                *slot = Some(conn.get_interrupt_handle());
-            }
-            run(&conn, &refused, &sql, deadline)
-        });
-        tokio::pin!(task);
-        let joined = tokio::select! {
-            r = &mut task => r,
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                guard.fire();
-                task.await
-            }
-        };
-        drop(guard);
-        joined.map_err(|e| StoreError::Query(format!("the query task failed: {e}")))?
-    }
+/// [`crate::Store::read_query`] on SQLite: the guard of the module docs, on a blocking thread;
+/// dropping the future interrupts the statement.
+pub(super) async fn read_query(database: &SqliteFile, sql: &str) -> Result<ReadQueryResult> {
+    let sql = sql.to_owned();
+    let database = database.clone();
+    let deadline = Instant::now() + READ_QUERY_TIMEOUT;
+    let stop = Arc::new(AtomicBool::new(false));
+    let interrupt: Arc<Mutex<Option<InterruptHandle>>> = Arc::new(Mutex::new(None));
+    let guard = InterruptOnDrop {
+        stop: stop.clone(),
+        handle: interrupt.clone(),
+    };
+    let task = tokio::task::spawn_blocking(move || {
+        let (conn, refused) = open_guarded(&database, stop, deadline)?;
+        if let Ok(mut slot) = interrupt.lock() {
+            *slot = Some(conn.get_interrupt_handle());
+        }
+        run(&conn, &refused, &sql, deadline)
+    });
+    tokio::pin!(task);
+    let joined = tokio::select! {
+        r = &mut task => r,
+        _ = tokio::time::sleep_until(deadline.into()) => {
+            guard.fire();
+            task.await
+        }
+    };
+    drop(guard);
+    joined.map_err(|e| StoreError::Query(format!("the query task failed: {e}")))?
 }
 
 /// Stops the statement when dropped (the caller went away) or fired (the deadline passed):
@@ -198,7 +146,7 @@ impl Drop for InterruptOnDrop {
 /// A read-only connection with the limits, the authorizer and the progress handler set.
 /// The second value holds the first refusal of the authorizer, in words for the model.
 fn open_guarded(
-    database: &ChatDatabase,
+    database: &SqliteFile,
     stop: Arc<AtomicBool>,
     deadline: Instant,
 ) -> Result<(Connection, Refusal)> {
@@ -425,11 +373,7 @@ fn run(
         columns,
         rows,
         truncated,
-        note: truncated.then(|| {
-            format!(
-                "only the first {READ_QUERY_MAX_ROWS} rows are shown; aggregate, filter or add a LIMIT for the rest"
-            )
-        }),
+        note: truncated.then(super::truncated_note),
     })
 }
 
@@ -453,26 +397,10 @@ fn cell(value: ValueRef<'_>) -> Value {
     }
 }
 
-fn cut(text: &str) -> String {
-    match text.char_indices().nth(READ_QUERY_CELL_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-
-    #[test]
-    fn long_cells_are_cut() {
-        let long = "é".repeat(READ_QUERY_CELL_CHARS + 5);
-        let c = cut(&long);
-        assert_eq!(c.chars().count(), READ_QUERY_CELL_CHARS + 1);
-        assert!(c.ends_with('…'));
-        assert_eq!(cut("short"), "short");
-    }
 
     #[test]
     fn refusals_name_what_was_refused() {
