@@ -68,6 +68,8 @@ export interface ResizeOptions {
    * another picture, and the server answers it `immutable` for a year instead of a day.
    */
   version?: string;
+  /** Keep the source's EXIF Copyright and Artist (and an sRGB ICC profile); otherwise no metadata. */
+  keepCopyright?: boolean;
   /** Multiplies width and height, or without them the source's size (above 0, at most 5). */
   zoom?: number;
   /** The smallest result width: a smaller one is scaled up, its shape kept. */
@@ -170,6 +172,7 @@ export class ImageClient {
       put("cropWidth", options.crop.width);
       put("cropHeight", options.crop.height);
     }
+    put("keep_copyright", options.keepCopyright);
     put("zoom", options.zoom);
     put("min_width", options.minWidth);
     put("min_height", options.minHeight);

@@ -133,6 +133,9 @@ pub struct ResizeOptions {
     /// shows another picture and the server answers it `immutable` for a year; without it an
     /// answer is cached for CACHE_MAX_AGE_SECS (a day).
     pub version: Option<String>,
+    /// Keep the source's EXIF Copyright and Artist (and an sRGB ICC profile); otherwise the
+    /// result carries no metadata.
+    pub keep_copyright: bool,
     /// Multiplies width and height, or without them the source's size (above 0, at most 5).
     pub zoom: Option<f64>,
     /// The smallest result width: a smaller one is scaled up, its shape kept.
@@ -237,6 +240,9 @@ impl ResizeOptions {
         }
         if let Some(quality) = self.quality {
             q.push(("quality", quality.to_string()));
+        }
+        if self.keep_copyright {
+            q.push(("keep_copyright", "true".into()));
         }
         if let Some(z) = self.zoom {
             q.push(("zoom", z.to_string()));
@@ -483,6 +489,7 @@ mod tests {
         let c = ImageClient::new("http://cdn.example", "k").unwrap();
         let options = ResizeOptions {
             width: Some(300),
+            keep_copyright: true,
             zoom: Some(1.5),
             min_height: Some(100),
             trim: Some(25),
@@ -502,7 +509,7 @@ mod tests {
         assert_eq!(
             c.resize_url("a.jpg", &options),
             "http://cdn.example/images/resize/a.jpg?width=300&watermark_text=%C2%A9+Acme\
-             &zoom=1.5&min_height=100&trim=25&padding=1%2C2%2C3%2C4&pixelate=8&max_bytes=50000&preset=thumb%2Cgray\
+             &keep_copyright=true&zoom=1.5&min_height=100&trim=25&padding=1%2C2%2C3%2C4&pixelate=8&max_bytes=50000&preset=thumb%2Cgray\
              &v=0123456789abcdef"
         );
         let placeholder = ResizeOptions {

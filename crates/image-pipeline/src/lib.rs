@@ -21,6 +21,7 @@ mod encode;
 mod error;
 mod heif_boxes;
 mod info;
+mod metadata;
 mod ops;
 mod placeholder;
 mod reduce;
@@ -252,14 +253,24 @@ pub fn transform(
         gray: spec.grayscale,
         webp_effort: limits.webp_effort,
     };
+    // keep_copyright: what the result carries over (metadata.rs), counted against max_bytes.
+    let kept = if spec.keep_copyright {
+        let had_icc = info::info(source).is_ok_and(|i| i.icc_profile.is_some());
+        metadata::kept(source, had_icc)
+    } else {
+        metadata::Kept::default()
+    };
+    let overhead = kept.exif.as_ref().map_or(0, Vec::len) + kept.icc.map_or(0, <[u8]>::len);
     let bytes = match spec.max_bytes {
         None => encode::encode(&img, format, settings)?,
         Some(budget) => {
-            let (bytes, fitted) = budget::encode_within(img, format, settings, budget)?;
+            let room = budget.saturating_sub(overhead as u64 + if overhead > 0 { 64 } else { 0 });
+            let (bytes, fitted) = budget::encode_within(img, format, settings, room.max(1))?;
             img = fitted;
             bytes
         }
     };
+    let bytes = metadata::embed(bytes, format, &kept)?;
     Ok(Output {
         bytes,
         format,

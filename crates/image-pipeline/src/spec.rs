@@ -384,6 +384,10 @@ pub struct TransformSpec {
     /// The box a request without `width` and `height` is fitted inside, never enlarged
     /// ([`TransformSpec::fit_unsized_into`]); `None` sides are free.
     pub default_box: Option<(Option<u32>, Option<u32>)>,
+    /// Keep the source's EXIF `Copyright` and `Artist` and describe the pixels with an sRGB
+    /// ICC profile (`keep_copyright`, as imgproxy's); otherwise a result carries no metadata
+    /// (`metadata.rs`).
+    pub keep_copyright: bool,
     /// `zoom`, above 0 and at most 5: multiplies `width` and `height` (as `dpr` does, with
     /// which it combines), or, without them, scales the source region (imgproxy's `zoom`).
     pub zoom: Option<f64>,
@@ -431,6 +435,7 @@ impl Default for TransformSpec {
             progressive: false,
             blurhash_components: (4, 3),
             default_box: None,
+            keep_copyright: false,
             zoom: None,
             min_width: None,
             min_height: None,
@@ -631,6 +636,7 @@ impl TransformSpec {
                 "grayscale" | "greyscale" => spec.grayscale = switch(key, v)?,
                 "enlarge" => spec.enlarge = switch(key, v)?,
                 "progressive" => spec.progressive = switch(key, v)?,
+                "keepcopyright" => spec.keep_copyright = switch(key, v)?,
                 "lqip" => lqip = Some((key, switch(key, v)?)),
                 "trim" => {
                     spec.trim = match v.trim().parse::<u8>() {
@@ -923,6 +929,9 @@ impl fmt::Display for TransformSpec {
         }
         if self.progressive {
             parts.push("progressive".into());
+        }
+        if self.keep_copyright {
+            parts.push("keepcr".into());
         }
         if self.format == Some(FormatParam::Blurhash) && self.blurhash_components != (4, 3) {
             let (x, y) = self.blurhash_components;
@@ -1363,6 +1372,9 @@ mod tests {
             ("watermark=l.png&watermarkScale=0", Err("watermarkScale")),
             ("watermark=l.png&watermarkScale=1.01", Err("watermarkScale")),
             ("unknown=1", Ok("q=80")),
+            ("keep_copyright=true", Ok("q=80&keepcr")),
+            ("keepCopyright=0", Ok("q=80")),
+            ("keep_copyright=maybe", Err("keep_copyright")),
             ("width=100&zoom=2", Ok("w=200&q=80")),
             ("width=100&dpr=2&zoom=1.5", Ok("w=300&q=80")),
             ("zoom=0.5", Ok("zoom=0.5&q=80")),

@@ -280,3 +280,70 @@ fn min_sizes_scale_a_smaller_result_up() {
         (150, 150)
     );
 }
+
+/// Results carry no metadata; with `keep_copyright` they carry the source's EXIF `Copyright`
+/// and `Artist` and, for a source with an ICC profile, the sRGB profile of their pixels, in
+/// JPEG, PNG and WebP alike, and still decode to the same pixels.
+#[test]
+fn keep_copyright_keeps_the_owner_and_nothing_else_is_kept() {
+    use exif::{In, Tag};
+    let owned = fixture("orient6.jpg");
+    for format in ["jpeg", "png", "webp"] {
+        let plain = encoded(&owned, &format!("width=120&format={format}")).unwrap();
+        let kept = encoded(
+            &owned,
+            &format!("width=120&format={format}&keep_copyright=true"),
+        )
+        .unwrap();
+        let read = |bytes: &[u8]| {
+            exif::Reader::new().read_from_container(&mut std::io::Cursor::new(bytes.to_vec()))
+        };
+        assert!(read(&plain.bytes).is_err(), "{format}: no EXIF by default");
+        let exif = read(&kept.bytes).unwrap();
+        let text = |tag| match &exif.get_field(tag, In::PRIMARY)?.value {
+            exif::Value::Ascii(parts) => Some(String::from_utf8_lossy(&parts[0]).into_owned()),
+            _ => None,
+        };
+        assert_eq!(
+            text(Tag::Copyright).as_deref(),
+            Some("© 2026 Example Photo Co."),
+            "{format}"
+        );
+        assert_eq!(text(Tag::Artist).as_deref(), Some("Jane Doe"), "{format}");
+        // Nothing else: no camera, no place, no orientation (the pixels are upright).
+        for tag in [
+            Tag::Make,
+            Tag::GPSLatitude,
+            Tag::Orientation,
+            Tag::DateTimeOriginal,
+        ] {
+            assert!(
+                exif.get_field(tag, In::PRIMARY).is_none(),
+                "{format}: {tag}"
+            );
+        }
+        assert_eq!(
+            decode_to_rgba(&kept.bytes, u64::MAX).unwrap(),
+            decode_to_rgba(&plain.bytes, u64::MAX).unwrap(),
+            "{format}: the same pixels"
+        );
+        assert_eq!(
+            image_pipeline::info(&kept.bytes).unwrap().icc_profile,
+            None,
+            "{format}"
+        );
+    }
+    // A source with a profile (Display P3): the result is described as sRGB.
+    let p3 = fixture("lake_p3.jpg");
+    for format in ["jpeg", "png", "webp"] {
+        let kept = encoded(&p3, &format!("width=120&format={format}&keep_copyright=1")).unwrap();
+        let icc = image_pipeline::info(&kept.bytes).unwrap().icc_profile;
+        assert!(icc.is_some_and(|name| name.contains("sRGB")), "{format}");
+        let plain = encoded(&p3, &format!("width=120&format={format}")).unwrap();
+        assert_eq!(
+            image_pipeline::info(&plain.bytes).unwrap().icc_profile,
+            None,
+            "{format}"
+        );
+    }
+}
