@@ -81,6 +81,12 @@ pub struct Config {
     #[arg(long, env = "AVIF_MAX_PIXELS", default_value_t = 1_440_000)]
     pub avif_max_pixels: u64,
 
+    /// Most frames of an animated GIF or WebP source, counted from its blocks before decoding;
+    /// more: 422 `too_many_frames` (their pixels together are held to MAX_SOURCE_PIXELS too).
+    /// Default 100.
+    #[arg(long, env = "MAX_ANIMATION_FRAMES", default_value_t = 100)]
+    pub max_animation_frames: u32,
+
     /// Largest accepted output width or height in pixels; larger: 400. Default 8192.
     #[arg(long, env = "MAX_OUTPUT_DIMENSION", default_value_t = 8192)]
     pub max_output_dimension: u32,

@@ -50,6 +50,10 @@ pub enum ApiError {
     /// 422 `too_many_pixels`: the source is over MAX_SOURCE_PIXELS, known from its header.
     #[error("{0}")]
     TooManyPixels(String),
+    /// 422 `too_many_frames`: an animation over MAX_ANIMATION_FRAMES, or whose frames hold
+    /// more than MAX_SOURCE_PIXELS together, known before decoding.
+    #[error("{0}")]
+    TooManyFrames(String),
     /// 429: TRANSFORM_QUEUE_SIZE misses are already waiting; sent with `Retry-After: 1`.
     #[error("too many transformations waiting; retry in a moment")]
     Busy,
@@ -76,7 +80,9 @@ impl ApiError {
             Self::UnsupportedMedia(_) | Self::UnsupportedImage(_) => {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
-            Self::Unprocessable(_) | Self::TooManyPixels(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unprocessable(_) | Self::TooManyPixels(_) | Self::TooManyFrames(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Busy => StatusCode::TOO_MANY_REQUESTS,
             Self::Storage(_) | Self::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -99,6 +105,7 @@ impl ApiError {
             Self::UnsupportedImage(_) => "unsupported_image",
             Self::Unprocessable(_) => "undecodable_image",
             Self::TooManyPixels(_) => "too_many_pixels",
+            Self::TooManyFrames(_) => "too_many_frames",
             Self::Busy => "queue_full",
             Self::Storage(_) => "storage_unavailable",
             Self::Timeout(_) => "request_timeout",
@@ -114,6 +121,7 @@ impl From<PipelineError> for ApiError {
             PipelineError::NotAnImage => Self::UnsupportedMedia(e.to_string()),
             PipelineError::Unsupported(_) => Self::UnsupportedImage(e.to_string()),
             PipelineError::TooManyPixels { .. } => Self::TooManyPixels(e.to_string()),
+            PipelineError::TooManyFrames { .. } => Self::TooManyFrames(e.to_string()),
             PipelineError::Undecodable(_) => Self::Unprocessable(e.to_string()),
             PipelineError::Encode(m) => Self::Internal(m),
         }

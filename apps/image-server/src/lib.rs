@@ -95,6 +95,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         avif_max_pixels: config.avif_max_pixels,
         max_enlarge: None,
         max_grown_output_pixels: None,
+        max_animation_frames: config.max_animation_frames,
     };
     let resize_limits = if signer.is_some() {
         limits

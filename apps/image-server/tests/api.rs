@@ -1288,6 +1288,37 @@ async fn info_describes_a_stored_image_to_key_holders() {
     s.stop().await;
 }
 
+/// An animated GIF stays animated through the server (WebP by default, GIF on request), and
+/// one over MAX_ANIMATION_FRAMES is refused 422 `too_many_frames` before decoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn animations_stay_animated_and_their_frames_are_limited() {
+    use image_pipeline::image::AnimationDecoder;
+    let s = TestServer::start_local_with(|c| c.max_animation_frames = 5).await;
+    s.upload("anim/dot.gif", fixture("anim_5f.gif")).await;
+    let r = s.get("/images/resize/anim/dot.gif?width=32").await;
+    assert_eq!(r.headers()["content-type"], "image/webp");
+    let body = r.bytes().await.unwrap();
+    let decoder =
+        image_pipeline::image::codecs::webp::WebPDecoder::new(std::io::Cursor::new(&body)).unwrap();
+    assert_eq!(decoder.into_frames().count(), 5);
+    let r = s
+        .get("/images/resize/anim/dot.gif?width=32&format=gif")
+        .await;
+    assert_eq!(r.headers()["content-type"], "image/gif");
+    let (status, message) = error(&s, "/images/resize/anim/dot.gif?frame=9").await;
+    assert_eq!(status, 400);
+    assert!(message.contains("frame"), "{message}");
+    s.stop().await;
+
+    let s = TestServer::start_local_with(|c| c.max_animation_frames = 4).await;
+    s.put_raw("anim/dot.gif", fixture("anim_5f.gif")).await;
+    let r = s.get("/images/resize/anim/dot.gif?width=32").await;
+    assert_eq!(r.status(), 422);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "too_many_frames", "{v}");
+    s.stop().await;
+}
+
 /// DEFAULT_OUTPUT_WIDTH and DEFAULT_OUTPUT_HEIGHT at 0 serve a bare URL at the source's size.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_output_box_can_be_turned_off() {

@@ -6,7 +6,7 @@
 
 import { createHmac } from "node:crypto";
 
-export type Format = "webp" | "jpeg" | "jpg" | "png" | "avif" | "auto" | "blurhash";
+export type Format = "webp" | "jpeg" | "jpg" | "png" | "gif" | "avif" | "auto" | "blurhash";
 export type Fit = "inside" | "cover" | "contain" | "fill" | "outside";
 
 export interface ClientConfig {
@@ -68,6 +68,10 @@ export interface ResizeOptions {
    * another picture, and the server answers it `immutable` for a year instead of a day.
    */
   version?: string;
+  /** `false`: a still of an animated source (its first frame, or `frame`'s). */
+  animated?: boolean;
+  /** The frame (from 0) of an animated source a still result shows. */
+  frame?: number;
   /** Keep the source's EXIF Copyright and Artist (and an sRGB ICC profile); otherwise no metadata. */
   keepCopyright?: boolean;
   /** Multiplies width and height, or without them the source's size (above 0, at most 5). */
@@ -172,6 +176,8 @@ export class ImageClient {
       put("cropWidth", options.crop.width);
       put("cropHeight", options.crop.height);
     }
+    put("animated", options.animated);
+    put("frame", options.frame);
     put("keep_copyright", options.keepCopyright);
     put("zoom", options.zoom);
     put("min_width", options.minWidth);

@@ -93,8 +93,8 @@ test("getResizeUrl builds every parameter of the URL API", () => {
   );
   assert.equal(c.getResizeUrl("a.jpg", { lqip: true, padding: 4 }), "http://cdn.example/images/resize/a.jpg?padding=4&lqip=true");
   assert.equal(
-    c.getResizeUrl("a.jpg", { zoom: 0.5, minWidth: 300, minHeight: 200, keepCopyright: true }),
-    "http://cdn.example/images/resize/a.jpg?keep_copyright=true&zoom=0.5&min_width=300&min_height=200",
+    c.getResizeUrl("a.jpg", { zoom: 0.5, minWidth: 300, minHeight: 200, keepCopyright: true, animated: false, frame: 2, format: "gif" }),
+    "http://cdn.example/images/resize/a.jpg?format=gif&animated=false&frame=2&keep_copyright=true&zoom=0.5&min_width=300&min_height=200",
   );
 });
 

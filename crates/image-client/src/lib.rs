@@ -45,6 +45,8 @@ pub enum Format {
     Avif,
     /// AVIF, WebP or JPEG chosen from the Accept header.
     Auto,
+    /// GIF, animated when the source is.
+    Gif,
     /// Not a picture: `{"blurhash", "components": {"x", "y"}, "width", "height"}` as JSON,
     /// components set by [`ResizeOptions::blurhash_components`].
     Blurhash,
@@ -133,6 +135,10 @@ pub struct ResizeOptions {
     /// shows another picture and the server answers it `immutable` for a year; without it an
     /// answer is cached for CACHE_MAX_AGE_SECS (a day).
     pub version: Option<String>,
+    /// A still of an animated source (its first frame, or `frame`'s): `animated=false`.
+    pub still: bool,
+    /// The frame (from 0) of an animated source a still result shows.
+    pub frame: Option<u32>,
     /// Keep the source's EXIF Copyright and Artist (and an sRGB ICC profile); otherwise the
     /// result carries no metadata.
     pub keep_copyright: bool,
@@ -235,11 +241,18 @@ impl ResizeOptions {
                 Format::Avif => "avif",
                 Format::Auto => "auto",
                 Format::Blurhash => "blurhash",
+                Format::Gif => "gif",
             };
             q.push(("format", name.into()));
         }
         if let Some(quality) = self.quality {
             q.push(("quality", quality.to_string()));
+        }
+        if self.still {
+            q.push(("animated", "false".into()));
+        }
+        if let Some(n) = self.frame {
+            q.push(("frame", n.to_string()));
         }
         if self.keep_copyright {
             q.push(("keep_copyright", "true".into()));
@@ -489,6 +502,8 @@ mod tests {
         let c = ImageClient::new("http://cdn.example", "k").unwrap();
         let options = ResizeOptions {
             width: Some(300),
+            still: true,
+            frame: Some(2),
             keep_copyright: true,
             zoom: Some(1.5),
             min_height: Some(100),
@@ -509,7 +524,7 @@ mod tests {
         assert_eq!(
             c.resize_url("a.jpg", &options),
             "http://cdn.example/images/resize/a.jpg?width=300&watermark_text=%C2%A9+Acme\
-             &keep_copyright=true&zoom=1.5&min_height=100&trim=25&padding=1%2C2%2C3%2C4&pixelate=8&max_bytes=50000&preset=thumb%2Cgray\
+             &animated=false&frame=2&keep_copyright=true&zoom=1.5&min_height=100&trim=25&padding=1%2C2%2C3%2C4&pixelate=8&max_bytes=50000&preset=thumb%2Cgray\
              &v=0123456789abcdef"
         );
         let placeholder = ResizeOptions {

@@ -114,6 +114,7 @@ pub(crate) fn encode(
             Ok(out)
         }
         OutputFormat::Avif => avif(img, quality),
+        OutputFormat::Gif => crate::animation::encode(&[(img.clone(), 0)], format, settings),
         // Answered by `placeholder` before any image encoder runs.
         OutputFormat::Blurhash | OutputFormat::Lqip => {
             Err(enc("a placeholder is not an image encoding"))

@@ -18,6 +18,20 @@ pub enum PipelineError {
     /// The source has more pixels than allowed, known from its header (HTTP 422).
     #[error("source is {width}x{height} pixels, above the limit of {limit} pixels")]
     TooManyPixels { width: u64, height: u64, limit: u64 },
+    /// An animation with more frames than MAX_ANIMATION_FRAMES, or whose frames together hold
+    /// more than MAX_SOURCE_PIXELS, known from its blocks before decoding (HTTP 422).
+    #[error(
+        "animation of {frames} frames of {width}x{height} pixels: at most {max_frames} frames and \
+         {max_pixels} pixels over all frames are decoded (ask for one frame with frame=N or \
+         animated=false)"
+    )]
+    TooManyFrames {
+        frames: u32,
+        width: u32,
+        height: u32,
+        max_frames: u32,
+        max_pixels: u64,
+    },
     /// The source claims a supported format but cannot be decoded: truncated or corrupt (HTTP 422).
     #[error("source image cannot be decoded: {0}")]
     Undecodable(String),

@@ -131,7 +131,7 @@ fn tiff_facts(bytes: &[u8]) -> Result<Facts, PipelineError> {
     Ok((1, alpha, icc))
 }
 
-type Facts = (u32, bool, Option<Vec<u8>>);
+pub(crate) type Facts = (u32, bool, Option<Vec<u8>>);
 
 /// Frames (`acTL`), alpha (an alpha colour type or `tRNS`) and the `iCCP` profile, from the
 /// chunks before the first `IDAT`.
@@ -148,7 +148,7 @@ fn png_facts(bytes: &[u8]) -> Result<Facts, PipelineError> {
 /// Frames (image descriptors) and whether any graphic control extension names a transparent
 /// colour, by walking the blocks without decompressing them. A truncated file counts what
 /// it holds.
-fn gif_facts(bytes: &[u8]) -> Facts {
+pub(crate) fn gif_facts(bytes: &[u8]) -> Facts {
     let mut frames = 0;
     let mut alpha = false;
     let colour_table = |flags: u8| {
@@ -199,7 +199,7 @@ fn gif_facts(bytes: &[u8]) -> Facts {
 
 /// Frames (`ANMF` chunks), alpha (the `VP8X` flag, an `ALPH` chunk, or a lossless stream's
 /// alpha bit) and the `ICCP` chunk, by walking the RIFF chunks.
-fn webp_facts(bytes: &[u8]) -> Facts {
+pub(crate) fn webp_facts(bytes: &[u8]) -> Facts {
     let mut frames = 0;
     let mut alpha = false;
     let mut icc = None;

@@ -14,6 +14,7 @@
 //! to libvips' sRGB profile, and libvips' Lanczos3 arithmetic (`reduce`). With the encoders at
 //! sharp's settings (WebP method 4) the output files are sharp's.
 
+mod animation;
 mod budget;
 mod colour;
 mod decode;
@@ -102,13 +103,40 @@ pub fn transform(
             (c.left, c.top, c.width, c.height)
         }
     };
+    // An animated GIF or WebP (animation.rs): its frames are counted and limited before
+    // anything is decoded. It stays animated in WebP and GIF (format=auto picks WebP, or GIF for
+    // a client without WebP); a still result shows its first frame, or `frame`'s.
+    let frames = animation::frame_count(source, info.format);
+    if frames > 1 {
+        animation::check(frames, (info.width, info.height), limits)?;
+    }
+    let moving_format = match format {
+        OutputFormat::Avif if spec.format == Some(FormatParam::Auto) => OutputFormat::Webp,
+        OutputFormat::Jpeg | OutputFormat::Png if spec.format == Some(FormatParam::Auto) => {
+            OutputFormat::Gif
+        }
+        other => other,
+    };
+    let animate = frames > 1
+        && spec.animated
+        && spec.frame.is_none()
+        && matches!(moving_format, OutputFormat::Webp | OutputFormat::Gif);
+    let mut picked = match spec.frame {
+        Some(n) if !animate && (n > 0 || frames > 1) => {
+            Some(animation::nth(source, info.format, n, frames)?)
+        }
+        _ => None,
+    };
     // `trim` finds its box on the picture itself: it is decoded whole first (a full-size
     // decode, where the other requests shrink on load), and the box inside the border becomes
     // the crop the plan is made for.
     let (crop, plan, decoded) = match spec.trim {
         None => (crop, output_plan((crop.2, crop.3), spec, limits)?, None),
         Some(threshold) => {
-            let (full, scale) = decode::decode(source, &info, 1.0)?;
+            let (full, scale) = match picked.take() {
+                Some(frame) => (frame, (1.0, 1.0)),
+                None => decode::decode(source, &info, 1.0)?,
+            };
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let at = |v: u32, s: f64| (f64::from(v) * s).round() as u32;
             let region = full.crop_imm(
@@ -160,7 +188,10 @@ pub fn transform(
         position: spec.position,
         min_scale,
     };
-    let mut img = match decoded {
+    if animate {
+        return animated(&job, spec, moving_format, watermark, limits, frames);
+    }
+    let mut img = match decoded.or_else(|| picked.map(|frame| (frame, (1.0, 1.0)))) {
         Some((full, scale)) => job.resize(&full, scale)?,
         None => match job.reduce_png_streamed()? {
             Some(img) => img,
@@ -185,45 +216,7 @@ pub fn transform(
         [0, 0, 0, 0]
     };
     let bg = spec.background.map_or(default_bg, |c| c.0);
-    if let Some(size) = plan.pad_to {
-        img = ops::pad(&img, size, bg, spec.position);
-    }
-    if spec.rotate != 0.0 {
-        img = ops::rotate(img, spec.rotate, bg);
-    }
-    if spec.flip {
-        img = img.fliph();
-    }
-    if spec.flop {
-        img = img.flipv();
-    }
-    if let Some(sigma) = spec.blur {
-        img = ops::blur(img, sigma);
-    }
-    if spec.sharpen {
-        img = ops::sharpen(img);
-    }
-    if let Some(block) = spec.pixelate {
-        img = ops::pixelate(img, block);
-    }
-    if spec.grayscale {
-        img = ops::grayscale(img);
-    }
-    if let Some(sides) = spec.padding {
-        img = ops::extend(&img, sides, bg);
-    }
-    if let Some(wm) = &spec.watermark {
-        img = match (&wm.mark, watermark) {
-            (WatermarkMark::Image(_), Some(bytes)) => apply_watermark(img, bytes, wm, limits)?,
-            (WatermarkMark::Image(_), None) => img,
-            (WatermarkMark::Text(text), _) => {
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let width = ((f64::from(img.width()) * f64::from(wm.scale)).round() as u32).max(1);
-                let mark = text::render(text, width, img.height())?;
-                ops::composite(img, &mark, wm.position, wm.opacity)
-            }
-        };
-    }
+    img = finish(img, spec, plan.pad_to, bg, watermark, limits)?;
     if matches!(format, OutputFormat::Blurhash | OutputFormat::Lqip) {
         let bytes = if format == OutputFormat::Blurhash {
             placeholder::blurhash(&img, spec.blurhash_components)?
@@ -277,6 +270,102 @@ pub fn transform(
         width: img.width(),
         height: img.height(),
     })
+}
+
+/// An animated result: every frame resized and finished as `job` and `spec` say, encoded as
+/// an animation in `format` (WebP or GIF) with the source's delays.
+fn animated(
+    job: &ResizeJob<'_>,
+    spec: &TransformSpec,
+    format: OutputFormat,
+    watermark: Option<&[u8]>,
+    limits: &Limits,
+    frames: u32,
+) -> Result<Output, PipelineError> {
+    if spec.max_bytes.is_some() {
+        return Err(PipelineError::BadParam {
+            name: "max_bytes".into(),
+            reason: "not applied to animations: add animated=false for a still, or leave it out"
+                .into(),
+        });
+    }
+    let bg = spec.background.map_or([0, 0, 0, 0], |c| c.0);
+    let decoded = animation::decode(job.source, job.info.format, frames as usize)?;
+    let mut done = Vec::with_capacity(decoded.len());
+    for (frame, delay) in decoded {
+        let img = job.resize(&frame, (1.0, 1.0))?;
+        done.push((
+            finish(img, spec, job.plan.pad_to, bg, watermark, limits)?,
+            delay,
+        ));
+    }
+    let (width, height) = done
+        .first()
+        .map_or((0, 0), |(img, _)| (img.width(), img.height()));
+    let settings = encode::Settings {
+        quality: spec.quality,
+        progressive: false,
+        gray: false,
+        webp_effort: limits.webp_effort,
+    };
+    Ok(Output {
+        bytes: animation::encode(&done, format, settings)?,
+        format,
+        width,
+        height,
+    })
+}
+
+/// The steps after the resize, on one picture (or one frame): `contain`'s padding to
+/// `pad_to`, rotate, flip/flop, blur, sharpen, pixelate, grayscale, padding, watermark.
+fn finish(
+    mut img: DynamicImage,
+    spec: &TransformSpec,
+    pad_to: Option<(u32, u32)>,
+    bg: [u8; 4],
+    watermark: Option<&[u8]>,
+    limits: &Limits,
+) -> Result<DynamicImage, PipelineError> {
+    if let Some(size) = pad_to {
+        img = ops::pad(&img, size, bg, spec.position);
+    }
+    if spec.rotate != 0.0 {
+        img = ops::rotate(img, spec.rotate, bg);
+    }
+    if spec.flip {
+        img = img.fliph();
+    }
+    if spec.flop {
+        img = img.flipv();
+    }
+    if let Some(sigma) = spec.blur {
+        img = ops::blur(img, sigma);
+    }
+    if spec.sharpen {
+        img = ops::sharpen(img);
+    }
+    if let Some(block) = spec.pixelate {
+        img = ops::pixelate(img, block);
+    }
+    if spec.grayscale {
+        img = ops::grayscale(img);
+    }
+    if let Some(sides) = spec.padding {
+        img = ops::extend(&img, sides, bg);
+    }
+    if let Some(wm) = &spec.watermark {
+        img = match (&wm.mark, watermark) {
+            (WatermarkMark::Image(_), Some(bytes)) => apply_watermark(img, bytes, wm, limits)?,
+            (WatermarkMark::Image(_), None) => img,
+            (WatermarkMark::Text(text), _) => {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let width = ((f64::from(img.width()) * f64::from(wm.scale)).round() as u32).max(1);
+                let mark = text::render(text, width, img.height())?;
+                ops::composite(img, &mark, wm.position, wm.opacity)
+            }
+        };
+    }
+    Ok(img)
 }
 
 /// The crop rectangle `(left, top, width, height)` at a decode's `scale` per axis; it may

@@ -94,7 +94,9 @@ pub(crate) fn embed(
         OutputFormat::Jpeg => jpeg(encoded, kept),
         OutputFormat::Png => png(encoded, kept),
         OutputFormat::Webp => webp(&encoded, kept),
-        OutputFormat::Avif | OutputFormat::Blurhash | OutputFormat::Lqip => Ok(encoded),
+        OutputFormat::Avif | OutputFormat::Gif | OutputFormat::Blurhash | OutputFormat::Lqip => {
+            Ok(encoded)
+        }
     }
 }
 

@@ -45,6 +45,9 @@ pub struct Limits {
     /// (no `width` or `height`, turned by `rotate`) is shrunk to fit; an asked-for one over it
     /// is a 400 naming `width`, `height` or `rotate`, before decoding.
     pub max_grown_output_pixels: Option<u64>,
+    /// Most frames of an animated source decoded (MAX_ANIMATION_FRAMES); more: 422 before
+    /// decoding. Their pixels together are held to `max_source_pixels` too.
+    pub max_animation_frames: u32,
 }
 
 impl Default for Limits {
@@ -57,6 +60,7 @@ impl Default for Limits {
             avif_max_pixels: 1_440_000,
             max_enlarge: None,
             max_grown_output_pixels: None,
+            max_animation_frames: 100,
         }
     }
 }
@@ -75,6 +79,8 @@ pub enum FormatParam {
     Avif,
     /// `auto`: AVIF, WebP or JPEG chosen from the client's Accept header.
     Auto,
+    /// `gif`: GIF (256 colours a frame), animated when the source is.
+    Gif,
     /// `blurhash`: the BlurHash of the result as JSON (docs/image-service.md §4, Placeholders).
     Blurhash,
     /// `lqip=true`: a tiny blurred WebP of the result as a `data:` URL in JSON.
@@ -92,6 +98,8 @@ pub enum OutputFormat {
     Png,
     /// AVIF through rav1e (only with the `avif` feature; otherwise `auto` never picks it).
     Avif,
+    /// GIF through the `image` crate's encoder (NeuQuant palettes), still or animated.
+    Gif,
     /// `{"blurhash", "components": {"x", "y"}, "width", "height"}` (JSON, not an image).
     Blurhash,
     /// `{"lqip": "data:image/webp;base64,...", "width", "height"}` (JSON, not an image).
@@ -106,6 +114,7 @@ impl OutputFormat {
             Self::Jpeg => "image/jpeg",
             Self::Png => "image/png",
             Self::Avif => "image/avif",
+            Self::Gif => "image/gif",
             Self::Blurhash | Self::Lqip => "application/json",
         }
     }
@@ -121,6 +130,8 @@ impl OutputFormat {
             Some(Self::Webp)
         } else if bytes.get(4..12) == Some(b"ftypavif") {
             Some(Self::Avif)
+        } else if bytes.starts_with(b"GIF89a") || bytes.starts_with(b"GIF87a") {
+            Some(Self::Gif)
         } else if bytes.starts_with(b"{\"blurhash\":") {
             Some(Self::Blurhash)
         } else if bytes.starts_with(b"{\"lqip\":") {
@@ -137,6 +148,7 @@ impl OutputFormat {
             Self::Jpeg => "jpeg",
             Self::Png => "png",
             Self::Avif => "avif",
+            Self::Gif => "gif",
             Self::Blurhash => "blurhash",
             Self::Lqip => "lqip",
         }
@@ -388,6 +400,11 @@ pub struct TransformSpec {
     /// ICC profile (`keep_copyright`, as imgproxy's); otherwise a result carries no metadata
     /// (`metadata.rs`).
     pub keep_copyright: bool,
+    /// Keep an animated source's frames (`animated`, default true); false gives its first
+    /// frame (or `frame`'s) as a still.
+    pub animated: bool,
+    /// The frame (from 0) of an animated source a still result shows (`frame`).
+    pub frame: Option<u32>,
     /// `zoom`, above 0 and at most 5: multiplies `width` and `height` (as `dpr` does, with
     /// which it combines), or, without them, scales the source region (imgproxy's `zoom`).
     pub zoom: Option<f64>,
@@ -436,6 +453,8 @@ impl Default for TransformSpec {
             blurhash_components: (4, 3),
             default_box: None,
             keep_copyright: false,
+            animated: true,
+            frame: None,
             zoom: None,
             min_width: None,
             min_height: None,
@@ -604,10 +623,11 @@ impl TransformSpec {
                         "avif" => FormatParam::Avif,
                         "auto" => FormatParam::Auto,
                         "blurhash" => FormatParam::Blurhash,
+                        "gif" => FormatParam::Gif,
                         _ => {
                             return Err(bad(
                                 key,
-                                "expected webp, jpeg, png, avif, auto or blurhash",
+                                "expected webp, jpeg, png, avif, gif, auto or blurhash",
                             ));
                         }
                     });
@@ -637,6 +657,8 @@ impl TransformSpec {
                 "enlarge" => spec.enlarge = switch(key, v)?,
                 "progressive" => spec.progressive = switch(key, v)?,
                 "keepcopyright" => spec.keep_copyright = switch(key, v)?,
+                "animated" => spec.animated = switch(key, v)?,
+                "frame" => spec.frame = Some(pixels(key, v, 0, 100_000)?),
                 "lqip" => lqip = Some((key, switch(key, v)?)),
                 "trim" => {
                     spec.trim = match v.trim().parse::<u8>() {
@@ -824,6 +846,7 @@ impl TransformSpec {
             Some(FormatParam::Avif) => OutputFormat::Avif,
             Some(FormatParam::Auto) => OutputFormat::negotiate(accept),
             Some(FormatParam::Blurhash) => OutputFormat::Blurhash,
+            Some(FormatParam::Gif) => OutputFormat::Gif,
             Some(FormatParam::Lqip) => OutputFormat::Lqip,
         }
     }
@@ -921,6 +944,7 @@ impl fmt::Display for TransformSpec {
             Some(FormatParam::Avif) => parts.push("f=avif".into()),
             Some(FormatParam::Auto) => parts.push("f=auto".into()),
             Some(FormatParam::Blurhash) => parts.push("f=blurhash".into()),
+            Some(FormatParam::Gif) => parts.push("f=gif".into()),
             Some(FormatParam::Lqip) => parts.push("f=lqip".into()),
         }
         parts.push(format!("q={}", self.quality));
@@ -932,6 +956,12 @@ impl fmt::Display for TransformSpec {
         }
         if self.keep_copyright {
             parts.push("keepcr".into());
+        }
+        if !self.animated {
+            parts.push("still".into());
+        }
+        if let Some(n) = self.frame {
+            parts.push(format!("frame={n}"));
         }
         if self.format == Some(FormatParam::Blurhash) && self.blurhash_components != (4, 3) {
             let (x, y) = self.blurhash_components;
@@ -1067,7 +1097,7 @@ mod tests {
             ("quality", "101"),
             ("rotate", "361"),
             ("rotate", "-1"),
-            ("format", "gif"),
+            ("format", "bmp"),
             ("fit", "squash"),
             ("blur", "nan"),
             ("flip", "maybe"),
@@ -1295,7 +1325,7 @@ mod tests {
             ("format=png", Ok("f=png&q=80")),
             ("format=avif", Ok("f=avif&q=80")),
             ("format=auto", Ok("f=auto&q=80")),
-            ("format=gif", Err("format")),
+            ("format=bmp", Err("format")),
             ("quality=1", Ok("q=1")),
             ("quality=100", Ok("q=100")),
             ("quality=0", Err("quality")),
@@ -1372,6 +1402,11 @@ mod tests {
             ("watermark=l.png&watermarkScale=0", Err("watermarkScale")),
             ("watermark=l.png&watermarkScale=1.01", Err("watermarkScale")),
             ("unknown=1", Ok("q=80")),
+            ("format=gif", Ok("f=gif&q=80")),
+            ("animated=false", Ok("q=80&still")),
+            ("animated=true", Ok("q=80")),
+            ("frame=3", Ok("q=80&frame=3")),
+            ("frame=-1", Err("frame")),
             ("keep_copyright=true", Ok("q=80&keepcr")),
             ("keepCopyright=0", Ok("q=80")),
             ("keep_copyright=maybe", Err("keep_copyright")),
