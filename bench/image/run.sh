@@ -35,11 +35,13 @@ echo "installing sharp from npm..." >&2
 (cd "$HERE" && npm install --no-audit --no-fund --silent >/dev/null)
 
 # Photos: a 12 MP JPEG, the 9 MP lake JPEG, a PNG and a lossy WebP (q90) made from the lake
-# photo, a 12 MP HEIC.
+# photo, a 12 MP HEIC, and a 42-frame animated GIF.
 mkdir -p "$WORK/images"
 cp "$SHARED/derived__window_from_heic_q90.jpg" "$WORK/images/window12mp.jpg"
 cp "$SHARED/crate_webp-0.3.1__lake.jpg" "$WORK/images/lake.jpg"
 cp "$SHARED/crate_libheif-sys-1.14.4__window.heic" "$WORK/images/window.heic"
+# A real 42-frame animation (Pillow's test suite, crates/image-pipeline/tests/fixtures/ATTRIBUTION.md).
+cp "$ROOT/crates/image-pipeline/tests/fixtures/iss634.gif" "$WORK/images/anim.gif"
 (cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').png().toFile('$WORK/images/lake.png')")
 (cd "$HERE" && node -e "require('sharp')('$WORK/images/lake.jpg').webp({ quality: 90 }).toFile('$WORK/images/lake.webp')")
 
@@ -83,6 +85,8 @@ CASES=(
   "9 MP PNG -> 800w WebP q80|lake.png?width=800&format=webp&quality=80"
   "9 MP WebP -> 800w JPEG q80|lake.webp?width=800&format=jpeg&quality=80"
   "12 MP HEIC -> 800w JPEG q80|window.heic?width=800&format=jpeg&quality=80"
+  "42-frame GIF 245x245 -> 120w animated WebP q80|anim.gif?width=120&format=webp&quality=80"
+  "9 MP lake JPEG -> 1600w WebP, max_bytes 60000|lake.jpg?width=1600&format=webp&max_bytes=60000"
 )
 
 # The mean request rate of ROUNDS runs, alternating with the other side: "rps p50 p99" (the
@@ -116,7 +120,7 @@ for c in "${CASES[@]}"; do
   read -r o_rps o_p50 o_p99 <<<"$(mean_of < "$WORK/ours.runs")"
   o_rss=$(hwm $OURS); s_rss=$(hwm $SHARP)
   curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$q" -o "$WORK/ours.out" || true
-  unencoded_q=$(echo "$q" | sed -E 's/format=[a-z]+/format=png/; s/&quality=[0-9]+//')
+  unencoded_q=$(echo "$q" | sed -E 's/format=[a-z]+/format=png/; s/&quality=[0-9]+//; s/&max_bytes=[0-9]+//')
   curl -sf "http://127.0.0.1:$OURS_PORT/images/resize/$unencoded_q" -o "$WORK/unencoded.png" || true
   o_fid=$(ssim_of "$WORK/ours.out" "$WORK/unencoded.png"); s_fid="-"
   ssim="n/a"; ratio="n/a"

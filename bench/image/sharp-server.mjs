@@ -28,10 +28,27 @@ const server = http.createServer(async (req, res) => {
     const height = q.has("height") ? Number(q.get("height")) : undefined;
     const format = q.get("format") ?? "webp";
     const quality = Number(q.get("quality") ?? 80);
-    let img = sharp(input).rotate();
-    if (width || height) img = img.resize({ width, height, fit: "inside", withoutEnlargement: true });
-    img = img.toFormat(format === "jpg" ? "jpeg" : format, { quality });
-    const out = await img.toBuffer();
+    // Animated sources stay animated, as image-server keeps them (sharp's `animated` option).
+    const animated = /\.(gif|webp)$/i.test(file) && q.get("animated") !== "false";
+    const encode = (q80) => {
+      let img = sharp(input, { animated }).rotate();
+      if (width || height) img = img.resize({ width, height, fit: "inside", withoutEnlargement: true });
+      return img.toFormat(format === "jpg" ? "jpeg" : format, { quality: q80 }).toBuffer();
+    };
+    let out = await encode(quality);
+    // max_bytes as image-server does it: the highest quality from `quality` down to 10 that
+    // fits, by bisection (the rows here fit without shrinking the picture).
+    const budget = q.has("max_bytes") ? Number(q.get("max_bytes")) : Infinity;
+    if (out.length > budget) {
+      let [low, high, best] = [10, quality - 1, null];
+      while (low <= high) {
+        const mid = Math.floor((low + high) / 2);
+        const tried = await encode(mid);
+        if (tried.length <= budget) [best, low] = [tried, mid + 1];
+        else high = mid - 1;
+      }
+      if (best) out = best;
+    }
     res.writeHead(200, { "content-type": `image/${format}`, "content-length": out.length }).end(out);
   } catch (e) {
     res.writeHead(500, { "content-type": "text/plain" }).end(String(e));

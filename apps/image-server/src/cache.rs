@@ -16,8 +16,9 @@
 //!
 //! [`TransformSpec`]: image_pipeline::TransformSpec
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -90,6 +91,12 @@ pub struct ResultCache {
     /// The marker ETag this replica's memory tier is consistent with; `None` before the first
     /// look.
     seen_marker: Mutex<Option<String>>,
+    /// When the marker was last looked at, in milliseconds since `started` (plus one, so 0 is
+    /// "never"): a cache hit between looks costs one atomic load, not a lookup and a lock.
+    marker_looked: AtomicU64,
+    /// How long a look holds, in milliseconds (SOURCE_ETAG_TTL_MS).
+    marker_ttl_ms: u64,
+    started: Instant,
     store: Arc<dyn ObjectStore>,
     persist: bool,
     /// Writes of the storage tier that run after the response; [`Self::flush`] waits for
@@ -124,6 +131,11 @@ impl ResultCache {
                 .time_to_live(marker_ttl)
                 .build(),
             seen_marker: Mutex::new(None),
+            marker_looked: AtomicU64::new(0),
+            marker_ttl_ms: u64::try_from(marker_ttl.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+            started: Instant::now(),
             store,
             persist,
             background: TaskTracker::new(),
@@ -136,6 +148,12 @@ impl ResultCache {
     /// (the request goes on; the next look tries again).
     async fn follow_clears(&self) {
         let Some(memory) = &self.memory else { return };
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX) + 1;
+        let looked = self.marker_looked.load(Ordering::Relaxed);
+        if looked != 0 && now.saturating_sub(looked) < self.marker_ttl_ms {
+            return;
+        }
+        self.marker_looked.store(now, Ordering::Relaxed);
         let marker = self
             .marker
             .try_get_with((), async {

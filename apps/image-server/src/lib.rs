@@ -55,6 +55,9 @@ pub(crate) struct App {
     pub etags: moka::future::Cache<String, String>,
     /// Named parameter sets of PRESETS_FILE, and whether URLs may name only them.
     pub presets: presets::Presets,
+    /// `Cache-Control` of an answer whose URL does not pin its source: `public,
+    /// max-age=CACHE_MAX_AGE_SECS`, made once.
+    pub cache_control: axum::http::HeaderValue,
 }
 
 pub(crate) type AppState = Arc<App>;
@@ -120,6 +123,11 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
             "resize presets loaded"
         );
     }
+    let cache_control = axum::http::HeaderValue::from_str(&format!(
+        "public, max-age={}",
+        config.cache_max_age_secs
+    ))
+    .context("CACHE_MAX_AGE_SECS")?;
     let etags = moka::future::Cache::builder()
         .max_capacity(100_000)
         .time_to_live(Duration::from_millis(config.source_etag_ttl_ms.max(1)))
@@ -139,6 +147,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         metrics,
         etags,
         presets,
+        cache_control,
     });
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request| {
         let route = req

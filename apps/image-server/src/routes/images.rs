@@ -58,11 +58,7 @@ fn cache_control(app: &App, pairs: &[(String, String)], source_tag: &str) -> Hea
     if pinned {
         return HeaderValue::from_static(PINNED_CACHE_CONTROL);
     }
-    HeaderValue::from_str(&format!(
-        "public, max-age={}",
-        app.config.cache_max_age_secs
-    ))
-    .unwrap_or_else(|_| HeaderValue::from_static("no-cache"))
+    app.cache_control.clone()
 }
 
 /// The source's current ETag, remembered for SOURCE_ETAG_TTL_MS.
