@@ -6,54 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use review_store::Store;
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The variable naming the PostgreSQL server the tests may create databases on.
-pub const DATABASE_URL_VAR: &str = "REVIEW_TEST_DATABASE_URL";
-
-/// True under CI (`CI` set, not `0` or `false`), where a test that cannot run must fail.
-pub fn under_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-/// The URL of a new, empty database `t_<pid>_<time>_<n>` on the test server, or None after a
-/// notice on stderr when `REVIEW_TEST_DATABASE_URL` is unset. Panics under CI when it is
-/// unset, and when the server refuses.
-pub async fn fresh_database_url() -> Option<String> {
-    let Ok(base) = std::env::var(DATABASE_URL_VAR) else {
-        assert!(
-            !under_ci(),
-            "{DATABASE_URL_VAR} is unset under CI: the PostgreSQL tests cannot run (scripts/test.sh starts a server)"
-        );
-        eprintln!("{DATABASE_URL_VAR} unset: PostgreSQL variant skipped (scripts/test.sh sets it)");
-        return None;
-    };
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let name = format!(
-        "t_{}_{}_{}",
-        std::process::id(),
-        nanos % 1_000_000_000_000,
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut admin = PgConnection::connect(&base)
-        .await
-        .unwrap_or_else(|e| panic!("{DATABASE_URL_VAR}: {e}"));
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    admin.close().await.unwrap();
-    let mut url = url::Url::parse(&base).unwrap();
-    url.set_path(&name);
-    Some(url.to_string())
-}
+mod postgres;
+#[allow(unused_imports)] // not every test binary uses them
+pub use postgres::{DATABASE_URL_VAR, fresh_database_url, under_ci};
 
 /// A store on a fresh database, with what keeps it alive.
 pub struct TestStore {
