@@ -71,6 +71,14 @@ fi
 
 cargo test --workspace --no-fail-fast
 
+# The review end-to-end suites once more, every server they start on a fresh PostgreSQL database
+# instead of SQLite (README, "Tests"; tests/common/mod.rs, REVIEW_E2E_DATABASE).
+if [ -n "${REVIEW_TEST_DATABASE_URL:-}" ]; then
+  REVIEW_E2E_DATABASE=postgres cargo test -p review-server --no-fail-fast \
+    --test e2e_bad_input --test e2e_git_bounds --test e2e_improve --test e2e_lifecycle \
+    --test e2e_review --test e2e_self_history
+fi
+
 # Supply chain (deny.toml, README "Supply chain"): licences, sources and bans without touching the
 # network; advisories only against a local RustSec copy named by CARGO_DENY_ADVISORY_DBS.
 # The fetch brings the crates of deny.toml's other targets (cargo test only brought this one's).
@@ -108,6 +116,10 @@ if command -v schemathesis >/dev/null 2>&1; then
 else
   skipped "schemathesis not installed (pip install schemathesis): OpenAPI fuzzing skipped"
 fi
+
+# The replicas deployment (deploy/compose.replicas.yaml): its shape checked, as no container engine
+# runs here; tests/replicas.rs runs the same topology (two processes, one PostgreSQL) for real.
+python3 scripts/check_compose.py deploy/compose.replicas.yaml
 
 # The review-server image (deploy/review-server.Dockerfile): linted, as no container engine runs here.
 if command -v hadolint >/dev/null 2>&1; then

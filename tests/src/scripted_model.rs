@@ -86,7 +86,7 @@ pub const REPLY_WITHOUT_TOOLS: &str = "pong: the scripted model is listening";
 pub const FAIL_MESSAGE: &str = "scripted failure: the model server broke";
 
 struct Shared {
-    behavior: Behavior,
+    behavior: Mutex<Behavior>,
     requests: Mutex<Vec<Value>>,
     overloaded_left: Mutex<u32>,
     extra_comments: Mutex<Vec<Value>>,
@@ -109,7 +109,7 @@ impl ScriptedModel {
         let addr = std_listener.local_addr().expect("local addr");
         let listener = tokio::net::TcpListener::from_std(std_listener).expect("tokio listener");
         let shared = Arc::new(Shared {
-            behavior: behavior.clone(),
+            behavior: Mutex::new(behavior.clone()),
             requests: Mutex::new(Vec::new()),
             overloaded_left: Mutex::new(match behavior {
                 Behavior::OverloadedFirst(n) => n,
@@ -159,10 +159,22 @@ impl ScriptedModel {
         *self.shared.abandoned.lock().unwrap()
     }
 
+    /// Changes the behavior for every request from now on (a request already waiting in
+    /// [`Behavior::Slow`] keeps waiting).
+    pub fn set_behavior(&self, behavior: Behavior) {
+        *self.shared.behavior.lock().unwrap() = behavior;
+    }
+
     /// Adds an inline comment (`{path, line, severity, body, ...}`) to every post_review the
     /// reviewer makes, e.g. one outside the diff to test folding.
     pub fn push_extra_comment(&self, comment: Value) {
         self.shared.extra_comments.lock().unwrap().push(comment);
+    }
+}
+
+impl Shared {
+    fn behavior(&self) -> Behavior {
+        self.behavior.lock().unwrap().clone()
     }
 }
 
@@ -451,7 +463,7 @@ impl Drop for AbandonWatch<'_> {
 /// Records the request, applies `Slow`, and says whether to answer as overloaded.
 async fn prelude(shared: &Shared, body: &Value) -> bool {
     shared.requests.lock().unwrap().push(body.clone());
-    if let Behavior::Slow(d) = shared.behavior {
+    if let Behavior::Slow(d) = shared.behavior() {
         let watch = AbandonWatch(Some(&shared.abandoned));
         tokio::time::sleep(d).await;
         watch.defuse();
@@ -530,7 +542,7 @@ async fn anthropic(
             "model: Field required",
         );
     }
-    if shared.behavior == Behavior::Fail500 {
+    if shared.behavior() == Behavior::Fail500 {
         return err(StatusCode::INTERNAL_SERVER_ERROR, "api_error", FAIL_MESSAGE);
     }
     if overloaded {
@@ -606,7 +618,7 @@ async fn anthropic(
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let decision = improver_decision(&body)
-        .unwrap_or_else(|| decide(&shared.behavior, &items, &extra, has_tools));
+        .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let (input, output, read, write) = usage_for(&body, messages.len().div_ceil(2));
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();
     let n = messages.len();
@@ -717,7 +729,7 @@ async fn openai(
             "You didn't provide an API key.",
         );
     }
-    if shared.behavior == Behavior::Fail500 {
+    if shared.behavior() == Behavior::Fail500 {
         return err(
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
@@ -807,7 +819,7 @@ async fn openai(
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let decision = improver_decision(&body)
-        .unwrap_or_else(|| decide(&shared.behavior, &items, &extra, has_tools));
+        .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let turns = messages.iter().filter(|m| m["role"] == "assistant").count() + 1;
     let (input, output, read, _write) = usage_for(&body, turns);
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();

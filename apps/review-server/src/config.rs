@@ -158,9 +158,18 @@ pub struct Config {
     /// Default 8589934592 (8 GiB).
     #[arg(long, env = "REVIEW_MAX_TREE_BYTES", default_value_t = git_cache::Limits::DEFAULT_MAX_BYTES)]
     pub review_max_tree_bytes: u64,
-    /// Agent runs at once; the rest wait as pending, in order.
+    /// Agent runs at once in this replica; the rest wait as pending, in order, for any replica.
     #[arg(long, env = "MAX_CONCURRENT_REVIEWS", default_value_t = 4)]
     pub max_concurrent_reviews: usize,
+    /// How long a replica's claim on a running review lasts without renewal, seconds; renewed
+    /// every third of it. A replica that dies has its reviews failed as interrupted by another
+    /// one once it lapses (docs/architecture.md, "Many replicas").
+    #[arg(long, env = "LEASE_SECS", default_value_t = 30)]
+    pub lease_secs: u64,
+    /// Milliseconds between two looks at the queue when nothing woke the replica (PostgreSQL
+    /// wakes it at once through LISTEN/NOTIFY; the poll is the fallback).
+    #[arg(long, env = "QUEUE_POLL_MS", default_value_t = 1000)]
+    pub queue_poll_ms: u64,
     /// Stream model responses (server-sent events); false uses plain JSON responses.
     #[arg(long, env = "AGENT_STREAM", default_value_t = true, action = clap::ArgAction::Set)]
     pub agent_stream: bool,

@@ -14,7 +14,7 @@
 //!   NO_CHANGES: `completed` with its cost and no PR; a PR: `completed`, and a `comment`
 //!   finding on the row links it.
 
-use crate::records::now;
+use crate::records::{now, now_ms};
 use crate::run_settings::provider_settings;
 use crate::state::AppState;
 use agent::improve::{ImproveJob, Proposal, Reply, Thread, run_improver};
@@ -98,23 +98,39 @@ async fn run(app: &AppState, repo: &RepoRow) -> anyhow::Result<()> {
             return Ok(());
         }
     };
+    // The run holds a lease like a queued review, so a replica that dies mid-run has it
+    // failed as interrupted (docs/architecture.md, "Many replicas").
+    let lease_ms =
+        i64::try_from(app.config.lease_secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2);
+    let new = NewReview {
+        repo_full_name: repo.full_name.clone(),
+        pr_number: 0,
+        title: Some(format!("Improve {REVIEW_MD}")),
+        trigger: None,
+        attempt: 0,
+    };
     let row = app
         .records
-        .create_review(&NewReview {
-            repo_full_name: repo.full_name.clone(),
-            pr_number: 0,
-            title: Some(format!("Improve {REVIEW_MD}")),
-            trigger: None,
-            attempt: 0,
-        })
+        .create_leased_review(&new, &app.replica, now_ms() + lease_ms)
         .await?;
     drop(guard);
+    let result = run_leased(app, repo, &row, &reviews).await;
+    app.records.release(row.id).await?;
+    result
+}
+
+async fn run_leased(
+    app: &AppState,
+    repo: &RepoRow,
+    row: &ReviewRow,
+    reviews: &[ReviewRow],
+) -> anyhow::Result<()> {
     let session_id = format!("improve-{}", row.id);
     if app.records.start(row.id, &session_id).await?.is_none() {
         return Ok(()); // stopped before it started
     }
     let records = &app.records;
-    match improve(app, repo, &row, &session_id, &reviews).await {
+    match improve(app, repo, row, &session_id, reviews).await {
         Ok(Outcome::NothingToLearn) => {
             tracing::info!(repo = %repo.full_name, "improver: no human replies to learn from");
             records.skip(row.id, None).await?;

@@ -1,14 +1,14 @@
-//! What a review is about: the job queued for one pull request, and the request for its
-//! automatic retry. Plain data below every other module of the crate, so the app state can
-//! hold the retry queue without importing the pipeline that fills it.
+//! What a review is about: the job queued for one pull request. Plain data below every other
+//! module of the crate.
 
 use forge::RepoRef;
-use review_domain::{PullRequest, ReviewRow, Trigger};
+use review_domain::{PullRequest, Trigger};
 
 /// One review to run: the PR at the moment its review was asked for, on which repository,
 /// why (docs/review-service.md §2, ReviewRow.trigger) and which automatic attempt it is (0
 /// for the first run, 1 for the automatic retry; docs/review-service.md §3).
-#[derive(Debug, Clone)]
+/// Serialised as JSON into the work queue (docs/architecture.md, "Many replicas").
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PrJob {
     /// The repository and the installation that grants access to it.
     pub repo: RepoRef,
@@ -35,14 +35,4 @@ impl PrJob {
             attempt,
         }
     }
-}
-
-/// A genuine failure waiting for its automatic retry (docs/review-service.md §3, automatic
-/// retry rules): the failed row and the job it ran.
-#[derive(Debug)]
-pub struct RetryRequest {
-    /// The failed review.
-    pub failed: ReviewRow,
-    /// Its job; re-fetched from the forge before the retry runs.
-    pub job: PrJob,
 }

@@ -47,19 +47,15 @@ use tokio_util::task::TaskTracker;
 /// How long shutdown waits for cancelled reviews to record their end state.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Build the application: data folders, database (migrated; reviews left unfinished by a
-/// previous process are failed, docs/architecture.md, Lifecycle extras), forge client, git cache.
+/// Build the application: data folders, database (migrated), forge client, git cache, and this
+/// replica's part in the work queue (docs/architecture.md, "Many replicas": reviews a dead
+/// process left running are failed once its lease lapses, waiting ones are run).
 pub async fn build(config: Config) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
     let records = Records::new(Store::open(&config.database_url()).await?, EventBus::new());
-    let interrupted = records.fail_interrupted("interrupted by restart").await?;
-    if !interrupted.is_empty() {
-        tracing::warn!(
-            count = interrupted.len(),
-            "reviews interrupted by a restart marked failed; no automatic retry"
-        );
-    }
+    let replica = replica_name();
+    records.fan_out(replica.clone());
     if config.webhook_secret.is_none() {
         tracing::warn!(
             "FORGE_WEBHOOK_SECRET is not set: every webhook delivery will be rejected with 401"
@@ -67,20 +63,21 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     }
     let forge = GitHubForge::new(&config.forge_api_url, app_credentials(&config)?)?;
     let secret: [u8; 32] = rand::random();
-    let (retries, retry_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mirror = transcript_mirror(&records);
     let app = App {
         records,
         forge: Arc::new(forge),
         git: Arc::new(GitCache::new(config.data_dir.join("repos"))),
         catalog: Catalog::bundled(),
         models: models::ModelCatalog::new(&config.models_catalog_url),
-        transcripts: TranscriptStore::new(config.data_dir.join("sessions")),
+        transcripts: TranscriptStore::new(config.data_dir.join("sessions")).with_mirror(mirror),
         internal_secret: hex::encode(secret),
         live: Mutex::new(HashMap::new()),
         run_slots: Arc::new(Semaphore::new(config.max_concurrent_reviews.max(1))),
         tasks: TaskTracker::new(),
         shutdown: agent::CancellationToken::new(),
-        retries,
+        replica,
+        queue_wake: tokio::sync::Notify::new(),
         auth: auth::Auth::from_config(&config).map(Arc::new),
         chat_turns: Arc::new(Semaphore::new(config.chat_max_concurrent.max(1))),
         hosts: guard::HostPolicy::new(config.auth_url.as_deref(), &config.allowed_hosts),
@@ -88,8 +85,37 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     };
     let app = Arc::new(app);
     sweep_worktrees(&app.worktrees_dir());
-    review::spawn_retry_worker(app.clone(), retry_rx);
+    review::spawn_replica_tasks(&app);
     Ok(app)
+}
+
+/// This process's name in the work queue's leases: `<host>-<pid>-<random>`, new at every
+/// start, so a restarted replica never mistakes its predecessor's leases for its own.
+fn replica_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "replica".to_owned());
+    let suffix: u32 = rand::random();
+    format!("{host}-{}-{suffix:08x}", std::process::id())
+}
+
+/// Writes every transcript document to the database too, so any replica serves it
+/// (GET /api/reviews/:id/session; docs/architecture.md, "Many replicas").
+fn transcript_mirror(records: &Records) -> agent::TranscriptMirror {
+    let store = records.store.clone();
+    Arc::new(move |session_id: String, doc: String| {
+        let store = store.clone();
+        Box::pin(async move {
+            if let Err(e) = store
+                .save_transcript(&session_id, &doc, records::now())
+                .await
+            {
+                tracing::warn!(session_id, error = %e, "cannot store the transcript in the database");
+            }
+        })
+    })
 }
 
 /// Removes every checkout left under DATA_DIR/worktrees by a process that died mid-review
@@ -159,12 +185,7 @@ pub async fn serve(
     .with_graceful_shutdown(shutdown)
     .await?;
     app.shutdown.cancel();
-    let live: Vec<i64> = app
-        .live
-        .lock()
-        .map(|l| l.keys().copied().collect())
-        .unwrap_or_default();
-    for id in live {
+    for id in app.live_ids() {
         app.cancel_run(id, CancelReason::Shutdown);
     }
     app.tasks.close();

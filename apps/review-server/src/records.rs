@@ -12,12 +12,25 @@
 use events::{Event, EventBus};
 use review_domain::{FindingRow, NewFinding, RepoRow, ReviewRow, StatsFilter};
 use review_store::{
-    Charts, Completion, NewReview, NewSkill, ReadQueryResult, Stats, Store, StoreError,
+    Charts, ClaimedReview, Completion, HeldLease, NewReview, NewSkill, ReadQueryResult, Stats,
+    Store, StoreError,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::RwLock;
-use tokio::sync::broadcast;
+use std::sync::{OnceLock, RwLock};
+use tokio::sync::{broadcast, mpsc};
+
+/// The PostgreSQL channel that carries every replica's events to the others
+/// (docs/architecture.md, "Many replicas").
+pub const EVENTS_CHANNEL: &str = "review_events";
+/// Largest NOTIFY payload PostgreSQL takes is 8000 bytes; an event over this many is sent as
+/// a reference to its review row instead.
+const MAX_NOTIFY_BYTES: usize = 7900;
+
+/// Current epoch milliseconds (leases and retry times).
+pub fn now_ms() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
 
 /// Current epoch seconds.
 pub fn now() -> i64 {
@@ -46,8 +59,11 @@ pub struct Records {
     db: Store,
     events: EventBus,
     /// Registered repos by full name, so an unchanged registration (most deliveries) costs no
-    /// database round trip. Every write to `repos` goes through this type and refreshes it.
+    /// database round trip. Every write to `repos` goes through this type and refreshes it;
+    /// another replica's writes arrive as its `repo:*` events ([`Records::receive_remote`]).
     repo_cache: RwLock<HashMap<String, RepoRow>>,
+    /// PostgreSQL: where published events go to be sent to the other replicas.
+    fanout: OnceLock<mpsc::UnboundedSender<Event>>,
 }
 
 impl Records {
@@ -58,6 +74,79 @@ impl Records {
             db: store,
             events,
             repo_cache: RwLock::new(HashMap::new()),
+            fanout: OnceLock::new(),
+        }
+    }
+
+    /// PostgreSQL: from now on every event published here is also sent, tagged with `origin`
+    /// (this replica), on [`EVENTS_CHANNEL`] by a task of its own, in publishing order. Must
+    /// be called inside the runtime; a second call changes nothing.
+    pub fn fan_out(&self, origin: String) {
+        if self.db.backend() != review_store::Backend::Postgres {
+            return;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        if self.fanout.set(tx).is_err() {
+            return;
+        }
+        let db = self.db.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                let payload = notify_payload(&origin, &event);
+                if let Err(e) = db.notify(EVENTS_CHANNEL, &payload).await {
+                    tracing::warn!(error = %e, kind = event.kind(), "cannot send an event to the other replicas");
+                }
+            }
+        });
+    }
+
+    /// An event another replica sent on [`EVENTS_CHANNEL`] (`payload` as [`Records::fan_out`]
+    /// wrote it): published on this replica's bus with an id of this bus, unless `origin` is
+    /// this replica. A `repo:*` event drops the cached row of that repo, so the next review
+    /// here reads it fresh.
+    pub async fn receive_remote(&self, origin: &str, payload: &str) {
+        let Ok(v) = serde_json::from_str::<Value>(payload) else {
+            tracing::warn!("an unreadable event from another replica was dropped");
+            return;
+        };
+        if v["o"].as_str() == Some(origin) {
+            return;
+        }
+        let repo = v["r"].as_str();
+        if let Some(repo) = repo
+            && let Ok(mut c) = self.repo_cache.write()
+        {
+            c.remove(repo);
+        }
+        if let Some(data) = v.get("d") {
+            self.events.publish_value(repo, data.clone());
+        } else if let (Some(kind), Some(id)) = (v["k"].as_str(), v["review_id"].as_i64()) {
+            match self.db.review(id).await {
+                Ok(Some(row)) => {
+                    self.events.publish(
+                        kind,
+                        Some(&row.repo_full_name),
+                        json!({ "repo": row.repo_full_name, "review": row }),
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read the review of a remote event"),
+            }
+        }
+    }
+
+    /// Forgets every cached repo row: after the event connection to the other replicas was
+    /// lost, their edits of that time were not heard.
+    pub fn forget_cached_repos(&self) {
+        if let Ok(mut c) = self.repo_cache.write() {
+            c.clear();
+        }
+    }
+
+    fn publish(&self, kind: &str, repo: Option<&str>, fields: Value) {
+        let event = self.events.publish(kind, repo, fields);
+        if let Some(tx) = self.fanout.get() {
+            let _ = tx.send(event);
         }
     }
 
@@ -69,7 +158,7 @@ impl Records {
     /// Publishes `webhook:received` for a verified delivery (docs/review-service.md §6): no row
     /// changes, so it is the one event published without a write.
     pub fn webhook_received(&self, repo: Option<&str>, name: &str, delivery: Option<&str>) {
-        self.events.publish(
+        self.publish(
             "webhook:received",
             repo,
             json!({ "repo": repo, "name": name, "delivery": delivery }),
@@ -90,7 +179,7 @@ impl Records {
     }
 
     fn repo_updated(&self, row: &RepoRow) {
-        self.events.publish(
+        self.publish(
             "repo:updated",
             Some(&row.full_name),
             json!({ "repo": row.full_name, "row": row }),
@@ -164,7 +253,7 @@ impl Records {
             c.remove(full_name);
         }
         if removed {
-            self.events.publish(
+            self.publish(
                 "repo:removed",
                 Some(full_name),
                 json!({ "repo": full_name }),
@@ -173,11 +262,110 @@ impl Records {
         Ok(removed)
     }
 
-    /// Insert a pending review (docs/review-service.md §3); publishes review:created.
-    pub async fn create_review(&self, new: &NewReview) -> Result<ReviewRow, StoreError> {
-        let row = self.db.insert_review(new, now()).await?;
+    /// Insert a pending review with its queued `job` (JSON), waiting for any replica to claim
+    /// it (docs/review-service.md §3; docs/architecture.md, "Many replicas"); publishes
+    /// review:created.
+    pub async fn create_queued_review(
+        &self,
+        new: &NewReview,
+        job: &str,
+    ) -> Result<ReviewRow, StoreError> {
+        let row = self
+            .db
+            .insert_queued_review(new, job, None, None, now())
+            .await?;
         self.review_event("review:created", &row);
         Ok(row)
+    }
+
+    /// Insert a pending review that `owner` runs itself under a lease until `lease_until`
+    /// (epoch ms; improver runs); publishes review:created.
+    pub async fn create_leased_review(
+        &self,
+        new: &NewReview,
+        owner: &str,
+        lease_until: i64,
+    ) -> Result<ReviewRow, StoreError> {
+        let row = self
+            .db
+            .insert_queued_review(new, "{}", Some(owner), Some(lease_until), now())
+            .await?;
+        self.review_event("review:created", &row);
+        Ok(row)
+    }
+
+    /// Replace the automatic retry `retry_id` that `owner` holds with its review, queued with
+    /// `job`; publishes review:created. None when `owner` lost the retry to another replica.
+    pub async fn create_retry_review(
+        &self,
+        retry_id: i64,
+        owner: &str,
+        new: &NewReview,
+        job: &str,
+    ) -> Result<Option<ReviewRow>, StoreError> {
+        let row = self
+            .db
+            .insert_retry_review(retry_id, owner, new, job, now())
+            .await?;
+        if let Some(row) = &row {
+            self.review_event("review:created", row);
+        }
+        Ok(row)
+    }
+
+    /// Claims the oldest waiting review for `owner` until `lease_until` (epoch ms).
+    pub async fn claim(
+        &self,
+        owner: &str,
+        lease_until: i64,
+    ) -> Result<Option<ClaimedReview>, StoreError> {
+        self.db.claim_review(owner, lease_until).await
+    }
+
+    /// Renews `owner`'s leases; see [`Store::renew_leases`].
+    pub async fn renew(&self, owner: &str, lease_until: i64) -> Result<Vec<HeldLease>, StoreError> {
+        self.db.renew_leases(owner, lease_until).await
+    }
+
+    /// Removes the queue row of a run that ended.
+    pub async fn release(&self, review_id: i64) -> Result<(), StoreError> {
+        self.db.release_review(review_id).await
+    }
+
+    /// Asks the replica running `review_id` to end it; the owner's id when one holds a live
+    /// lease.
+    pub async fn request_cancel(
+        &self,
+        review_id: i64,
+        reason: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.db.request_cancel(review_id, reason, now_ms()).await
+    }
+
+    /// pending -> failed with `error` while no replica has claimed the review; publishes
+    /// review:updated. None when it was claimed or ended meanwhile.
+    pub async fn fail_waiting(&self, id: i64, error: &str) -> Transition {
+        Ok(self.review_updated(self.db.fail_waiting_review(id, error, now()).await?))
+    }
+
+    /// Fails the reviews whose replica stopped renewing their lease, and the unfinished rows
+    /// without a queue row older than `orphan_secs`; publishes review:updated for each. Returns
+    /// (lapsed, orphaned).
+    pub async fn reap(
+        &self,
+        lapsed_error: &str,
+        orphan_error: &str,
+        orphan_secs: i64,
+    ) -> Result<(Vec<ReviewRow>, Vec<ReviewRow>), StoreError> {
+        let lapsed = self.db.reap_lapsed(lapsed_error, now_ms()).await?;
+        let orphaned = self
+            .db
+            .fail_orphaned(orphan_error, now() - orphan_secs, now())
+            .await?;
+        for row in lapsed.iter().chain(&orphaned) {
+            self.review_event("review:updated", row);
+        }
+        Ok((lapsed, orphaned))
     }
 
     /// pending -> running with the agent session id (docs/review-service.md §3); publishes
@@ -211,13 +399,6 @@ impl Records {
         Ok(self.review_updated(self.db.fail_review(id, error, spent, now()).await?))
     }
 
-    /// At boot, fails every review a previous process left pending or running with `error`
-    /// (docs/architecture.md, Lifecycle extras). Nothing is published: no client can be
-    /// subscribed before the server listens.
-    pub async fn fail_interrupted(&self, error: &str) -> Result<Vec<ReviewRow>, StoreError> {
-        self.db.fail_unfinished(error, now()).await
-    }
-
     fn review_updated(&self, row: Option<ReviewRow>) -> Option<ReviewRow> {
         if let Some(row) = &row {
             self.review_event("review:updated", row);
@@ -226,7 +407,7 @@ impl Records {
     }
 
     fn review_event(&self, kind: &str, row: &ReviewRow) {
-        self.events.publish(
+        self.publish(
             kind,
             Some(&row.repo_full_name),
             json!({ "repo": row.repo_full_name, "review": row }),
@@ -252,7 +433,7 @@ impl Records {
             .await?
             .ok_or(FindingsError::UnknownReview(review_id))?;
         let rows = self.db.insert_findings(&review, findings, now()).await?;
-        self.events.publish(
+        self.publish(
             "review:findings",
             Some(&review.repo_full_name),
             json!({ "repo": review.repo_full_name, "reviewId": review.id }),
@@ -321,6 +502,24 @@ impl StoreView {
         fn claim_delivery(&self, id: &str, now: i64) -> bool;
         /// Releases the claim of a delivery whose handling failed.
         fn release_delivery(&self, id: &str) -> ();
+        /// The PR's pending or running reviews other than `except`, by id.
+        fn active_reviews_of_pr(&self, repo: &str, pr_number: i64, except: i64) -> Vec<i64>;
+        /// Schedules an automatic retry (epoch ms).
+        fn schedule_retry(&self, review_id: i64, job: &str, not_before: i64) -> ();
+        /// Claims a due automatic retry.
+        fn claim_due_retry(&self, owner: &str, lease_until: i64, now_ms: i64) -> Option<review_store::ClaimedRetry>;
+        /// Drops a retry this replica holds.
+        fn drop_retry(&self, id: i64, owner: &str) -> bool;
+        /// How many automatic retries wait.
+        fn waiting_retries(&self) -> i64;
+        /// Stores a transcript document.
+        fn save_transcript(&self, session_id: &str, doc: &str, now: i64) -> ();
+        /// A stored transcript document.
+        fn transcript(&self, session_id: &str) -> Option<String>;
+        /// Sends a NOTIFY to every replica (PostgreSQL).
+        fn notify(&self, channel: &str, payload: &str) -> ();
+        /// A LISTEN connection (PostgreSQL).
+        fn listener(&self, channels: &[&str]) -> Option<review_store::PgListener>;
         /// Every installed skill.
         fn skills(&self) -> Vec<review_domain::SkillMetaRow>;
         /// One installed skill.
@@ -336,4 +535,21 @@ impl StoreView {
         /// Every enabled skill with its stored files.
         fn enabled_skill_blobs(&self) -> Vec<(review_domain::SkillMetaRow, Vec<u8>)>;
     }
+}
+
+/// The NOTIFY payload of `event` from replica `origin`: `{"o", "r", "d"}` with the event's
+/// data, or, when that is over [`MAX_NOTIFY_BYTES`] (a review with a long error), `{"o", "r",
+/// "k", "review_id"}` for the receiver to re-read the row.
+fn notify_payload(origin: &str, event: &Event) -> String {
+    let full = json!({ "o": origin, "r": event.repo, "d": event.data }).to_string();
+    if full.len() <= MAX_NOTIFY_BYTES {
+        return full;
+    }
+    json!({
+        "o": origin,
+        "r": event.repo,
+        "k": event.kind(),
+        "review_id": event.data["review"]["id"],
+    })
+    .to_string()
 }

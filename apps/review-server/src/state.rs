@@ -6,7 +6,6 @@
 use crate::auth::Auth;
 use crate::config::Config;
 use crate::guard::HostPolicy;
-use crate::job::RetryRequest;
 use crate::models::ModelCatalog;
 use crate::records::Records;
 use crate::run_settings;
@@ -33,6 +32,9 @@ pub enum CancelReason {
     Superseded,
     /// The server is shutting down.
     Shutdown,
+    /// Another replica failed the review because this one's lease lapsed (a stall longer
+    /// than LEASE_SECS): the run must not post anything more.
+    LeaseLost,
 }
 
 impl CancelReason {
@@ -42,6 +44,28 @@ impl CancelReason {
             Self::Stopped => "Stopped by user",
             Self::Superseded => "superseded by a newer push",
             Self::Shutdown => "interrupted by shutdown",
+            Self::LeaseLost => "interrupted: this replica lost its lease on the review",
+        }
+    }
+
+    /// The word written to the queue row when another replica is asked to cancel
+    /// (docs/architecture.md, "Many replicas").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stopped => "stopped",
+            Self::Superseded => "superseded",
+            Self::Shutdown => "shutdown",
+            Self::LeaseLost => "lease-lost",
+        }
+    }
+
+    /// The reason named by [`CancelReason::as_str`]; an unknown word counts as a stop.
+    pub fn parse(word: &str) -> Self {
+        match word {
+            "superseded" => Self::Superseded,
+            "shutdown" => Self::Shutdown,
+            "lease-lost" => Self::LeaseLost,
+            _ => Self::Stopped,
         }
     }
 }
@@ -74,9 +98,12 @@ pub struct App {
     pub tasks: TaskTracker,
     /// Cancelled when the server shuts down: scheduled retries give up waiting.
     pub shutdown: CancellationToken,
-    /// Genuine failures waiting for their automatic retry (see
-    /// `review::retry::spawn_retry_worker`).
-    pub retries: tokio::sync::mpsc::UnboundedSender<RetryRequest>,
+    /// This replica's name in the work queue's leases: host, process id and a random part, new
+    /// at every start (docs/architecture.md, "Many replicas").
+    pub replica: String,
+    /// Woken when a review was queued (here, or on another replica through PostgreSQL's
+    /// NOTIFY), so an idle slot claims it at once.
+    pub queue_wake: tokio::sync::Notify,
     /// The OAuth gate; `None` when OAuth is not configured and the API is open (docs/review-service.md §5).
     pub auth: Option<Arc<Auth>>,
     /// CHAT_MAX_CONCURRENT permits, one per running chat turn.
@@ -109,24 +136,11 @@ impl App {
         }
     }
 
-    /// Cancel every live run of a PR except `keep` (a newer push supersedes them).
-    pub fn supersede(&self, repo: &str, pr_number: i64, keep: i64) {
-        let ids: Vec<i64> = match self.live.lock() {
-            Ok(live) => live
-                .iter()
-                .filter(|(id, r)| **id != keep && r.repo == repo && r.pr_number == pr_number)
-                .map(|(id, _)| *id)
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        for id in ids {
-            tracing::info!(
-                review_id = id,
-                repo,
-                pr_number,
-                "superseded by a newer push"
-            );
-            self.cancel_run(id, CancelReason::Superseded);
+    /// The reviews running in this process, by id.
+    pub fn live_ids(&self) -> Vec<i64> {
+        match self.live.lock() {
+            Ok(l) => l.keys().copied().collect(),
+            Err(p) => p.into_inner().keys().copied().collect(),
         }
     }
 

@@ -12,7 +12,7 @@ use test_doubles::scripted_model::Behavior;
 
 const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
-async fn world(behavior: Behavior, extra: &[(&str, String)]) -> World {
+async fn world(behavior: Behavior, extra: &[(&'static str, String)]) -> World {
     let w = World::start_with(Upstream::new(), behavior, MODEL, true, extra).await;
     w.server.enable(&w.full_name(), None).await;
     // The forge knows the PR, for retries.
@@ -156,10 +156,10 @@ async fn automatic_retry_stands_down_when_another_review_of_the_pr_is_active() {
     open_pr(&w).await;
     let first = w.server.wait_reviews(&w.full_name(), 1, 1).await[0].clone();
     assert_eq!(first["status"], "failed");
-    // Another review of the PR is running (say, on another replica) when the delay ends.
-    let db = w.server.data_dir.join("review.db");
-    let pool = sqlx_pool(&db).await;
-    sqlx_exec(&pool, "INSERT INTO reviews (repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES ('acme/widgets', 1, 'running', 'opened', 0, 1)").await;
+    // Another review of the PR is running on another replica, under a live lease, when the
+    // delay ends.
+    w.server.db_exec("INSERT INTO reviews (id, repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES (100, 'acme/widgets', 1, 'running', 'opened', 0, 1)").await;
+    w.server.db_exec("INSERT INTO review_queue (review_id, job, owner, lease_until) VALUES (100, '{}', 'another-replica', 9999999999999)").await;
     w.server
         .wait_log_line(&["automatic retry stands down"])
         .await;
@@ -303,45 +303,50 @@ async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn restart_fails_unfinished_reviews_without_retry() {
-    let up = Upstream::new();
-    let w = World::start_with(
-        up,
-        Behavior::Reviewer,
-        MODEL,
-        true,
-        &[("RETRY_DELAY_SECS", "1".into())],
-    )
-    .await;
-    let db = w.server.data_dir.join("review.db");
-    let pool = sqlx_pool(&db).await;
-    sqlx_exec(&pool, "INSERT INTO reviews (repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES ('acme/widgets', 1, 'running', 'opened', 0, 1)").await;
-    drop(pool);
-    let World {
-        server,
-        upstream,
-        forge,
-        model,
-        data,
-    } = w;
+async fn a_review_whose_process_was_killed_fails_as_interrupted_once_its_lease_lapses() {
+    let lease = [
+        ("RETRY_DELAY_SECS", "1".to_owned()),
+        ("LEASE_SECS", "2".to_owned()),
+        ("QUEUE_POLL_MS", "100".to_owned()),
+    ];
+    let mut w = world(Behavior::Slow(Duration::from_secs(30)), &lease).await;
+    open_pr(&w).await;
+    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
+    let id = first["id"].as_i64().unwrap();
+    wait_status(&w, id, "running").await;
+    // A row a version without the work queue left running: no lease will ever lapse for it.
+    w.server.db_exec("INSERT INTO reviews (id, repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES (200, 'acme/widgets', 2, 'running', 'opened', 0, 1)").await;
+    w.kill_and_restart().await; // kill -9 in the middle of the review
+    let server = &w.server;
     let data_dir = server.data_dir.clone();
-    drop(server);
-    let server = Server::start(
-        &data_dir,
-        &[
-            ("FORGE_WEBHOOK_SECRET", SECRET.into()),
-            ("RETRY_DELAY_SECS", "1".into()),
-        ],
-    )
-    .await;
-    let row = server.get_json("/api/reviews/1").await;
+    assert!(
+        std::fs::read_dir(data_dir.join("worktrees"))
+            .map(|d| d.count() == 0)
+            .unwrap_or(true),
+        "the restarted process left the killed review's worktree behind"
+    );
+    let line = server
+        .wait_log_line(&["review interrupted: its replica's lease lapsed; no automatic retry"])
+        .await;
+    assert!(line.contains(&format!("review_id={id}")), "{line}");
+    let row = server.get_json(&format!("/api/reviews/{id}")).await;
     assert_eq!(
         (row["status"].as_str(), row["error"].as_str()),
-        (Some("failed"), Some("interrupted by restart"))
+        (
+            Some("failed"),
+            Some("interrupted: its replica stopped renewing its lease")
+        )
     );
     server
         .wait_log_line(&["interrupted by a restart marked failed; no automatic retry"])
         .await;
+    let legacy = server.get_json("/api/repos/acme/widgets/pr/2").await;
+    assert_eq!(
+        (legacy[0]["status"].as_str(), legacy[0]["error"].as_str()),
+        (Some("failed"), Some("interrupted by restart"))
+    );
+    // Past the retry delay: neither got an automatic retry.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         server
             .get_json("/api/repos/acme/widgets/pr/1")
@@ -351,7 +356,6 @@ async fn restart_fails_unfinished_reviews_without_retry() {
             .len(),
         1
     );
-    drop((upstream, forge, model, data));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -202,10 +202,7 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
 
     // An earlier finding whose text stands nowhere in the repository, beside the ones the
     // first review posted, so the re-review's prompt can only have it from the findings.
-    let url = database.map_or_else(
-        || format!("sqlite://{}", w.server.data_dir.join("review.db").display()),
-        str::to_owned,
-    );
+    let url = database.map_or_else(|| w.server.database_url.clone(), str::to_owned);
     sqlx::any::install_default_drivers();
     let mut db = sqlx::AnyConnection::connect(&url).await.unwrap();
     sqlx::query(&format!(

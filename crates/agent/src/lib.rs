@@ -24,4 +24,4 @@ pub use provider::{ProviderSettings, Usage, complete_text};
 pub use review::{Budget, ReviewJob, ReviewOutcome, run_review};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::ReviewPoster;
-pub use transcript::{TranscriptStore, validate_session_id};
+pub use transcript::{TranscriptMirror, TranscriptStore, validate_session_id};

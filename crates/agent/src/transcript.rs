@@ -7,17 +7,36 @@
 //! Document shape: `{session_id, model, started_at, updated_at, status: running|completed|
 //! failed|cancelled, error?, outcome?, items: [{type, at, ...}]}`; timestamps are epoch seconds.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::error::AgentError;
 
-/// Where transcripts live: one JSON file per session id.
-#[derive(Debug, Clone)]
+/// Called with `(session_id, document as JSON text)` after every write of a transcript file,
+/// to keep a copy elsewhere (review-server: the database, so every replica serves it). Awaited
+/// by the writer task before its next write; failures are the callee's to log.
+pub type TranscriptMirror =
+    Arc<dyn Fn(String, String) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Where transcripts live: one JSON file per session id, and optionally a mirror.
+#[derive(Clone)]
 pub struct TranscriptStore {
     dir: PathBuf,
+    mirror: Option<TranscriptMirror>,
+}
+
+impl std::fmt::Debug for TranscriptStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TranscriptStore")
+            .field("dir", &self.dir)
+            .field("mirror", &self.mirror.is_some())
+            .finish()
+    }
 }
 
 /// Session ids become file names: only `[A-Za-z0-9_-]`, 1 to 128 characters.
@@ -41,7 +60,16 @@ pub(crate) fn now() -> i64 {
 impl TranscriptStore {
     /// A store over `dir` (created on first write), e.g. `$DATA_DIR/sessions`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        TranscriptStore { dir: dir.into() }
+        TranscriptStore {
+            dir: dir.into(),
+            mirror: None,
+        }
+    }
+
+    /// The same store, copying every write to `mirror` as well.
+    pub fn with_mirror(mut self, mirror: TranscriptMirror) -> Self {
+        self.mirror = Some(mirror);
+        self
     }
 
     /// The directory.
@@ -89,23 +117,34 @@ impl TranscriptStore {
             "status": "running",
             "items": [],
         });
-        write_atomic(&path, &doc).await?;
+        let text = write_atomic(&path, &doc).await?;
+        if let Some(mirror) = &self.mirror {
+            mirror(session_id.to_owned(), text).await;
+        }
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(writer_task(path, doc, rx));
+        let task = tokio::spawn(writer_task(
+            path,
+            session_id.to_owned(),
+            self.mirror.clone(),
+            doc,
+            rx,
+        ));
         Ok(TranscriptWriter { tx, task })
     }
 }
 
-async fn write_atomic(path: &Path, doc: &Value) -> Result<(), AgentError> {
+/// Writes `doc` to `path` (temporary file, then rename); returns the text written.
+async fn write_atomic(path: &Path, doc: &Value) -> Result<String, AgentError> {
     let tmp = path.with_extension("json.tmp");
-    let bytes =
-        serde_json::to_vec_pretty(doc).map_err(|e| AgentError::Transcript(e.to_string()))?;
-    tokio::fs::write(&tmp, bytes)
+    let text =
+        serde_json::to_string_pretty(doc).map_err(|e| AgentError::Transcript(e.to_string()))?;
+    tokio::fs::write(&tmp, &text)
         .await
         .map_err(|e| AgentError::Transcript(format!("{}: {e}", tmp.display())))?;
     tokio::fs::rename(&tmp, path)
         .await
-        .map_err(|e| AgentError::Transcript(format!("{}: {e}", path.display())))
+        .map_err(|e| AgentError::Transcript(format!("{}: {e}", path.display())))?;
+    Ok(text)
 }
 
 enum Command {
@@ -141,7 +180,13 @@ fn apply(doc: &mut Value, cmd: Command) {
     }
 }
 
-async fn writer_task(path: PathBuf, mut doc: Value, mut rx: mpsc::UnboundedReceiver<Command>) {
+async fn writer_task(
+    path: PathBuf,
+    session_id: String,
+    mirror: Option<TranscriptMirror>,
+    mut doc: Value,
+    mut rx: mpsc::UnboundedReceiver<Command>,
+) {
     while let Some(cmd) = rx.recv().await {
         apply(&mut doc, cmd);
         // Coalesce a burst of commands into one write.
@@ -149,8 +194,13 @@ async fn writer_task(path: PathBuf, mut doc: Value, mut rx: mpsc::UnboundedRecei
             apply(&mut doc, more);
         }
         doc["updated_at"] = json!(now());
-        if let Err(e) = write_atomic(&path, &doc).await {
-            tracing::warn!(error = %e, "writing the transcript failed");
+        match write_atomic(&path, &doc).await {
+            Ok(text) => {
+                if let Some(mirror) = &mirror {
+                    mirror(session_id.clone(), text).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "writing the transcript failed"),
         }
     }
 }

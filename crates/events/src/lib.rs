@@ -4,8 +4,7 @@
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 /// How many events a slow subscriber may lag before it misses some (it then refetches, rule 4).
@@ -48,7 +47,7 @@ pub struct EventBus {
 }
 
 struct Inner {
-    next_id: AtomicU64,
+    next_id: Mutex<u64>,
     tx: broadcast::Sender<Event>,
 }
 
@@ -64,7 +63,7 @@ impl EventBus {
         let (tx, _) = broadcast::channel(CHANNEL_CAPACITY);
         Self {
             inner: Arc::new(Inner {
-                next_id: AtomicU64::new(1),
+                next_id: Mutex::new(1),
                 tx,
             }),
         }
@@ -79,11 +78,25 @@ impl EventBus {
         {
             d.extend(map);
         }
+        self.publish_value(repo, data)
+    }
+
+    /// Publish an event whose payload `data` (with `type` inside) was built elsewhere: another
+    /// replica's event, heard through the database (docs/architecture.md, "Many replicas"). It
+    /// gets the next id of this bus, so ids stay monotonic for every subscriber here.
+    pub fn publish_value(&self, repo: Option<&str>, data: Value) -> Event {
+        // The id is taken and the event sent under one lock, so every subscriber receives ids
+        // in increasing order even when several tasks publish at once.
+        let mut next_id = match self.inner.next_id.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
         let event = Event {
-            id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
+            id: *next_id,
             repo: repo.map(str::to_owned),
             data,
         };
+        *next_id += 1;
         let _ = self.inner.tx.send(event.clone());
         event
     }

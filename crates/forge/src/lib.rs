@@ -40,8 +40,9 @@ pub enum ForgeError {
     Decode { path: String, message: String },
 }
 
-/// Names a repository on the forge, with the installation that grants access to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Names a repository on the forge, with the installation that grants access to it. Serialised
+/// into the work queue's jobs (docs/architecture.md, "Many replicas").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RepoRef {
     pub installation_id: i64,
     pub owner: String,

@@ -3,8 +3,8 @@
 //! queues it, and the agent puts it in the first user message. Every field is untrusted input
 //! written by the PR's author or the forge (docs/security.md).
 
-/// A pull request at the moment its review was asked for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A pull request at the moment its review was asked for; serialised into the work queue's jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PullRequest {
     /// PR number (positive on the forge; 0 for a local `review-server review`).
     pub number: i64,

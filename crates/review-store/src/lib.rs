@@ -11,6 +11,7 @@
 
 mod deliveries;
 mod findings;
+mod queue;
 mod read_query;
 mod repos;
 mod reviews;
@@ -20,7 +21,10 @@ mod skills;
 mod stats;
 
 pub use deliveries::DELIVERY_WINDOW_SECS;
+pub use queue::{ClaimedRetry, ClaimedReview, HeldLease};
 pub use reviews::{Completion, NewReview};
+/// The LISTEN connection of [`Store::listener`].
+pub use sqlx::postgres::PgListener;
 pub use stats::*;
 
 pub use read_query::{
@@ -94,6 +98,8 @@ pub struct Store {
     backend: Backend,
     /// Where the guarded read-only connections of [`Store::read_query`] go.
     chat: read_query::ChatDatabase,
+    /// PostgreSQL: the URL, for the LISTEN connection of [`Store::listener`].
+    listen_url: Option<String>,
 }
 
 /// Connections of the writer pool.
@@ -149,6 +155,7 @@ impl Store {
                     pool,
                     backend: Backend::Sqlite,
                     chat,
+                    listen_url: None,
                 })
             }
             "postgres" | "postgresql" => {
@@ -167,6 +174,7 @@ impl Store {
                     pool,
                     backend: Backend::Postgres,
                     chat,
+                    listen_url: Some(url.to_owned()),
                 })
             }
             _ => Err(bad_url(
@@ -184,6 +192,31 @@ impl Store {
     /// The SQL dialect of the database.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// PostgreSQL: sends `payload` (at most 8000 bytes) on `channel` to every listener of
+    /// the database, replicas included (`pg_notify`). SQLite: nothing, one process is alone.
+    pub async fn notify(&self, channel: &str, payload: &str) -> Result<()> {
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(channel)
+                .bind(payload)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL: a connection listening on `channels` (it reconnects by itself when the
+    /// connection drops; what was sent meanwhile is lost, docs/architecture.md, "Many
+    /// replicas"). SQLite: None.
+    pub async fn listener(&self, channels: &[&str]) -> Result<Option<PgListener>> {
+        let Some(url) = &self.listen_url else {
+            return Ok(None);
+        };
+        let mut listener = PgListener::connect(url).await?;
+        listener.listen_all(channels.iter().copied()).await?;
+        Ok(Some(listener))
     }
 }
 

@@ -36,18 +36,10 @@ pub struct Completion {
 impl Store {
     /// Insert a pending review and return the re-read row.
     pub async fn insert_review(&self, new: &NewReview, now: i64) -> Result<ReviewRow> {
-        let sql = format!(
-            "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at)
-             VALUES ($1, $2, $3, 'pending', $4, $5, $6) RETURNING {REVIEW_COLUMNS}"
-        );
-        let query = sqlx::query(&sql)
-            .bind(&new.repo_full_name)
-            .bind(new.pr_number)
-            .bind(&new.title)
-            .bind(new.trigger.map(Trigger::as_str))
-            .bind(new.attempt)
-            .bind(now);
-        review_from_row(&query.fetch_one(&self.pool).await?)
+        let mut tx = self.pool.begin().await?;
+        let row = insert_review_in(&mut tx, new, now).await?;
+        tx.commit().await?;
+        Ok(row)
     }
 
     /// One review, or None.
@@ -223,4 +215,26 @@ impl Store {
         );
         self.any(query.bind(repo).bind(pr).bind(except)).await
     }
+}
+
+/// Inserts a pending review inside `tx` and returns the re-read row.
+pub(crate) async fn insert_review_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    new: &NewReview,
+    now: i64,
+) -> Result<ReviewRow> {
+    let sql = format!(
+        "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at)
+         VALUES ($1, $2, $3, 'pending', $4, $5, $6) RETURNING {REVIEW_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(&new.repo_full_name)
+        .bind(new.pr_number)
+        .bind(&new.title)
+        .bind(new.trigger.map(Trigger::as_str))
+        .bind(new.attempt)
+        .bind(now)
+        .fetch_one(&mut **tx)
+        .await?;
+    review_from_row(&row)
 }

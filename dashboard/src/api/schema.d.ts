@@ -843,10 +843,11 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * POST /api/reviews/:id/stop (docs/review-service.md §3): aborts a live run (`{ok:true, live:true}`; it
-         *     ends failed with `Stopped by user`); a pending or running row with no live run here is
-         *     failed directly (`{ok:true, live:false}`); a terminal one answers `{ok:false, reason:
-         *     "already completed"}`. Stopped reviews are never retried.
+         * POST /api/reviews/:id/stop (docs/review-service.md §3): aborts a live run on whichever
+         *     replica runs it (`{ok:true, live:true}`; it ends failed with `Stopped by user`); a review
+         *     no replica runs (waiting in the queue, or its lease lapsed) is failed directly (`{ok:true,
+         *     live:false}`); a terminal one answers `{ok:false, reason: "already completed"}`. Stopped
+         *     reviews are never retried.
          */
         post: {
             parameters: {

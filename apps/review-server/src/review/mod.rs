@@ -1,18 +1,21 @@
 //! The review of one pull request, from its pending row to its end state
-//! (docs/review-service.md §1 and §3): [`enqueue`] creates the row and starts the run; the run
-//! waits for a run slot, marks the row running, opens the check run, then goes through its
-//! stages, each in its own file:
+//! (docs/review-service.md §1 and §3): [`enqueue`] creates the row with its queue row; a
+//! replica with a free run slot claims it (`queue.rs`, docs/architecture.md, "Many
+//! replicas"), marks the row running, opens the check run, then goes through its stages, each
+//! in its own file:
 //!
 //! - [`prepare`]: sync, diff, the skip rules, the checkout;
 //! - `run.rs`: the agent with its inputs;
 //! - `poster.rs`: the agent's posting tools on the forge;
-//! - `retry.rs`: the automatic retry after a genuine failure.
+//! - `retry.rs`: the automatic retry after a genuine failure;
+//! - `queue.rs`: claims, leases, cancels from other replicas and the due retries.
 //!
 //! Whatever the outcome, the row ends completed, skipped or failed (through
 //! [`crate::records::Records`]), the worktree is removed and the check run completed.
 
 mod poster;
 pub mod prepare;
+mod queue;
 mod retry;
 mod run;
 
@@ -22,12 +25,13 @@ use agent::{CancellationToken, ReviewOutcome};
 use anyhow::anyhow;
 use forge::CheckConclusion;
 use review_domain::{ReviewRow, Trigger};
-use review_store::{Completion, NewReview};
+use review_store::{ClaimedReview, Completion, NewReview};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
-pub use retry::spawn_retry_worker;
+pub use queue::{CONTROL_CHANNEL, spawn_replica_tasks};
 
 /// The check run's name on the PR.
 const CHECK_RUN_NAME: &str = "review-server";
@@ -58,83 +62,167 @@ impl<E: Into<anyhow::Error>> From<E> for RunError {
     }
 }
 
-/// Create the pending row for `job` (publishing review:created) and start its run in the
-/// background; a synchronize cancels the PR's older live runs (superseded). Returns the row;
-/// the run continues after the caller replies.
+/// Create the pending row for `job` with its queue row (publishing review:created) and wake
+/// a free run slot, here or on another replica; a synchronize supersedes the PR's older
+/// reviews. Returns the row; the run continues after the caller replies.
 pub async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
     let row = app
         .records
-        .create_review(&NewReview {
-            repo_full_name: job.repo.full_name(),
-            pr_number: job.pr.number,
-            title: Some(job.pr.title.clone()),
-            trigger: Some(job.trigger),
-            attempt: job.attempt,
-        })
+        .create_queued_review(&new_review(&job), &serde_json::to_string(&job)?)
         .await?;
     if job.trigger == Trigger::Synchronize {
-        app.supersede(&row.repo_full_name, row.pr_number, row.id);
+        supersede(app, &row.repo_full_name, row.pr_number, row.id).await;
     }
+    app.queue_wake.notify_one();
+    Ok(row)
+}
+
+/// The row a job's review starts as.
+fn new_review(job: &PrJob) -> NewReview {
+    NewReview {
+        repo_full_name: job.repo.full_name(),
+        pr_number: job.pr.number,
+        title: Some(job.pr.title.clone()),
+        trigger: Some(job.trigger),
+        attempt: job.attempt,
+    }
+}
+
+/// Ends every pending or running review of a PR except `keep` (a newer push supersedes them),
+/// wherever it runs ([`cancel`]).
+pub async fn supersede(app: &AppState, repo: &str, pr_number: i64, keep: i64) {
+    let ids = match app
+        .records
+        .store
+        .active_reviews_of_pr(repo, pr_number, keep)
+        .await
+    {
+        Ok(ids) => ids,
+        Err(e) => {
+            tracing::error!(repo, pr_number, error = %e, "cannot find the reviews a push supersedes");
+            return;
+        }
+    };
+    for id in ids {
+        tracing::info!(
+            review_id = id,
+            repo,
+            pr_number,
+            "superseded by a newer push"
+        );
+        if let Err(e) = cancel(app, id, CancelReason::Superseded).await {
+            tracing::error!(review_id = id, error = %e, "cannot supersede the review");
+        }
+    }
+}
+
+/// Where a cancel reached the review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// A run in this process or on another replica was asked to end; it records the end.
+    Live,
+    /// Nobody ran it: the row was failed directly.
+    Waiting,
+    /// It had already ended.
+    Ended,
+}
+
+/// Ends review `id` for `reason` wherever it is (docs/architecture.md, "Many replicas"): a
+/// run in this process is cancelled; a review still waiting in the queue is failed; a review
+/// another replica runs gets the cancel written to its queue row plus a NOTIFY, and that
+/// replica ends it; a review whose lease lapsed (nobody runs it) is failed directly.
+pub async fn cancel(app: &AppState, id: i64, reason: CancelReason) -> anyhow::Result<Cancelled> {
+    if app.cancel_run(id, reason) {
+        return Ok(Cancelled::Live);
+    }
+    if app
+        .records
+        .fail_waiting(id, reason.message())
+        .await?
+        .is_some()
+    {
+        return Ok(Cancelled::Waiting);
+    }
+    if let Some(owner) = app.records.request_cancel(id, reason.as_str()).await? {
+        if owner == app.replica {
+            // Claimed here a moment ago; the live run appears at once, or the renewal ends it.
+            app.cancel_run(id, reason);
+        }
+        let message = serde_json::json!({ "cancel": id, "reason": reason.as_str() });
+        app.records
+            .store
+            .notify(queue::CONTROL_CHANNEL, &message.to_string())
+            .await?;
+        return Ok(Cancelled::Live);
+    }
+    Ok(match app.records.fail(id, reason.message(), None).await? {
+        Some(_) => Cancelled::Waiting,
+        None => Cancelled::Ended,
+    })
+}
+
+/// Run review `claimed` (already claimed by this replica, holding `permit`) to its end
+/// state, then release its queue row. Never panics; every outcome lands in the row.
+async fn run_claimed(app: AppState, claimed: ClaimedReview, permit: OwnedSemaphorePermit) {
+    let id = claimed.review_id;
+    let job: PrJob = match serde_json::from_str(&claimed.job) {
+        Ok(job) => job,
+        Err(e) => {
+            let message = format!("the queued job cannot be read: {e}");
+            tracing::error!(review_id = id, error = %message, "review failed");
+            log_store_error(id, &app.records.fail(id, &message, None).await);
+            log_store_error(id, &app.records.release(id).await);
+            return;
+        }
+    };
     let cancel = CancellationToken::new();
     let reason = Arc::new(Mutex::new(None));
     if let Ok(mut live) = app.live.lock() {
         live.insert(
-            row.id,
+            id,
             LiveRun {
-                repo: row.repo_full_name.clone(),
-                pr_number: row.pr_number,
+                repo: job.repo.full_name(),
+                pr_number: job.pr.number,
                 cancel: cancel.clone(),
                 reason: reason.clone(),
             },
         );
     }
-    let app2 = app.clone();
-    let review = row.clone();
-    let span = tracing::info_span!("review", review_id = row.id, repo = %row.repo_full_name, pr = row.pr_number);
-    app.tasks.spawn(
-        async move {
-            let id = review.id;
-            lifecycle(&app2, review, job, cancel, reason).await;
-            if let Ok(mut live) = app2.live.lock() {
-                live.remove(&id);
-            }
-        }
-        .instrument(span),
-    );
-    Ok(row)
+    let span = tracing::info_span!("review", review_id = id, repo = %job.repo.full_name(), pr = job.pr.number);
+    lifecycle(&app, id, job, cancel, reason)
+        .instrument(span)
+        .await;
+    if let Ok(mut live) = app.live.lock() {
+        live.remove(&id);
+    }
+    log_store_error(id, &app.records.release(id).await);
+    drop(permit);
 }
 
-/// Run one review to its end state. Never panics; every outcome lands in the row.
+/// Run one claimed review to its end state. Never panics; every outcome lands in the row.
 async fn lifecycle(
     app: &AppState,
-    review: ReviewRow,
+    id: i64,
     job: PrJob,
     cancel: CancellationToken,
     reason: Arc<Mutex<Option<CancelReason>>>,
 ) {
-    let id = review.id;
-    // Wait for a run slot as pending; a stop or supersede while waiting ends the review here.
-    let permit = tokio::select! {
-        p = app.run_slots.clone().acquire_owned() => p.ok(),
-        _ = cancel.cancelled() => None,
-    };
-    let Some(_permit) = permit else {
-        let why = cancel_reason(&reason);
-        log_store_error(id, &app.records.fail(id, why.message(), None).await);
-        return;
-    };
-
     let session_id = format!(
         "review-{id}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    match app.records.start(id, &session_id).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return, // stopped while pending
+    let review = match app.records.start(id, &session_id).await {
+        Ok(Some(row)) => row,
+        Ok(None) => return, // stopped or superseded between the claim and the start
         Err(e) => {
             tracing::error!(review_id = id, error = %e, "cannot mark review running");
             return;
         }
+    };
+    if cancel.is_cancelled() {
+        let why = cancel_reason(&reason);
+        log_store_error(id, &app.records.fail(id, why.message(), None).await);
+        return;
     }
     let check_run_id = match app
         .forge

@@ -80,6 +80,18 @@ pub async fn session(
     };
     let text = match tokio::fs::read_to_string(&path).await {
         Ok(t) if !t.trim().is_empty() => t,
+        // Run by another replica: its transcript is mirrored in the database.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match app.records.store.transcript(&session_id).await? {
+                Some(t) if !t.trim().is_empty() => t,
+                _ => {
+                    return Ok(Json(json!({
+                        "error": "session-unavailable",
+                        "detail": format!("cannot read the transcript of session {session_id}: {e}"),
+                    })));
+                }
+            }
+        }
         Ok(_) => {
             return Ok(Json(
                 json!({ "error": "session-unavailable", "detail": "the transcript is empty" }),
@@ -136,10 +148,11 @@ pub async fn retry(
     Ok((StatusCode::ACCEPTED, Json(json!({ "ok": true }))).into_response())
 }
 
-/// POST /api/reviews/:id/stop (docs/review-service.md §3): aborts a live run (`{ok:true, live:true}`; it
-/// ends failed with `Stopped by user`); a pending or running row with no live run here is
-/// failed directly (`{ok:true, live:false}`); a terminal one answers `{ok:false, reason:
-/// "already completed"}`. Stopped reviews are never retried.
+/// POST /api/reviews/:id/stop (docs/review-service.md §3): aborts a live run on whichever
+/// replica runs it (`{ok:true, live:true}`; it ends failed with `Stopped by user`); a review
+/// no replica runs (waiting in the queue, or its lease lapsed) is failed directly (`{ok:true,
+/// live:false}`); a terminal one answers `{ok:false, reason: "already completed"}`. Stopped
+/// reviews are never retried.
 #[utoipa::path(post, path = "/api/reviews/{id}/stop", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = super::bodies::StopOutcome), (status = 404, content_type = "text/plain")))]
 pub async fn stop(
@@ -150,15 +163,11 @@ pub async fn stop(
     if review.status.is_terminal() {
         return Ok(Json(json!({ "ok": false, "reason": "already completed" })));
     }
-    if app.cancel_run(review.id, CancelReason::Stopped) {
-        return Ok(Json(json!({ "ok": true, "live": true })));
-    }
-    let row = app
-        .records
-        .fail(review.id, CancelReason::Stopped.message(), None)
-        .await?;
-    if row.is_none() {
-        return Ok(Json(json!({ "ok": false, "reason": "already completed" })));
-    }
-    Ok(Json(json!({ "ok": true, "live": false })))
+    Ok(Json(
+        match review::cancel(&app, review.id, CancelReason::Stopped).await? {
+            review::Cancelled::Live => json!({ "ok": true, "live": true }),
+            review::Cancelled::Waiting => json!({ "ok": true, "live": false }),
+            review::Cancelled::Ended => json!({ "ok": false, "reason": "already completed" }),
+        },
+    ))
 }

@@ -211,6 +211,31 @@ pub struct Server {
     pub url: String,
     pub data_dir: PathBuf,
     pub http: reqwest::Client,
+    /// The database the server runs on (its DATABASE_URL, or the SQLite default).
+    pub database_url: String,
+}
+
+/// Set to `postgres` (scripts/test.sh does, on its second pass over the end-to-end suites),
+/// every server a test starts without a DATABASE_URL of its own runs on a fresh PostgreSQL
+/// database instead of the SQLite default (README, "Tests").
+pub const E2E_DATABASE_VAR: &str = "REVIEW_E2E_DATABASE";
+
+/// The DATABASE_URL for a server on `data_dir` when the test gave none: under
+/// [`E2E_DATABASE_VAR`]`=postgres` a fresh PostgreSQL database, remembered beside the folder so
+/// a restart on it finds the same database; else None (the SQLite default).
+async fn e2e_database_url(data_dir: &Path) -> Option<String> {
+    if std::env::var(E2E_DATABASE_VAR).as_deref() != Ok("postgres") {
+        return None;
+    }
+    let marker = data_dir.with_extension("database_url");
+    if let Ok(url) = std::fs::read_to_string(&marker) {
+        return Some(url);
+    }
+    let url = postgres_database_url()
+        .await
+        .unwrap_or_else(|| panic!("{E2E_DATABASE_VAR}=postgres needs {DATABASE_URL_VAR}"));
+    std::fs::write(&marker, &url).unwrap();
+    Some(url)
 }
 
 impl Drop for Server {
@@ -253,12 +278,27 @@ impl Server {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        let given = env
+            .iter()
+            .find(|(k, _)| *k == "DATABASE_URL")
+            .map(|(_, v)| v.clone());
+        let database_url = match given {
+            Some(url) => url,
+            None => match e2e_database_url(data_dir).await {
+                Some(url) => {
+                    cmd.env("DATABASE_URL", &url);
+                    url
+                }
+                None => format!("sqlite://{}/review.db", data_dir.display()),
+            },
+        };
         let child = cmd.spawn().unwrap();
         let server = Server {
             child,
             url: format!("http://127.0.0.1:{port}"),
             data_dir: data_dir.to_owned(),
             http: reqwest::Client::new(),
+            database_url,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -415,6 +455,8 @@ pub struct World {
     pub forge: FakeForge,
     pub model: ScriptedModel,
     pub server: Server,
+    /// The environment the server was started with.
+    pub env: Vec<(&'static str, String)>,
 }
 
 impl World {
@@ -429,7 +471,7 @@ impl World {
         behavior: Behavior,
         model_spec: &str,
         stream: bool,
-        extra: &[(&str, String)],
+        extra: &[(&'static str, String)],
     ) -> World {
         let forge = FakeForge::start().await;
         forge.set_installation(&format!("{OWNER}/{REPO}"), INSTALLATION);
@@ -445,7 +487,7 @@ impl World {
             ("FORGE_GIT_URL", upstream.git_url()),
         ];
         env.extend(model_env(&model, model_spec, stream));
-        env.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
+        env.extend(extra.iter().cloned());
         let server = Server::start(&data_dir, &env).await;
         World {
             upstream,
@@ -453,7 +495,17 @@ impl World {
             forge,
             model,
             server,
+            env,
         }
+    }
+
+    /// Kills the server (SIGKILL, as a crash) and starts it again on the same data folder and
+    /// environment.
+    pub async fn kill_and_restart(&mut self) {
+        let data_dir = self.server.data_dir.clone();
+        let _ = self.server.child.kill();
+        let _ = self.server.child.wait();
+        self.server = Server::start(&data_dir, &self.env).await;
     }
 
     pub fn full_name(&self) -> String {
@@ -560,6 +612,25 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+}
+
+impl Server {
+    /// Runs `sql` on the server's database, SQLite or PostgreSQL (write `$N`-free SQL both
+    /// accept).
+    pub async fn db_exec(&self, sql: &str) {
+        use sqlx::Connection;
+        sqlx::any::install_default_drivers();
+        let mut db = sqlx::AnyConnection::connect(&self.database_url)
+            .await
+            .unwrap();
+        sqlx::query(sql).execute(&mut db).await.unwrap();
+        db.close().await.unwrap();
+    }
+
+    /// True when the server runs on PostgreSQL.
+    pub fn on_postgres(&self) -> bool {
+        self.database_url.starts_with("postgres")
     }
 }
 

@@ -1,0 +1,236 @@
+//! This replica's part in the durable work queue (docs/architecture.md, "Many replicas"):
+//!
+//! - the claim loop: with a free MAX_CONCURRENT_REVIEWS slot, claim the oldest waiting review
+//!   (any replica may have queued it) and run it; woken by a local enqueue, by PostgreSQL's
+//!   NOTIFY on `review_queue`, or every QUEUE_POLL_MS;
+//! - the keeper: renews this replica's leases every third of LEASE_SECS (a run whose lease
+//!   was lost, or that another replica asked to end, is cancelled here), fails the reviews of
+//!   replicas whose lease lapsed ("interrupted", never retried), and runs the automatic
+//!   retries that are due;
+//! - the listener (PostgreSQL): the other replicas' events for `/api/events`, their cancels,
+//!   and queue wake-ups.
+
+use super::retry::run_due_retry;
+use crate::records::{EVENTS_CHANNEL, now_ms};
+use crate::state::{AppState, CancelReason};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The channel of cancels sent to the replica that runs a review: `{"cancel": id, "reason":
+/// "stopped" | "superseded"}`.
+pub const CONTROL_CHANNEL: &str = "review_control";
+/// The channel migration postgres/0003 notifies when a review is queued.
+const QUEUE_CHANNEL: &str = "review_queue";
+/// The error of a review whose replica stopped renewing its lease.
+const LAPSED: &str = "interrupted: its replica stopped renewing its lease";
+/// The error of an unfinished review that no queue row runs (left by a version without the
+/// queue, or written by hand).
+const ORPHANED: &str = "interrupted by restart";
+
+/// Starts the claim loop, the keeper and (PostgreSQL) the listener of this replica.
+pub fn spawn_replica_tasks(app: &AppState) {
+    tokio::spawn(claim_loop(app.clone()));
+    tokio::spawn(keeper(app.clone()));
+    tokio::spawn(listener(app.clone()));
+}
+
+fn lease_ms(app: &AppState) -> i64 {
+    i64::try_from(app.config.lease_secs.max(1).saturating_mul(1000)).unwrap_or(i64::MAX / 2)
+}
+
+fn poll(app: &AppState) -> Duration {
+    Duration::from_millis(app.config.queue_poll_ms.max(10))
+}
+
+async fn claim_loop(app: AppState) {
+    loop {
+        let permit = tokio::select! {
+            p = app.run_slots.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+            _ = app.shutdown.cancelled() => return,
+        };
+        let claimed = loop {
+            if app.shutdown.is_cancelled() {
+                return;
+            }
+            match app
+                .records
+                .claim(&app.replica, now_ms() + lease_ms(&app))
+                .await
+            {
+                Ok(Some(c)) => break c,
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "cannot claim from the work queue"),
+            }
+            tokio::select! {
+                _ = app.queue_wake.notified() => {}
+                _ = tokio::time::sleep(poll(&app)) => {}
+                _ = app.shutdown.cancelled() => return,
+            }
+        };
+        tracing::debug!(review_id = claimed.review_id, "claimed");
+        app.tasks
+            .spawn(super::run_claimed(app.clone(), claimed, permit));
+    }
+}
+
+async fn keeper(app: AppState) {
+    let renew_every = Duration::from_millis(u64::try_from(lease_ms(&app) / 3).unwrap_or(1000));
+    let tick = poll(&app).min(renew_every);
+    let mut last_renewal: Option<tokio::time::Instant> = None;
+    loop {
+        if last_renewal.is_none_or(|t| t.elapsed() >= renew_every) {
+            renew(&app).await;
+            last_renewal = Some(tokio::time::Instant::now());
+        }
+        reap(&app).await;
+        due_retries(&app).await;
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = app.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Renews this replica's leases; cancels the runs that lost theirs or were asked to end.
+async fn renew(app: &AppState) {
+    let held = match app
+        .records
+        .renew(&app.replica, now_ms() + lease_ms(app))
+        .await
+    {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot renew the leases of this replica");
+            return;
+        }
+    };
+    let held: HashMap<i64, Option<String>> =
+        held.into_iter().map(|h| (h.review_id, h.cancel)).collect();
+    for id in app.live_ids() {
+        if !held.contains_key(&id) && app.cancel_run(id, CancelReason::LeaseLost) {
+            tracing::warn!(
+                review_id = id,
+                "this replica lost its lease on the review; run cancelled"
+            );
+        }
+    }
+    for (id, cancel) in held {
+        let Some(word) = cancel else { continue };
+        let reason = CancelReason::parse(&word);
+        if !app.cancel_run(id, reason) {
+            // Not a live review run here (an improver run, or claimed a moment ago): the row
+            // is failed directly, and the run finds it no longer running.
+            if let Err(e) = app.records.fail(id, reason.message(), None).await {
+                tracing::error!(review_id = id, error = %e, "cannot fail a cancelled review");
+            }
+        }
+    }
+}
+
+/// Fails the reviews of replicas whose lease lapsed, and the unfinished rows nobody queued.
+async fn reap(app: &AppState) {
+    let orphan_secs = i64::try_from(app.config.lease_secs.max(1)).unwrap_or(i64::MAX / 2);
+    match app.records.reap(LAPSED, ORPHANED, orphan_secs).await {
+        Ok((lapsed, orphaned)) => {
+            for row in lapsed {
+                tracing::warn!(
+                    review_id = row.id,
+                    "review interrupted: its replica's lease lapsed; no automatic retry"
+                );
+            }
+            if !orphaned.is_empty() {
+                tracing::warn!(
+                    count = orphaned.len(),
+                    "reviews interrupted by a restart marked failed; no automatic retry"
+                );
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot fail the reviews of lapsed leases"),
+    }
+}
+
+/// Runs every automatic retry that is due, one at a time.
+async fn due_retries(app: &AppState) {
+    loop {
+        let now = now_ms();
+        match app
+            .records
+            .store
+            .claim_due_retry(&app.replica, now + lease_ms(app), now)
+            .await
+        {
+            Ok(Some(claimed)) => run_due_retry(app, claimed).await,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot claim a due automatic retry");
+                return;
+            }
+        }
+    }
+}
+
+/// PostgreSQL: hears the other replicas until shutdown; reconnects when the connection drops.
+async fn listener(app: AppState) {
+    let channels = [EVENTS_CHANNEL, CONTROL_CHANNEL, QUEUE_CHANNEL];
+    let mut listener = loop {
+        match app.records.store.listener(&channels).await {
+            Ok(Some(l)) => break l,
+            Ok(None) => return, // SQLite: one process, nobody to hear
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen to the other replicas; trying again");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = app.shutdown.cancelled() => return,
+                }
+            }
+        }
+    };
+    loop {
+        let next = tokio::select! {
+            n = listener.try_recv() => n,
+            _ = app.shutdown.cancelled() => return,
+        };
+        match next {
+            Ok(Some(n)) => match n.channel() {
+                EVENTS_CHANNEL => app.records.receive_remote(&app.replica, n.payload()).await,
+                CONTROL_CHANNEL => control(&app, n.payload()),
+                _ => app.queue_wake.notify_one(),
+            },
+            Ok(None) => {
+                // The connection dropped and is re-established by the next call: whatever the
+                // other replicas said meanwhile is lost, so forget what it could have changed.
+                tracing::warn!("the connection to the other replicas dropped; reconnecting");
+                app.records.forget_cached_repos();
+                app.queue_wake.notify_one();
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "listening to the other replicas failed; trying again");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = app.shutdown.cancelled() => return,
+                }
+            }
+        }
+    }
+}
+
+/// A cancel sent on [`CONTROL_CHANNEL`]: ends the run if it is live here (the renewal covers
+/// the rest).
+fn control(app: &AppState, payload: &str) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(payload) else {
+        return;
+    };
+    if let Some(id) = v["cancel"].as_i64() {
+        let reason = CancelReason::parse(v["reason"].as_str().unwrap_or_default());
+        if app.cancel_run(id, reason) {
+            tracing::info!(
+                review_id = id,
+                reason = reason.as_str(),
+                "run cancelled at another replica's request"
+            );
+        }
+    }
+}

@@ -1,0 +1,203 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The durable work queue (docs/architecture.md, "Many replicas") on a real SQLite file and a
+//! real PostgreSQL database: one claim per review under concurrency, leases that lapse,
+//! cancels for the owner, and retries that survive restarts and run once.
+
+mod common;
+
+use common::TestStore;
+use review_domain::Trigger;
+use review_store::{NewReview, Store};
+
+fn new_review(pr: i64) -> NewReview {
+    NewReview {
+        repo_full_name: "o/r".into(),
+        pr_number: pr,
+        title: Some("t".into()),
+        trigger: Some(Trigger::Opened),
+        attempt: 0,
+    }
+}
+
+/// A second store on the same database: another replica.
+async fn replica(store: &TestStore) -> Store {
+    Store::open(&store.url).await.unwrap()
+}
+
+on_both_backends! {
+    async fn every_queued_review_is_claimed_by_exactly_one_of_many_claimers(store: TestStore) {
+        for pr in 0..40 {
+            store
+                .insert_queued_review(&new_review(pr), &format!("job-{pr}"), None, None, 10)
+                .await
+                .unwrap();
+        }
+        let other = replica(&store).await;
+        // Eight claimers on two connection pools race until the queue is empty.
+        let claim_all = |s: Store, name: String| async move {
+            let mut got = Vec::new();
+            while let Some(c) = s.claim_review(&name, i64::MAX).await.unwrap() {
+                got.push(c.review_id);
+            }
+            got
+        };
+        let runs = futures::future::join_all((0..8).map(|i| {
+            let s = if i % 2 == 0 { store.store.clone() } else { other.clone() };
+            claim_all(s, format!("replica-{i}"))
+        }))
+        .await;
+        let mut all: Vec<i64> = runs.into_iter().flatten().collect();
+        all.sort();
+        let expected: Vec<i64> = (1..=40).collect();
+        assert_eq!(all, expected, "each review claimed once, none lost");
+    }
+
+    async fn a_review_stopped_while_waiting_is_never_claimed(store: TestStore) {
+        let row = store
+            .insert_queued_review(&new_review(1), "{}", None, None, 10)
+            .await
+            .unwrap();
+        let failed = store.fail_waiting_review(row.id, "Stopped by user", 11).await.unwrap();
+        assert_eq!(failed.unwrap().status.as_str(), "failed");
+        assert_eq!(store.claim_review("a", i64::MAX).await.unwrap(), None);
+        // Its queue row is cleaned up on the next reap.
+        store.reap_lapsed("x", 0).await.unwrap();
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM review_queue")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+
+    async fn a_claimed_review_is_not_failed_as_waiting(store: TestStore) {
+        let row = store
+            .insert_queued_review(&new_review(1), "{}", None, None, 10)
+            .await
+            .unwrap();
+        store.claim_review("a", 5_000).await.unwrap().unwrap();
+        assert_eq!(store.fail_waiting_review(row.id, "Stopped by user", 11).await.unwrap(), None);
+    }
+
+    async fn a_lapsed_lease_fails_the_review_once_and_a_renewed_one_does_not(store: TestStore) {
+        let a = store
+            .insert_queued_review(&new_review(1), "{}", None, None, 10)
+            .await
+            .unwrap();
+        let b = store
+            .insert_queued_review(&new_review(2), "{}", None, None, 10)
+            .await
+            .unwrap();
+        store.claim_review("dead", 1_000).await.unwrap().unwrap();
+        store.claim_review("alive", 1_000).await.unwrap().unwrap();
+        store.start_review(a.id, "s-a").await.unwrap();
+        store.start_review(b.id, "s-b").await.unwrap();
+        let held = store.renew_leases("alive", 10_000).await.unwrap();
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].review_id, b.id);
+        let other = replica(&store).await;
+        let (x, y) = tokio::join!(
+            store.reap_lapsed("interrupted", 5_000),
+            other.reap_lapsed("interrupted", 5_000)
+        );
+        let mut failed: Vec<i64> = x.unwrap().into_iter().chain(y.unwrap()).map(|r| r.id).collect();
+        failed.sort();
+        assert_eq!(failed, vec![a.id], "the lapsed one, failed by exactly one reaper");
+        let row = store.review(a.id).await.unwrap().unwrap();
+        assert_eq!(
+            (row.status.as_str(), row.error.as_deref(), row.completed_at),
+            ("failed", Some("interrupted"), Some(5))
+        );
+        assert_eq!(store.review(b.id).await.unwrap().unwrap().status.as_str(), "running");
+        assert!(store.renew_leases("dead", 20_000).await.unwrap().is_empty(), "the dead replica lost it");
+    }
+
+    async fn a_cancel_reaches_only_a_live_lease_and_the_owner_reads_it_at_renewal(store: TestStore) {
+        let row = store
+            .insert_queued_review(&new_review(1), "{}", None, None, 10)
+            .await
+            .unwrap();
+        assert_eq!(store.request_cancel(row.id, "stopped", 100).await.unwrap(), None, "nobody runs it yet");
+        store.claim_review("b", 1_000).await.unwrap().unwrap();
+        assert_eq!(store.request_cancel(row.id, "stopped", 100).await.unwrap().as_deref(), Some("b"));
+        // A second ask keeps the first reason.
+        store.request_cancel(row.id, "superseded", 100).await.unwrap();
+        let held = store.renew_leases("b", 2_000).await.unwrap();
+        assert_eq!(held[0].cancel.as_deref(), Some("stopped"));
+        assert_eq!(store.request_cancel(row.id, "stopped", 2_001).await.unwrap(), None, "lapsed");
+    }
+
+    async fn an_unfinished_review_without_a_queue_row_is_failed_as_orphaned(store: TestStore) {
+        let legacy = store.insert_review(&new_review(1), 10).await.unwrap();
+        let queued = store
+            .insert_queued_review(&new_review(2), "{}", None, None, 10)
+            .await
+            .unwrap();
+        let fresh = store.insert_review(&new_review(3), 100).await.unwrap();
+        let failed = store.fail_orphaned("interrupted by restart", 50, 200).await.unwrap();
+        assert_eq!(failed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![legacy.id]);
+        assert_eq!(store.review(queued.id).await.unwrap().unwrap().status.as_str(), "pending");
+        assert_eq!(store.review(fresh.id).await.unwrap().unwrap().status.as_str(), "pending");
+    }
+
+    async fn a_retry_survives_a_restart_and_runs_once(store: TestStore) {
+        let failed = store.insert_review(&new_review(1), 10).await.unwrap();
+        store.schedule_retry(failed.id, "job", 5_000).await.unwrap();
+        assert_eq!(store.claim_due_retry("a", 10_000, 4_999).await.unwrap(), None, "not due yet");
+        // Every replica restarted: the row is still there, in a new connection pool.
+        let after = replica(&store).await;
+        let claimed = after.claim_due_retry("a", 10_000, 5_000).await.unwrap().unwrap();
+        assert_eq!((claimed.review_id, claimed.job.as_str()), (failed.id, "job"));
+        assert_eq!(store.claim_due_retry("b", 10_000, 6_000).await.unwrap(), None, "held by a");
+        let mut retry = new_review(1);
+        retry.trigger = Some(Trigger::Retry);
+        retry.attempt = 1;
+        // b takes it over only once a's lease lapsed; a's late insert then writes nothing.
+        let taken = store.claim_due_retry("b", 30_000, 10_001).await.unwrap().unwrap();
+        assert_eq!(taken.id, claimed.id);
+        assert_eq!(after.insert_retry_review(claimed.id, "a", &retry, "job", 11).await.unwrap(), None);
+        let row = store.insert_retry_review(taken.id, "b", &retry, "job", 11).await.unwrap().unwrap();
+        assert_eq!((row.status.as_str(), row.attempt), ("pending", 1));
+        assert_eq!(store.waiting_retries().await.unwrap(), 0);
+        assert_eq!(store.claim_review("c", 1).await.unwrap().unwrap().review_id, row.id, "queued");
+    }
+
+    async fn a_transcript_is_stored_and_replaced(store: TestStore) {
+        assert_eq!(store.transcript("s-1").await.unwrap(), None);
+        store.save_transcript("s-1", "{\"items\":[]}", 1).await.unwrap();
+        store.save_transcript("s-1", "{\"items\":[1]}", 2).await.unwrap();
+        assert_eq!(store.transcript("s-1").await.unwrap().as_deref(), Some("{\"items\":[1]}"));
+    }
+}
+
+#[tokio::test]
+async fn a_notification_reaches_every_listener_of_the_database() {
+    let Some(store) = common::postgres().await else {
+        return;
+    };
+    let other = replica(&store).await;
+    let mut listener = other.listener(&["review_events"]).await.unwrap().unwrap();
+    store.notify("review_events", "hello").await.unwrap();
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), listener.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((n.channel(), n.payload()), ("review_events", "hello"));
+    // Queuing a review notifies `review_queue` (migration postgres/0003).
+    let mut queue = other.listener(&["review_queue"]).await.unwrap().unwrap();
+    let row = store
+        .insert_queued_review(&new_review(1), "{}", None, None, 1)
+        .await
+        .unwrap();
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), queue.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n.payload(), row.id.to_string());
+}
+
+#[tokio::test]
+async fn sqlite_has_no_listener_and_notify_is_a_no_op() {
+    let store = common::sqlite().await;
+    assert!(store.listener(&["review_events"]).await.unwrap().is_none());
+    store.notify("review_events", "x").await.unwrap();
+}
