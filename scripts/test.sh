@@ -18,41 +18,17 @@ skipped() {
 }
 
 pids=()
-pg_data=""
+# shellcheck source=scripts/postgres.sh
+. scripts/postgres.sh
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ -n "$pg_data" ]; then
-    as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -m immediate stop >/dev/null 2>&1 || true
-    rm -rf "$pg_data"
-  fi
+  stop_throwaway_postgres
 }
 trap cleanup EXIT
 
-# A throwaway PostgreSQL cluster (Debian's `postgresql` package: 15 on Debian 12; the newest
-# installed version is used) on a free loopback port for
-# the PostgreSQL variants of the review-store and review-server tests, which create a fresh
-# database per test on it. initdb refuses to run as root, so root runs it as `postgres`. The
-# superuser logs in with a password (scram-sha-256 on 127.0.0.1), as the chat tool's reader
-# role does in production.
-pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-as_postgres() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-if [ -z "${REVIEW_TEST_DATABASE_URL:-}" ] && [ -x "$pg_bin/initdb" ]; then
-  pg_data=$(mktemp -d)
-  [ "$(id -u)" = 0 ] && chown postgres "$pg_data"
-  pg_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  pg_password=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-  echo "$pg_password" >"$pg_data/pwfile"
-  [ "$(id -u)" = 0 ] && chown postgres "$pg_data/pwfile"
-  as_postgres "$pg_bin/initdb" -D "$pg_data/data" -U postgres --pwfile="$pg_data/pwfile" \
-    --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$pg_data/initdb.log"
-  as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -l "$pg_data/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -c port=$pg_port -c unix_socket_directories=$pg_data -c fsync=off -c max_connections=400" \
-    start >/dev/null
-  export REVIEW_TEST_DATABASE_URL="postgres://postgres:$pg_password@127.0.0.1:$pg_port/postgres"
-  echo "PostgreSQL tests use a throwaway cluster on 127.0.0.1:$pg_port"
-elif [ -z "${REVIEW_TEST_DATABASE_URL:-}" ]; then
+# A throwaway PostgreSQL cluster for the PostgreSQL variants of the review-store and
+# review-server tests, which create a fresh database per test on it (scripts/postgres.sh).
+if [ -z "${REVIEW_TEST_DATABASE_URL:-}" ] && ! start_throwaway_postgres; then
   skipped "PostgreSQL 15 not installed (apt-get install postgresql): the PostgreSQL variants of the store tests are skipped"
 fi
 

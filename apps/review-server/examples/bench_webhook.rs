@@ -24,7 +24,12 @@ fn free_port() -> u16 {
 
 fn start(bin: &str, data: &std::path::Path, port: u16) -> (Child, Duration) {
     let t0 = Instant::now();
-    let child = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    // BENCH_DATABASE_URL (a fresh PostgreSQL database) replaces the SQLite default.
+    if let Ok(url) = std::env::var("BENCH_DATABASE_URL") {
+        cmd.env("DATABASE_URL", url);
+    }
+    let child = cmd
         .env("LISTEN", format!("127.0.0.1:{port}"))
         .env("DATA_DIR", data)
         .env("FORGE_WEBHOOK_SECRET", SECRET)
@@ -82,9 +87,11 @@ fn payload() -> Vec<u8> {
     body
 }
 
-fn request(port: u16, body: &[u8], sig: &str) -> Vec<u8> {
+/// The request of delivery number `n`: every delivery id is new, so each one is claimed in
+/// the deliveries table as a real delivery is.
+fn request(port: u16, body: &[u8], sig: &str, n: usize) -> Vec<u8> {
     let mut req = format!(
-        "POST /webhook/github HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nX-GitHub-Event: pull_request\r\nX-GitHub-Delivery: 72d3162e-cc78-11e3-81ab-4c9367dc0958\r\nX-Hub-Signature-256: {sig}\r\nContent-Length: {}\r\n\r\n",
+        "POST /webhook/github HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nX-GitHub-Event: pull_request\r\nX-GitHub-Delivery: bench-{n:08}\r\nX-Hub-Signature-256: {sig}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .into_bytes();
@@ -149,22 +156,24 @@ fn main() {
 
     let body = payload();
     let sig = forge::sign(SECRET.as_bytes(), &body);
-    let req = request(port, &body, &sig);
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_nodelay(true).unwrap();
     let mut buf = Vec::new();
     // Warm-up: the first delivery registers the repo (disabled); then the path is hot.
-    for _ in 0..200 {
+    for n in 0..200 {
         assert!(
-            round_trip(&mut s, &req, &mut buf),
+            round_trip(&mut s, &request(port, &body, &sig, n), &mut buf),
             "{}",
             String::from_utf8_lossy(&buf)
         );
     }
+    let reqs: Vec<Vec<u8>> = (0..requests)
+        .map(|n| request(port, &body, &sig, 1000 + n))
+        .collect();
     let mut lat = Vec::with_capacity(requests);
-    for _ in 0..requests {
+    for req in &reqs {
         let t = Instant::now();
-        assert!(round_trip(&mut s, &req, &mut buf));
+        assert!(round_trip(&mut s, req, &mut buf));
         lat.push(t.elapsed());
     }
     drop(s);
@@ -176,7 +185,7 @@ fn main() {
     std::fs::write(
         &script,
         format!(
-            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"X-GitHub-Event\"] = \"pull_request\"\nwrk.headers[\"X-GitHub-Delivery\"] = \"72d3162e\"\nwrk.headers[\"X-Hub-Signature-256\"] = \"{sig}\"\nwrk.body = [==[{}]==]\n",
+            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"X-GitHub-Event\"] = \"pull_request\"\nwrk.headers[\"X-Hub-Signature-256\"] = \"{sig}\"\nwrk.body = [==[{}]==]\nlocal threads = 0\nfunction setup(thread) threads = threads + 1; thread:set(\"tid\", threads) end\ncounter = 0\nfunction request() counter = counter + 1; wrk.headers[\"X-GitHub-Delivery\"] = \"wrk-\" .. tid .. \"-\" .. counter; return wrk.format() end\n",
             String::from_utf8(body.clone()).unwrap()
         ),
     )

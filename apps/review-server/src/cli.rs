@@ -15,10 +15,34 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// `review-server session export <id>`: the transcript JSON on stdout.
-pub fn session_export(config: &Config, session_id: &str) -> anyhow::Result<()> {
-    let transcript = TranscriptStore::new(config.data_dir.join("sessions")).load(session_id)?;
+/// `review-server session export <id>`: the transcript JSON on stdout, from DATA_DIR/sessions,
+/// else from the database (a session another replica ran; docs/architecture.md, "Many
+/// replicas").
+pub async fn session_export(config: &Config, session_id: &str) -> anyhow::Result<()> {
+    let transcript = match TranscriptStore::new(config.data_dir.join("sessions")).load(session_id) {
+        Ok(t) => t,
+        Err(agent::AgentError::SessionNotFound(id)) => {
+            let store = review_store::Store::open(&config.database_url()).await?;
+            match store.transcript(&id).await? {
+                Some(doc) => serde_json::from_str(&doc)?,
+                None => return Err(agent::AgentError::SessionNotFound(id).into()),
+            }
+        }
+        Err(e) => return Err(e.into()),
+    };
     println!("{}", serde_json::to_string_pretty(&transcript)?);
+    Ok(())
+}
+
+/// `review-server db copy --to URL`: copies the database of DATABASE_URL into the empty
+/// database at `to` (schema created by its migrations) and prints the rows per table.
+pub async fn db_copy(config: &Config, to: &str) -> anyhow::Result<()> {
+    let source = review_store::Store::open(&config.database_url()).await?;
+    let target = review_store::Store::open(to).await?;
+    let report = source.copy_into(&target).await?;
+    for (table, rows) in report {
+        println!("{table}: {rows} rows");
+    }
     Ok(())
 }
 

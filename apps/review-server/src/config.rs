@@ -33,6 +33,26 @@ pub enum Command {
     /// Review a range of a local repository with the same agent, tools and checks, no forge:
     /// prints the summary and inline comments as markdown, with tokens and cost.
     Review(ReviewArgs),
+    /// The database.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
+}
+
+/// `review-server db ...`
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Copy every repo, review, finding, skill, setting, delivery id and transcript of the
+    /// database (DATABASE_URL, by default the SQLite file in DATA_DIR) into an empty database,
+    /// e.g. a new PostgreSQL one: how an install moves from SQLite to PostgreSQL (README, "SQLite
+    /// or PostgreSQL"). Stop the server first.
+    Copy {
+        /// The target: `postgres://user:password@host/db` (or `sqlite://path`); created schema
+        /// and all, it must hold no repo, review or setting yet.
+        #[arg(long)]
+        to: String,
+    },
 }
 
 /// `review-server session ...`

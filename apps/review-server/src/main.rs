@@ -1,7 +1,7 @@
 //! review-server: wiring only (docs/architecture.md, Layout). See the library for everything else.
 
 use clap::Parser;
-use review_server::config::{Cli, Command, SessionCommand};
+use review_server::config::{Cli, Command, DbCommand, SessionCommand};
 use review_server::{cli, serve, shutdown_signal};
 use tracing_subscriber::EnvFilter;
 
@@ -26,8 +26,11 @@ fn main() -> anyhow::Result<()> {
             }
             Some(Command::Session {
                 command: SessionCommand::Export { session_id },
-            }) => cli::session_export(&args.config, &session_id),
+            }) => cli::session_export(&args.config, &session_id).await,
             Some(Command::Review(review)) => cli::review_local(&args.config, &review).await,
+            Some(Command::Db {
+                command: DbCommand::Copy { to },
+            }) => cli::db_copy(&args.config, &to).await,
         }
     })
 }

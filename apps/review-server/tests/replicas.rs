@@ -19,17 +19,6 @@ const MODEL: &str = "anthropic/claude-sonnet-4-5";
 /// Pull requests of the first phase, each delivered twice (once to each replica).
 const PRS: i64 = 100;
 
-/// The payload of `action` for PR `n` at the feature head.
-fn payload(w: &World, n: i64, action: &str) -> Vec<u8> {
-    let mut v: Value =
-        serde_json::from_slice(&w.pull_request_payload(action, &w.upstream.sha("feature")))
-            .unwrap();
-    v["number"] = json!(n);
-    v["pull_request"]["number"] = json!(n);
-    v["pull_request"]["title"] = json!(format!("Change {n}"));
-    serde_json::to_vec(&v).unwrap()
-}
-
 /// POST a signed pull_request delivery with the given delivery id.
 async fn deliver(server: &Server, body: &[u8], delivery: &str) -> u16 {
     server
@@ -152,35 +141,15 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     ];
     let mut w =
         World::start_with(Upstream::new(), Behavior::Reviewer, MODEL, true, &settings).await;
-    let b_dir = w.data.path().join("replica-b");
-    std::fs::create_dir_all(&b_dir).unwrap();
-    let mut b = Server::start(&b_dir, &w.env).await;
+    let mut b = w.replica("replica-b").await;
+    let b_dir = b.data_dir.clone();
     let db = sqlx::PgPool::connect(&url).await.unwrap();
     w.server.enable(&w.full_name(), None).await;
-    // Every PR points at the feature branch; the forge knows their diff and each PR.
-    let head = w.upstream.sha("feature");
-    let diff = git(&w.upstream.work, &["diff", &format!("main...{head}")]);
-    w.forge.set_diff(&w.full_name(), &head, &diff);
-    let mut push = vec![
-        "push".to_owned(),
-        "-q".into(),
-        "-f".into(),
-        w.upstream.bare.display().to_string(),
-    ];
-    for n in 1..=PRS + 10 {
-        push.push(format!("feature:refs/pull/{n}/head"));
-        let pull: Value = serde_json::from_slice(&payload(&w, n, "opened")).unwrap();
-        w.forge
-            .set_pull(&w.full_name(), n, pull["pull_request"].clone());
-    }
-    git(
-        &w.upstream.work,
-        &push.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    w.publish_pulls(PRS + 10);
 
     // 1. 200 deliveries for 100 PRs: each delivery id goes to both replicas at once.
     let sends = (1..=PRS).flat_map(|n| {
-        let body = payload(&w, n, "opened");
+        let body = w.pull_payload(n, "opened");
         let id = format!("delivery-{n:04}");
         [(0, body.clone(), id.clone()), (1, body, id)]
     });
@@ -245,7 +214,7 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     w.model
         .set_behavior(Behavior::Slow(Duration::from_secs(120)));
     assert_eq!(
-        deliver(&w.server, &payload(&w, 101, "opened"), "delivery-0101").await,
+        deliver(&w.server, &w.pull_payload(101, "opened"), "delivery-0101").await,
         200
     );
     wait_rows(
@@ -291,7 +260,7 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
         ])
         .await;
     assert_eq!(
-        deliver(survivor, &payload(&w, 102, "opened"), "delivery-0102").await,
+        deliver(survivor, &w.pull_payload(102, "opened"), "delivery-0102").await,
         200
     );
     wait_rows(
@@ -330,10 +299,11 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     // carries the other's events.
     let mut events_a = EventClient::connect(&w.server.url, "/api/events").await;
     let mut events_b = EventClient::connect(&b.url, "/api/events").await;
+    let model_calls = w.model.requests().len();
     w.model
         .set_behavior(Behavior::Slow(Duration::from_secs(120)));
     assert_eq!(
-        deliver(&w.server, &payload(&w, 103, "opened"), "delivery-0103").await,
+        deliver(&w.server, &w.pull_payload(103, "opened"), "delivery-0103").await,
         200
     );
     wait_rows(
@@ -355,6 +325,15 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     })
     .await;
     assert_eq!(seen["repo"], w.full_name());
+    // The agent is waiting for the model (its transcript begun) when the stop comes.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w.model.requests().len() == model_calls {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never called the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let stop: Value = other
         .http
         .post(format!("{}/api/reviews/{id}/stop", other.url))
@@ -414,7 +393,7 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     assert_eq!(r.status(), 200);
     wait_event(&mut events_b, "repo:updated", |d| d["row"]["enabled"] == 0).await;
     assert_eq!(
-        deliver(&b, &payload(&w, 104, "opened"), "delivery-0104").await,
+        deliver(&b, &w.pull_payload(104, "opened"), "delivery-0104").await,
         200
     );
     b.wait_log_line(&["repo disabled; delivery skipped"]).await;
@@ -432,7 +411,7 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     // 5. An automatic retry scheduled before every replica restarts runs once after it.
     w.model.set_behavior(Behavior::Fail500);
     assert_eq!(
-        deliver(&w.server, &payload(&w, 105, "opened"), "delivery-0105").await,
+        deliver(&w.server, &w.pull_payload(105, "opened"), "delivery-0105").await,
         200
     );
     wait_rows(

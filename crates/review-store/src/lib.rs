@@ -9,6 +9,7 @@
 //! `settings`, `skills`, `deliveries`, the dashboard aggregates in `stats` and the chat tool's
 //! read-only window in `read_query`.
 
+mod copy;
 mod deliveries;
 mod findings;
 mod queue;

@@ -15,7 +15,7 @@
 //!
 //! Lease and not-before times are epoch milliseconds; review timestamps stay epoch seconds.
 
-use crate::reviews::{REVIEW_COLUMNS, insert_review_in};
+use crate::reviews::REVIEW_COLUMNS;
 use crate::rows::review_from_row;
 use crate::{Backend, NewReview, Result, Store};
 use review_domain::ReviewRow;
@@ -62,7 +62,7 @@ impl Store {
         now: i64,
     ) -> Result<ReviewRow> {
         let mut tx = self.pool.begin().await?;
-        let row = insert_review_in(&mut tx, new, now).await?;
+        let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         insert_queue_row(&mut tx, row.id, job, owner, lease_until).await?;
         tx.commit().await?;
         Ok(row)
@@ -323,7 +323,7 @@ impl Store {
         if !held {
             return Ok(None);
         }
-        let row = insert_review_in(&mut tx, new, now).await?;
+        let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         insert_queue_row(&mut tx, row.id, job, None, None).await?;
         tx.commit().await?;
         Ok(Some(row))

@@ -37,7 +37,7 @@ impl Store {
     /// Insert a pending review and return the re-read row.
     pub async fn insert_review(&self, new: &NewReview, now: i64) -> Result<ReviewRow> {
         let mut tx = self.pool.begin().await?;
-        let row = insert_review_in(&mut tx, new, now).await?;
+        let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         tx.commit().await?;
         Ok(row)
     }

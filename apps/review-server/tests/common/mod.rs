@@ -499,6 +499,49 @@ impl World {
         }
     }
 
+    /// Another replica: the binary with this world's environment on its own folder `name`.
+    pub async fn replica(&self, name: &str) -> Server {
+        let dir = self.data.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        Server::start(&dir, &self.env).await
+    }
+
+    /// Pull requests 1..=`count` at the feature head: their refs pushed in one go, their diff
+    /// and each PR known to the fake forge (for inline comments and retries).
+    pub fn publish_pulls(&self, count: i64) {
+        let head = self.upstream.sha("feature");
+        let diff = git(&self.upstream.work, &["diff", &format!("main...{head}")]);
+        self.forge.set_diff(&self.full_name(), &head, &diff);
+        let mut push = vec![
+            "push".to_owned(),
+            "-q".into(),
+            "-f".into(),
+            self.upstream.bare.display().to_string(),
+        ];
+        for n in 1..=count {
+            push.push(format!("feature:refs/pull/{n}/head"));
+            let pull: Value = serde_json::from_slice(&self.pull_payload(n, "opened")).unwrap();
+            self.forge
+                .set_pull(&self.full_name(), n, pull["pull_request"].clone());
+        }
+        git(
+            &self.upstream.work,
+            &push.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+    }
+
+    /// The `pull_request` delivery of `action` for PR `n` at the feature head.
+    pub fn pull_payload(&self, n: i64, action: &str) -> Vec<u8> {
+        let mut v: Value = serde_json::from_slice(
+            &self.pull_request_payload(action, &self.upstream.sha("feature")),
+        )
+        .unwrap();
+        v["number"] = json!(n);
+        v["pull_request"]["number"] = json!(n);
+        v["pull_request"]["title"] = json!(format!("Change {n}"));
+        serde_json::to_vec(&v).unwrap()
+    }
+
     /// Kills the server (SIGKILL, as a crash) and starts it again on the same data folder and
     /// environment.
     pub async fn kill_and_restart(&mut self) {
@@ -626,6 +669,18 @@ impl Server {
             .unwrap();
         sqlx::query(sql).execute(&mut db).await.unwrap();
         db.close().await.unwrap();
+    }
+
+    /// The first column of the first row of `sql` on the server's database, as an integer.
+    pub async fn db_count(&self, sql: &str) -> i64 {
+        use sqlx::Connection;
+        sqlx::any::install_default_drivers();
+        let mut db = sqlx::AnyConnection::connect(&self.database_url)
+            .await
+            .unwrap();
+        let n: i64 = sqlx::query_scalar(sql).fetch_one(&mut db).await.unwrap();
+        db.close().await.unwrap();
+        n
     }
 
     /// True when the server runs on PostgreSQL.
