@@ -120,6 +120,22 @@ impl Records {
         }
         if let Some(data) = v.get("d") {
             self.events.publish_value(repo, data.clone());
+        } else if let (Some("repo:updated"), Some(repo)) = (v["k"].as_str(), repo) {
+            // A repo row too large to send (a long prompt): read it here.
+            match self.db.repo(repo).await {
+                Ok(Some(row)) => {
+                    self.events.publish(
+                        "repo:updated",
+                        Some(repo),
+                        json!({ "repo": row.full_name, "row": row }),
+                    );
+                }
+                Ok(None) => {
+                    self.events
+                        .publish("repo:removed", Some(repo), json!({ "repo": repo }));
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the repo of a remote event"),
+            }
         } else if let (Some(kind), Some(id)) = (v["k"].as_str(), v["review_id"].as_i64()) {
             match self.db.review(id).await {
                 Ok(Some(row)) => {
@@ -538,8 +554,8 @@ impl StoreView {
 }
 
 /// The NOTIFY payload of `event` from replica `origin`: `{"o", "r", "d"}` with the event's
-/// data, or, when that is over [`MAX_NOTIFY_BYTES`] (a review with a long error), `{"o", "r",
-/// "k", "review_id"}` for the receiver to re-read the row.
+/// data, or, when that is over [`MAX_NOTIFY_BYTES`] (a review with a long error, a repo with a
+/// long prompt), `{"o", "r", "k", "review_id"}` for the receiver to re-read the row.
 fn notify_payload(origin: &str, event: &Event) -> String {
     let full = json!({ "o": origin, "r": event.repo, "d": event.data }).to_string();
     if full.len() <= MAX_NOTIFY_BYTES {
@@ -552,4 +568,37 @@ fn notify_payload(origin: &str, event: &Event) -> String {
         "review_id": event.data["review"]["id"],
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_event_over_the_notify_limit_is_sent_as_a_reference_to_its_row() {
+        let bus = EventBus::new();
+        let small = bus.publish(
+            "review:updated",
+            Some("o/r"),
+            json!({ "repo": "o/r", "review": { "id": 7, "error": "short" } }),
+        );
+        let v: Value = serde_json::from_str(&notify_payload("a", &small)).unwrap();
+        assert_eq!(
+            (v["o"].as_str(), v["d"]["review"]["id"].as_i64()),
+            (Some("a"), Some(7))
+        );
+        let big = bus.publish(
+            "review:updated",
+            Some("o/r"),
+            json!({ "repo": "o/r", "review": { "id": 7, "error": "x".repeat(20_000) } }),
+        );
+        let text = notify_payload("a", &big);
+        assert!(text.len() <= MAX_NOTIFY_BYTES, "{}", text.len());
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v,
+            json!({ "o": "a", "r": "o/r", "k": "review:updated", "review_id": 7 })
+        );
+    }
 }

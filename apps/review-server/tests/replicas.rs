@@ -381,6 +381,61 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     let session = other.get_json(&format!("/api/reviews/{id}/session")).await;
     assert!(session["session_id"].is_string(), "{session}");
 
+    // A newer push delivered to one replica supersedes the run on the other.
+    let model_calls = w.model.requests().len();
+    w.model
+        .set_behavior(Behavior::Slow(Duration::from_secs(120)));
+    assert_eq!(
+        deliver(&w.server, &w.pull_payload(106, "opened"), "delivery-0106").await,
+        200
+    );
+    wait_rows(
+        &db,
+        106,
+        30,
+        |r| r.first().is_some_and(|r| r.0 == "running"),
+        &[&w.server, &b],
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w.model.requests().len() == model_calls {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never called the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let old = review_id(&db, 106).await;
+    let other = if claimed(&w.server, old) {
+        &b
+    } else {
+        &w.server
+    };
+    w.model.set_behavior(Behavior::Reviewer);
+    assert_eq!(
+        deliver(
+            other,
+            &w.pull_payload(106, "synchronize"),
+            "delivery-0106-sync"
+        )
+        .await,
+        200
+    );
+    let rows = wait_rows(
+        &db,
+        106,
+        30,
+        |r| r.len() == 2 && r[0].0 == "failed" && r[1].0 == "completed",
+        &[&w.server, &b],
+    )
+    .await;
+    assert_eq!(rows[0].1.as_deref(), Some("superseded by a newer push"));
+    assert_eq!(
+        posted_reviews(&w).get(&106),
+        Some(&1),
+        "only the newer push's review posted"
+    );
+
     // 4. A repository disabled through A: B skips its next delivery.
     let r = w
         .server

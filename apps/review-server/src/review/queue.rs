@@ -120,7 +120,13 @@ async fn renew(app: &AppState) {
     for (id, cancel) in held {
         let Some(word) = cancel else { continue };
         let reason = CancelReason::parse(&word);
-        if !app.cancel_run(id, reason) {
+        if app.cancel_run(id, reason) {
+            tracing::info!(
+                review_id = id,
+                reason = reason.as_str(),
+                "run cancelled at another replica's request (lease renewal)"
+            );
+        } else {
             // Not a live review run here (an improver run, or claimed a moment ago): the row
             // is failed directly, and the run finds it no longer running.
             if let Err(e) = app.records.fail(id, reason.message(), None).await {
