@@ -231,6 +231,33 @@ fn heif_coded_with_a_codec_we_lack_is_refused_naming_the_codec() {
 }
 
 #[test]
+fn tiff_compressed_with_a_method_we_lack_is_refused_as_unsupported_naming_it() {
+    // Pillow's hopper_webp.tif: a TIFF whose strips are WebP-compressed, which the `tiff`
+    // crate does not read. The file is whole, so it is an image coded in a way we cannot
+    // decode (415 unsupported_image), not a broken one (422), for every request.
+    let bytes = fixture("hopper_webp.tif");
+    let info = probe(&bytes, u64::MAX).unwrap();
+    assert_eq!((info.width, info.height), (128, 128), "the header reads");
+    let limits = Limits::default();
+    for query in [
+        "width=20",
+        "format=png",
+        "trim=true",
+        "width=20&format=blurhash",
+    ] {
+        let pairs = query.split('&').filter_map(|kv| kv.split_once('='));
+        let spec = TransformSpec::from_query(pairs, &limits).unwrap();
+        let e = transform(&bytes, &spec, spec.output_format(""), None, &limits).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            matches!(e, PipelineError::Unsupported(_)),
+            "{query}: {message}"
+        );
+        assert!(message.contains("WebP"), "{query}: {message}");
+    }
+}
+
+#[test]
 fn compact_heif_and_avif_are_refused_as_compact_not_as_non_images() {
     // libheif's mini-box samples (ISO/IEC 23008-12:2025 low-overhead format), which libheif
     // 1.15 cannot read.
