@@ -1,6 +1,6 @@
 //! Decoding through the `image` crate, whole: GIF's first frame, an animated WebP's first frame
-//! (composed), and PNGs that the row-by-row path (`png`) does not take; also the header reader
-//! `probe` uses for PNG, GIF and WebP.
+//! (composed), TIFF's first image, and PNGs that the row-by-row path (`png`) does not take;
+//! also the header reader `probe` uses for PNG, GIF, WebP and TIFF.
 
 use std::io::Cursor;
 
@@ -39,8 +39,79 @@ fn refusal(e: image::ImageError) -> PipelineError {
 /// Decodes whole through `image` (PNG, GIF's first frame, animated WebP's first frame), with
 /// the embedded ICC profile.
 pub(super) fn decode(bytes: &[u8]) -> Result<Decoded, PipelineError> {
+    let (img, icc) = whole(bytes)?;
+    Ok((normalise(img), (1.0, 1.0), icc))
+}
+
+/// The picture as `image` decodes it, at its own depth, and its ICC profile.
+fn whole(bytes: &[u8]) -> Result<(DynamicImage, Option<Vec<u8>>), PipelineError> {
     let mut decoder = decoder(bytes)?;
     let icc = decoder.icc_profile().ok().flatten();
     let img = DynamicImage::from_decoder(decoder).map_err(refusal)?;
+    Ok((img, icc))
+}
+
+/// Decodes a TIFF's first image as [`decode`] does, with premultiplied ("associated") alpha,
+/// which `image` hands over as it is stored, divided back out: straight alpha is what every
+/// later step and encoder expects, and libvips un-premultiplies such a TIFF on load too (a
+/// half-transparent pixel came out at a sixth of its brightness, Pillow's
+/// tiff_16bit_RGBa.tiff).
+pub(super) fn decode_tiff(bytes: &[u8]) -> Result<Decoded, PipelineError> {
+    let (mut img, icc) = whole(bytes)?;
+    if associated_alpha(bytes) {
+        img = unpremultiply(img);
+    }
     Ok((normalise(img), (1.0, 1.0), icc))
+}
+
+/// Whether the first image's alpha is associated (TIFF ExtraSamples = 1, premultiplied).
+fn associated_alpha(bytes: &[u8]) -> bool {
+    tiff::decoder::Decoder::new(Cursor::new(bytes))
+        .and_then(|mut d| d.find_tag(tiff::tags::Tag::ExtraSamples))
+        .ok()
+        .flatten()
+        .and_then(|v| v.into_u16_vec().ok())
+        .is_some_and(|samples| samples.first() == Some(&1))
+}
+
+/// Divides the colour of each pixel by its alpha (rounded, at most full scale); a fully
+/// transparent pixel keeps no colour.
+fn unpremultiply(img: DynamicImage) -> DynamicImage {
+    fn divide<T: Copy + Into<u64> + TryFrom<u64>>(pixels: &mut [T], channels: usize, full: u64) {
+        for px in pixels.chunks_exact_mut(channels) {
+            let Some((alpha, colour)) = px.split_last_mut() else {
+                continue;
+            };
+            let a: u64 = (*alpha).into();
+            if a == full {
+                continue;
+            }
+            for c in colour {
+                let v: u64 = (*c).into();
+                let straight = (v * full + a / 2).checked_div(a).unwrap_or(0).min(full);
+                if let Ok(s) = T::try_from(straight) {
+                    *c = s;
+                }
+            }
+        }
+    }
+    match img {
+        DynamicImage::ImageRgba8(mut b) => {
+            divide(&mut b, 4, 0xFF);
+            DynamicImage::ImageRgba8(b)
+        }
+        DynamicImage::ImageRgba16(mut b) => {
+            divide(&mut b, 4, 0xFFFF);
+            DynamicImage::ImageRgba16(b)
+        }
+        DynamicImage::ImageLumaA8(mut b) => {
+            divide(&mut b, 2, 0xFF);
+            DynamicImage::ImageLumaA8(b)
+        }
+        DynamicImage::ImageLumaA16(mut b) => {
+            divide(&mut b, 2, 0xFFFF);
+            DynamicImage::ImageLumaA16(b)
+        }
+        other => other,
+    }
 }
