@@ -164,6 +164,23 @@ fn a_tiff_source_is_read_as_libtiff_reads_it() {
 }
 
 #[test]
+fn a_cmyk_tiff_is_converted_through_the_cmyk_profile_as_a_cmyk_jpeg_is() {
+    // Pillow's tiff_strip_cmyk_jpeg.tif holds the picture of pil_sample_cmyk.jpg as 8-bit CMYK
+    // in JPEG-compressed strips, without a profile: it must come out as sharp converts the JPEG
+    // (libvips' built-in CMYK profile, perceptual), not with the inks subtracted from white, as
+    // the `image` crate converts it, which moved its colours by tens of levels.
+    let ((mean, largest), _) = against(
+        "tiff_strip_cmyk_jpeg.tif",
+        "format=png",
+        "pil_sample_cmyk.jpg.blocks1.png",
+        1,
+        (100, 100),
+    );
+    // Measured: a mean of 0.02, 5 at most (the two files' JPEG coding differs).
+    assert!(mean < 0.2 && largest <= 8, "{mean} mean, {largest} largest");
+}
+
+#[test]
 fn a_tiff_with_premultiplied_alpha_is_divided_back_as_libvips_does() {
     // Pillow's tiff_16bit_RGBa.tiff: 16-bit RGBA whose ExtraSamples tag says the alpha is
     // associated (the colours premultiplied by it); libvips divides it out on load, and the

@@ -57,11 +57,37 @@ fn whole(bytes: &[u8]) -> Result<(DynamicImage, Option<Vec<u8>>), PipelineError>
 /// half-transparent pixel came out at a sixth of its brightness, Pillow's
 /// tiff_16bit_RGBa.tiff).
 pub(super) fn decode_tiff(bytes: &[u8]) -> Result<Decoded, PipelineError> {
+    if let Some(rgb) = cmyk_tiff(bytes)? {
+        return Ok((DynamicImage::ImageRgb8(rgb), (1.0, 1.0), None));
+    }
     let (mut img, icc) = whole(bytes)?;
     if associated_alpha(bytes) {
         img = unpremultiply(img);
     }
     Ok((normalise(img), (1.0, 1.0), icc))
+}
+
+/// The sRGB pixels of a TIFF whose first image is 8-bit CMYK, converted through its embedded
+/// CMYK profile or libvips' built-in one as a CMYK JPEG is (`colour::cmyk_to_srgb`), where the
+/// `image` crate would subtract the inks from white (Pillow's tiff_strip_cmyk_jpeg.tif came out
+/// tens of levels off sharp's conversion of the same picture as a JPEG); `None` for any other
+/// TIFF.
+fn cmyk_tiff(bytes: &[u8]) -> Result<Option<image::RgbImage>, PipelineError> {
+    let mut tiff = tiff::decoder::Decoder::new(Cursor::new(bytes)).map_err(undecodable)?;
+    if tiff.colortype().map_err(undecodable)? != tiff::ColorType::CMYK(8) {
+        return Ok(None);
+    }
+    let (width, height) = tiff.dimensions().map_err(undecodable)?;
+    let tiff::decoder::DecodingResult::U8(cmyk) = tiff.read_image().map_err(undecodable)? else {
+        return Ok(None);
+    };
+    let icc = decoder(bytes)?.icc_profile().ok().flatten();
+    let rgb = crate::colour::cmyk_to_srgb(&cmyk, icc.as_deref()).ok_or_else(|| {
+        PipelineError::Undecodable("CMYK TIFF: its colour profile cannot be applied".into())
+    })?;
+    image::RgbImage::from_raw(width, height, rgb)
+        .map(Some)
+        .ok_or_else(|| undecodable("CMYK TIFF: the image is shorter than its header says"))
 }
 
 /// Whether the first image's alpha is associated (TIFF ExtraSamples = 1, premultiplied).
