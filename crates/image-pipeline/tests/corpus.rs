@@ -26,6 +26,8 @@
 //!   but `trim`, which decodes at full size; every transformation runs on the smaller files of
 //!   the same formats (nokia_bird_burst.heic, the AVIFs, large_image.jpg, lake_bordered.jpg),
 //!   through the same code;
+//! - pictures over half a megapixel take `fit=cover` at the positions of [`BIG_POSITIONS`]
+//!   only (the smaller files take every position);
 //! - the long animations of [`LONG_ANIMATIONS`] (12 to 42 frames, all decoded and transformed
 //!   for an animated answer: 2 to 4 s a request here) get [`ANIMATION_QUERIES`], and the short
 //!   ones (2 to 10 frames) every request.
@@ -207,6 +209,10 @@ const HEAVY_QUERIES: &[&str] = &[
     "trim=true&width=90&pixelate=4&flop=true&format=gif",
     "width=120&height=60&fit=contain&background=ff000080&watermarkText=Hi&watermark_position=northwest&flop=true",
 ];
+
+/// The positions of `fit=cover` asked of pictures over half a megapixel (HEIF and AVIF are
+/// decoded at full size for every request).
+const BIG_POSITIONS: &[&str] = &["north", "southeast", "entropy", "attention"];
 
 /// The animations of more than 10 frames, which get [`ANIMATION_QUERIES`] only.
 const LONG_ANIMATIONS: &[&str] = &["test_anim.webp", "iss634.gif", "chi.gif"];
@@ -899,7 +905,14 @@ fn run(pick: impl Fn(&str) -> bool) -> Vec<String> {
             .into_iter()
             .filter(|c| !heavy || HEAVY_QUERIES.contains(&c.query.as_str()))
             .filter(|c| !long || ANIMATION_QUERIES.contains(&c.query.as_str()))
-            .filter(|c| !large || !c.query.contains("trim="));
+            .filter(|c| !large || !c.query.contains("trim="))
+            .filter(|c| {
+                let big = u64::from(src.0) * u64::from(src.1) > 500_000;
+                !big || !c.query.contains("&position=")
+                    || BIG_POSITIONS
+                        .iter()
+                        .any(|p| c.query.contains(&format!("&position={p}&")))
+            });
         for mut case in chosen {
             case.duration = duration;
             count += 1;
