@@ -494,8 +494,9 @@ fn output_plan(
         (None, None, Some((w, h)), None) => plan(w, h, Fit::Inside, false),
         _ => plan(spec.width, spec.height, spec.fit, spec.enlarge),
     };
-    // `min_width` and `min_height`: a result smaller than them is scaled up, its shape kept.
-    let (rw, rh) = chosen.resize;
+    // `min_width` and `min_height`: a result smaller than them (with the padding of
+    // `contain`, which is part of it) is scaled up, its shape kept.
+    let (rw, rh) = chosen.pad_to.unwrap_or(chosen.resize);
     let need_w = spec.min_width.map_or(1.0, |m| f64::from(m) / f64::from(rw));
     let need_h = spec
         .min_height
@@ -503,16 +504,16 @@ fn output_plan(
     let grow = need_w.max(need_h);
     if grow > 1.0 {
         enlarge = true;
-        let boxed = spec.width.is_some() && spec.height.is_some() && spec.fit != Fit::Inside;
-        chosen = if boxed {
-            // A box that crops, pads or stretches: the box grows, the fit stays.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let by = |v: u32| (f64::from(v) * grow).ceil().min(f64::from(u32::MAX)) as u32;
-            plan(spec.width.map(by), spec.height.map(by), spec.fit, true)
-        } else if need_w >= need_h {
-            plan(spec.min_width, None, Fit::Inside, true)
-        } else {
-            plan(None, spec.min_height, Fit::Inside, true)
+        chosen = match (spec.width, spec.height) {
+            (Some(w), Some(h)) if spec.fit != Fit::Inside => {
+                // A box that crops, pads or stretches: the fit stays, in the smallest box of
+                // its shape that holds the minimums (the box itself when it already does and
+                // only a source smaller than it, not enlarged, fell short).
+                let (w, h) = grown_box((w, h), (spec.min_width, spec.min_height));
+                plan(Some(w), Some(h), spec.fit, true)
+            }
+            _ if need_w >= need_h => plan(spec.min_width, None, Fit::Inside, true),
+            _ => plan(None, spec.min_height, Fit::Inside, true),
         };
     }
     let asked = spec.width.is_some() || spec.height.is_some() || spec.zoom.is_some() || grow > 1.0;
@@ -575,6 +576,28 @@ fn output_plan(
         name: name.into(),
         reason,
     })
+}
+
+/// The smallest box of the shape of `(width, height)`, no smaller than it, whose sides reach
+/// `min_width` and `min_height` (`min_width`, `min_height` of docs/image-service.md §4): both
+/// sides times the larger of the ratios minimum / side, rounded up in whole numbers, so the
+/// side that sets the ratio is its minimum exactly (in floating point, 7 x (29 / 7) rounds up
+/// to 30).
+fn grown_box(
+    (width, height): (u32, u32),
+    (min_width, min_height): (Option<u32>, Option<u32>),
+) -> (u32, u32) {
+    // The ratio as a fraction (numerator, denominator), at least 1.
+    let mut ratio = (1_u64, 1_u64);
+    for (min, side) in [(min_width, width), (min_height, height)] {
+        if let Some(m) = min
+            && u64::from(m) * ratio.1 > ratio.0 * u64::from(side)
+        {
+            ratio = (u64::from(m), u64::from(side).max(1));
+        }
+    }
+    let by = |v: u32| u32::try_from((u64::from(v) * ratio.0).div_ceil(ratio.1)).unwrap_or(u32::MAX);
+    (by(width), by(height))
 }
 
 /// Refuses `padding` that takes the `output` (after rotation) past MAX_OUTPUT_DIMENSION, or, on

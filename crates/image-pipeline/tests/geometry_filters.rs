@@ -281,6 +281,53 @@ fn min_sizes_scale_a_smaller_result_up() {
     );
 }
 
+/// `min_width` and `min_height` grow a `cover`, `contain` or `fill` box to the smallest box of
+/// its shape that holds them, whatever the source's size, and count the padding of `contain`
+/// as part of the result (found by tests/corpus.rs on a 2x1 JPEG).
+#[test]
+fn min_sizes_grow_a_box_to_the_smallest_box_that_holds_them() {
+    let photo = fixture("lake_240.png");
+    // A source smaller than the box: it reaches the grown box, not a box grown by how far
+    // the small, unenlarged result fell short (a 2x1 source asked 24000x16000 and was refused).
+    let tiny = image_pipeline::samples::png(&RgbaImage::from_pixel(
+        2,
+        1,
+        image_pipeline::image::Rgba([200, 30, 30, 255]),
+    ));
+    assert_eq!(
+        run(
+            &tiny,
+            "width=120&height=80&fit=cover&min_width=200&format=png"
+        )
+        .dimensions(),
+        (200, 134)
+    );
+    assert_eq!(
+        run(
+            &photo,
+            "width=300&height=200&fit=fill&min_height=150&format=png"
+        )
+        .dimensions(),
+        (300, 200),
+        "the box already holds the minimum: the source is stretched to it"
+    );
+    // The padded box of `contain` is the result: it already holds the minimum.
+    assert_eq!(
+        run(
+            &photo,
+            "width=120&height=120&fit=contain&min_width=100&format=png"
+        )
+        .dimensions(),
+        (120, 120)
+    );
+    // The side that sets the growth is its minimum exactly (7 x (29 / 7) is 30 in floating
+    // point, rounded up).
+    assert_eq!(
+        run(&photo, "width=7&height=7&fit=cover&min_width=29&format=png").dimensions(),
+        (29, 29)
+    );
+}
+
 /// Results carry no metadata; with `keep_copyright` they carry the source's EXIF `Copyright`
 /// and `Artist` and, for a source with an ICC profile, the sRGB profile of their pixels, in
 /// JPEG, PNG and WebP alike, and still decode to the same pixels.

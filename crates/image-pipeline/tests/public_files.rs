@@ -164,6 +164,36 @@ fn a_tiff_source_is_read_as_libtiff_reads_it() {
 }
 
 #[test]
+fn a_cmyk_tiff_is_converted_through_the_cmyk_profile_as_a_cmyk_jpeg_is() {
+    // Pillow's tiff_strip_cmyk_jpeg.tif holds the picture of pil_sample_cmyk.jpg as 8-bit CMYK
+    // in JPEG-compressed strips, without a profile: it must come out as sharp converts the JPEG
+    // (libvips' built-in CMYK profile, perceptual), not with the inks subtracted from white, as
+    // the `image` crate converts it, which moved its colours by tens of levels.
+    let ((mean, largest), _) = against(
+        "tiff_strip_cmyk_jpeg.tif",
+        "format=png",
+        "pil_sample_cmyk.jpg.blocks1.png",
+        1,
+        (100, 100),
+    );
+    // Measured: a mean of 0.02, 5 at most (the two files' JPEG coding differs).
+    assert!(mean < 0.2 && largest <= 8, "{mean} mean, {largest} largest");
+}
+
+#[test]
+fn a_tiff_with_premultiplied_alpha_is_divided_back_as_libvips_does() {
+    // Pillow's tiff_16bit_RGBa.tiff: 16-bit RGBA whose ExtraSamples tag says the alpha is
+    // associated (the colours premultiplied by it); libvips divides it out on load, and the
+    // `image` crate hands the stored samples over as they are.
+    let img = ours("tiff_16bit_RGBa.tiff", "format=png");
+    let reference = decode_to_rgba(&fixture("tiff_16bit_RGBa_libvips.png"), u64::MAX).unwrap();
+    let (mean, largest) = difference(&img, &reference);
+    // Measured: a mean of 0.2, 1 at most; left premultiplied, a pixel of alpha 16 showed
+    // (5, 3, 3) for libvips' (82, 53, 39), a mean of 86 off in red.
+    assert!(mean < 0.5 && largest <= 2, "{mean} mean, {largest} largest");
+}
+
+#[test]
 fn an_svg_source_is_drawn_at_libvips_size_and_close_to_librsvg() {
     // Link-U's plum blossom (Inkscape, 1000 mm square): 2835 px at libvips' 72 dpi.
     let ((mean, largest), img) =
@@ -227,6 +257,33 @@ fn heif_coded_with_a_codec_we_lack_is_refused_naming_the_codec() {
         );
         assert!(message.contains(coding), "{file}: {message}");
         assert!(!message.contains("pitm"), "{file}: {message}");
+    }
+}
+
+#[test]
+fn tiff_compressed_with_a_method_we_lack_is_refused_as_unsupported_naming_it() {
+    // Pillow's hopper_webp.tif: a TIFF whose strips are WebP-compressed, which the `tiff`
+    // crate does not read. The file is whole, so it is an image coded in a way we cannot
+    // decode (415 unsupported_image), not a broken one (422), for every request.
+    let bytes = fixture("hopper_webp.tif");
+    let info = probe(&bytes, u64::MAX).unwrap();
+    assert_eq!((info.width, info.height), (128, 128), "the header reads");
+    let limits = Limits::default();
+    for query in [
+        "width=20",
+        "format=png",
+        "trim=true",
+        "width=20&format=blurhash",
+    ] {
+        let pairs = query.split('&').filter_map(|kv| kv.split_once('='));
+        let spec = TransformSpec::from_query(pairs, &limits).unwrap();
+        let e = transform(&bytes, &spec, spec.output_format(""), None, &limits).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            matches!(e, PipelineError::Unsupported(_)),
+            "{query}: {message}"
+        );
+        assert!(message.contains("WebP"), "{query}: {message}");
     }
 }
 

@@ -1,6 +1,6 @@
-//! EXIF orientation: read from a JPEG's APP1 `Exif` segment (its TIFF IFD0, either byte order),
-//! or mapped from what the `image` crate reads for PNG and WebP. Decoding applies it, so every
-//! output is upright.
+//! EXIF orientation: read from a JPEG's APP1 `Exif` segment or the EXIF chunk of a PNG or WebP
+//! (their TIFF IFD0, either byte order), or mapped from what the `image` crate reads for a TIFF.
+//! Decoding applies it, so every output is upright.
 
 use image::metadata::Orientation;
 
@@ -25,6 +25,14 @@ pub(super) fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
     jpeg::segments(bytes)
         .find(|(m, seg)| *m == 0xE1 && seg.starts_with(b"Exif\0\0"))
         .and_then(|(_, seg)| tiff_orientation(&seg[6..]))
+}
+
+/// EXIF orientation of an EXIF chunk as a PNG (`eXIf`) or WebP (`EXIF`) holds it, 1..=8: a TIFF
+/// structure, which many writers (Pillow, ImageMagick, Photoshop) start with JPEG's `Exif\0\0`
+/// as libvips and exiftool accept (the `image` crate reads only the bare structure, so a WebP
+/// of Pillow's came out unturned).
+pub(super) fn chunk_orientation(chunk: &[u8]) -> Option<u8> {
+    tiff_orientation(chunk.strip_prefix(b"Exif\0\0").unwrap_or(chunk))
 }
 
 /// The Orientation tag (0x0112) of a TIFF structure's IFD0, either byte order; `None` when
@@ -76,5 +84,16 @@ mod tests {
             b'M', b'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 8, 0, 0,
         ];
         assert_eq!(tiff_orientation(&be), Some(8));
+    }
+
+    #[test]
+    fn an_exif_chunk_is_read_bare_or_with_the_jpeg_prefix() {
+        let bare = [
+            b'I', b'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0,
+        ];
+        assert_eq!(chunk_orientation(&bare), Some(6));
+        let prefixed = [b"Exif\0\0".as_slice(), &bare].concat();
+        assert_eq!(chunk_orientation(&prefixed), Some(6));
+        assert_eq!(chunk_orientation(b"Exif\0\0"), None);
     }
 }

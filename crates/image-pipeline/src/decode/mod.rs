@@ -193,7 +193,8 @@ pub(crate) fn decode(
             }
             None => generic::decode(bytes)?,
         },
-        SourceFormat::Png | SourceFormat::Gif | SourceFormat::Tiff => generic::decode(bytes)?,
+        SourceFormat::Png | SourceFormat::Gif => generic::decode(bytes)?,
+        SourceFormat::Tiff => generic::decode_tiff(bytes)?,
         SourceFormat::Svg => svg::decode(bytes, info, min_scale)?,
     };
     colour::to_srgb(&mut image, icc.as_deref());

@@ -58,7 +58,16 @@ pub fn probe(bytes: &[u8], max_source_pixels: u64) -> Result<SourceInfo, Pipelin
         SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp | SourceFormat::Tiff => {
             let mut decoder = generic::decoder(bytes)?;
             let (w, h) = decoder.dimensions();
-            let o = decoder.orientation().map_or(1, exif::orientation_to_exif);
+            // A TIFF's orientation is a tag of its own IFD; PNG and WebP hold an EXIF chunk.
+            let o = match format {
+                SourceFormat::Tiff => decoder.orientation().map_or(1, exif::orientation_to_exif),
+                _ => decoder
+                    .exif_metadata()
+                    .ok()
+                    .flatten()
+                    .and_then(|chunk| exif::chunk_orientation(&chunk))
+                    .unwrap_or(1),
+            };
             (w, h, o)
         }
     };
