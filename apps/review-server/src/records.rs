@@ -516,6 +516,8 @@ impl StoreView {
         fn put_setting(&self, key: &str, value: Option<&str>) -> ();
         /// Claims a webhook delivery id; false for a redelivery.
         fn claim_delivery(&self, id: &str, now: i64) -> bool;
+        /// Forgets delivery ids older than the window.
+        fn prune_deliveries(&self, now: i64) -> u64;
         /// Releases the claim of a delivery whose handling failed.
         fn release_delivery(&self, id: &str) -> ();
         /// The PR's pending or running reviews other than `except`, by id.

@@ -392,6 +392,9 @@ on_both_backends! {
         assert!(store.claim_delivery("d-2", 1001).await.unwrap());
         assert!(!store.claim_delivery("d-1", 1000 + DELIVERY_WINDOW_SECS).await.unwrap());
         assert!(store.claim_delivery("d-1", 1001 + DELIVERY_WINDOW_SECS).await.unwrap());
+        // Pruning forgets only the ids older than the window.
+        assert_eq!(store.prune_deliveries(1001 + DELIVERY_WINDOW_SECS).await.unwrap(), 0);
+        assert_eq!(store.prune_deliveries(1002 + DELIVERY_WINDOW_SECS + 1).await.unwrap(), 1, "d-2 seen at 1001");
         store.release_delivery("d-2").await.unwrap();
         assert!(store.claim_delivery("d-2", 1002).await.unwrap());
         let claims = futures::future::join_all(

@@ -19,6 +19,8 @@ use std::time::Duration;
 /// The channel of cancels sent to the replica that runs a review: `{"cancel": id, "reason":
 /// "stopped" | "superseded"}`.
 pub const CONTROL_CHANNEL: &str = "review_control";
+/// How often a replica forgets webhook delivery ids older than their 24-hour window.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 /// The channel migration postgres/0003 notifies when a review is queued.
 const QUEUE_CHANNEL: &str = "review_queue";
 /// The error of a review whose replica stopped renewing its lease.
@@ -80,7 +82,19 @@ async fn keeper(app: AppState) {
     let renew_every = Duration::from_millis(u64::try_from(lease_ms(&app) / 3).unwrap_or(1000));
     let tick = poll(&app).min(renew_every);
     let mut last_renewal: Option<tokio::time::Instant> = None;
+    let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
+        if last_prune.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
+            if let Err(e) = app
+                .records
+                .store
+                .prune_deliveries(crate::records::now())
+                .await
+            {
+                tracing::warn!(error = %e, "cannot forget old webhook delivery ids");
+            }
+            last_prune = Some(tokio::time::Instant::now());
+        }
         if last_renewal.is_none_or(|t| t.elapsed() >= renew_every) {
             renew(&app).await;
             last_renewal = Some(tokio::time::Instant::now());
