@@ -585,7 +585,11 @@ impl Store {
                 },
                 repo: Some((FACET_PROJECTS, Key::Facet)),
                 model: Some((
-                    "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo_model WHERE true",
+                    if plan.all_time() {
+                        "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_total_repo_model WHERE true"
+                    } else {
+                        "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo_model WHERE true"
+                    },
                     Key::Column("model"),
                 )),
             },
@@ -605,7 +609,11 @@ impl Store {
             Rollups {
                 all: "SELECT model, reviews, cost, tokens FROM stats_day_model WHERE true",
                 repo: Some((
-                    "SELECT model, reviews, cost, tokens FROM stats_day_repo_model WHERE true",
+                    if plan.all_time() {
+                        "SELECT model, reviews, cost, tokens FROM stats_total_repo_model WHERE true"
+                    } else {
+                        "SELECT model, reviews, cost, tokens FROM stats_day_repo_model WHERE true"
+                    },
                     Key::Column("repo"),
                 )),
                 model: Some((
@@ -639,7 +647,7 @@ impl Store {
             "trig AS \"trigger\", CAST(sum(n) AS BIGINT) AS count",
             Rollups::faceted(
                 "SELECT trig, n FROM stats_day_trigger WHERE true",
-                "SELECT trig, reviews AS n FROM stats_day_facet WHERE status != 'skipped'",
+                "SELECT trig, n FROM stats_day_facet_trigger WHERE true",
             ),
             "SELECT coalesce(r.\"trigger\", 'unknown') AS trig, 1 AS n FROM reviews r
              WHERE r.status != 'skipped'",
