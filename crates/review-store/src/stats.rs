@@ -675,14 +675,17 @@ impl Store {
             ),
             "GROUP BY severity HAVING sum(n) > 0 ORDER BY count DESC, severity",
         );
+        // The ids first, then their rows: SQLite ranks a repo's or model's reviews from its
+        // covering index instead of reading 20,000 rows for pr_number (70 ms at 1M reviews).
         let mut top_cost = Sql::new(
             "SELECT r.id, r.repo_full_name, r.pr_number, r.cost, r.tokens, r.model FROM reviews r
-             WHERE r.status != 'skipped' AND r.cost IS NOT NULL",
+             WHERE r.id IN (SELECT r.id FROM reviews r WHERE r.status != 'skipped' AND r.cost IS NOT NULL",
         );
         push_full_filter(&mut top_cost, f);
         top_cost
             .push(" ORDER BY r.cost DESC, r.id DESC LIMIT ")
-            .push_bind(TOP_COST_ROWS);
+            .push_bind(TOP_COST_ROWS)
+            .push(") ORDER BY r.cost DESC, r.id DESC");
 
         let (projects, models, daily, triggers, (count, avg), severity, top_cost, all_models) = futures::try_join!(
             all(pool, &projects),
