@@ -1,21 +1,59 @@
 #!/usr/bin/env bash
 # review-server stats benchmark: p50 of GET /api/stats and /api/stats/charts (range=all and
-# range=30d) at 100,000 and 1,000,000 reviews (3 findings each), on the release binary
-# (examples/bench_stats.rs). Targets: under 30 ms at 100k, under 150 ms at 1M.
-# Writes bench/review-stats/RESULTS.md. SCALES="100000 1000000" overrides the sizes.
+# range=30d; unfiltered, one repo, one model) at 100,000 and 1,000,000 reviews (3 findings
+# each), on SQLite and on PostgreSQL, on the release binary (examples/bench_stats.rs). Targets:
+# under 30 ms at 100k, under 150 ms at 1M. Writes bench/review-stats/RESULTS.md.
+# SCALES="100000 1000000" overrides the sizes. PostgreSQL: a throwaway cluster on a free
+# loopback port, started here as scripts/test.sh does (the newest installed PostgreSQL), or the
+# server of BENCH_POSTGRES_URL (a superuser's URL) when set; without either only SQLite runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
 cargo build --release -p review-server --bin review-server --example bench_stats
 bin="$CARGO_TARGET_DIR/release/review-server"
 out=bench/review-stats/RESULTS.md
+
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+pg_data=""
+as_postgres() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+cleanup() {
+  if [ -n "$pg_data" ]; then
+    as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$pg_data"
+  fi
+}
+trap cleanup EXIT
+# Server settings of the throwaway cluster, named in RESULTS.md.
+pg_settings="shared_buffers=512MB effective_cache_size=4GB work_mem=16MB max_wal_size=4GB"
+if [ -z "${BENCH_POSTGRES_URL:-}" ] && [ -x "$pg_bin/initdb" ]; then
+  pg_data=$(mktemp -d)
+  [ "$(id -u)" = 0 ] && chown postgres "$pg_data"
+  pg_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  pg_password=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+  echo "$pg_password" >"$pg_data/pwfile"
+  [ "$(id -u)" = 0 ] && chown postgres "$pg_data/pwfile"
+  as_postgres "$pg_bin/initdb" -D "$pg_data/data" -U postgres --pwfile="$pg_data/pwfile" \
+    --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$pg_data/initdb.log"
+  opts="-c listen_addresses=127.0.0.1 -c port=$pg_port -c unix_socket_directories=$pg_data -c fsync=off"
+  for s in $pg_settings; do opts="$opts -c $s"; done
+  as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -l "$pg_data/server.log" -w -o "$opts" start >/dev/null
+  export BENCH_POSTGRES_URL="postgres://postgres:$pg_password@127.0.0.1:$pg_port/postgres"
+  pg_note="PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'): a throwaway cluster started by run.sh with fsync=off, $pg_settings."
+elif [ -n "${BENCH_POSTGRES_URL:-}" ]; then
+  pg_note="PostgreSQL: the server of BENCH_POSTGRES_URL."
+else
+  pg_note="PostgreSQL not installed: SQLite only."
+fi
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # shellcheck disable=SC2086
 table=$("$CARGO_TARGET_DIR/release/examples/bench_stats" "$bin" ${SCALES:-100000 1000000})
 {
   echo "# review-server stats benchmark"
   echo
-  echo "Produced by \`bench/review-stats/run.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); release build; client and server share the machine. p50 and max of 20 sequential requests after 3 warm-ups. Targets: under 30 ms at 100k reviews, under 150 ms at 1M. Load average (1, 5, 15 min) at the start: $load_before; at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Produced by \`bench/review-stats/run.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); release build; client, server and database share the machine. p50 and max of 20 sequential requests after 3 warm-ups. Targets: under 30 ms at 100k reviews, under 150 ms at 1M. Filters: \`repo=\` one of 50 repos (2% of the reviews), \`model=\` one of 8 models (11%). $pg_note Load average (1, 5, 15 min) at the start: $load_before; at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo "$table"
 } | tee "$out"

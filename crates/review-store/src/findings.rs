@@ -8,7 +8,9 @@ use review_domain::{FindingRow, NewFinding, ReviewRow};
 /// Key of the PostgreSQL advisory lock that orders finding writes: each finding adds to the
 /// per-day severity and path rollups (migrations/postgres/0002_stats_rollups.sql), and two
 /// reviews of one day writing `nit` then `blocking` and `blocking` then `nit` would deadlock
-/// on those rows. SQLite has one writer at a time already.
+/// on those rows. The trigger that moves a review's findings when its status, day, repo or
+/// model changes takes it too (migrations/postgres/0004_stats_filter_rollups.sql). SQLite has
+/// one writer at a time already.
 const FINDINGS_LOCK: i64 = 0x7265_7669_6577_6631;
 
 /// The columns of a FindingRow, in the order of the spec.
@@ -71,5 +73,17 @@ impl Store {
         );
         let query = sqlx::query(&sql).bind(repo).bind(pr_number);
         self.all(query, finding_from_row).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The PostgreSQL trigger that moves a review's findings between rollup rows orders itself
+    /// with the finding writers: it takes the same advisory lock.
+    #[test]
+    fn moving_findings_takes_the_findings_lock() {
+        let sql = include_str!("../../../migrations/postgres/0004_stats_filter_rollups.sql");
+        let lock = format!("pg_advisory_xact_lock({})", super::FINDINGS_LOCK);
+        assert!(sql.contains(&lock), "{lock} missing");
     }
 }

@@ -4,9 +4,11 @@
 //! A window is split into whole UTC days, read from the per-day rollups that the triggers of
 //! `migrations/0007_stats_rollups.sql` (PostgreSQL: `migrations/postgres/0002_stats_rollups.sql`)
 //! keep exact, and the partial days at its edges, read from
-//! the raw rows; both halves are summed in one `GROUP BY`. A filter on repo or model reads the
-//! raw rows only (the rollups are not split by them), through the indexes of
-//! `migrations/0006_stats_indexes.sql`. An all-time window reads per-repo and per-file totals
+//! the raw rows; both halves are summed in one `GROUP BY`. A filter on one repo or one model
+//! reads the rollups split by repo and by model (`migrations/0013_stats_filter_rollups.sql`;
+//! PostgreSQL: `migrations/postgres/0004_stats_filter_rollups.sql`) the same way; a filter on
+//! both reads the raw rows only, through the indexes of `migrations/0009_stats_filter_indexes.sql`.
+//! An all-time window reads per-repo and per-file totals
 //! (`migrations/0008_stats_totals.sql`) instead of summing days. Percentiles walk an index and
 //! stop at the rank.
 
@@ -299,10 +301,60 @@ pub struct Charts {
     pub top_files: Vec<TopFileRow>,
 }
 
+/// The one repo or one model a window is narrowed to, which the rollups split by repo and by
+/// model answer (`migrations/0013_stats_filter_rollups.sql`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Facet<'a> {
+    Repo(&'a str),
+    Model(&'a str),
+}
+
+impl<'a> Facet<'a> {
+    /// The `facet` column's name for it and the repo or model.
+    fn parts(self) -> (&'static str, &'a str) {
+        match self {
+            Facet::Repo(v) => ("repo", v),
+            Facet::Model(v) => ("model", v),
+        }
+    }
+}
+
+/// How a rollup read for a [`Facet`] finds its rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Key {
+    /// `facet = <repo|model> AND value = <it>` (the `stats_*_facet*` tables).
+    Facet,
+    /// `<column> = <the repo or model>`.
+    Column(&'static str),
+}
+
+/// The rollups one aggregate reads: SQL ending where conditions are appended (`... WHERE
+/// <cond>`) for no filter, for a repo and for a model; None where only the raw rows answer.
+#[derive(Debug, Clone, Copy)]
+struct Rollups<'s> {
+    all: &'s str,
+    repo: Option<(&'s str, Key)>,
+    model: Option<(&'s str, Key)>,
+}
+
+impl<'s> Rollups<'s> {
+    /// `all` without a filter; `facet` (a `stats_*_facet*` table) for a repo or a model.
+    fn faceted(all: &'s str, facet: &'s str) -> Self {
+        Self {
+            all,
+            repo: Some((facet, Key::Facet)),
+            model: Some((facet, Key::Facet)),
+        }
+    }
+}
+
 /// How a filter is read: whole days from the rollups plus raw edges, or raw rows only.
 #[derive(Debug, Clone, PartialEq)]
 struct Plan<'a> {
     filter: &'a StatsFilter,
+    /// The repo or model the rollups are read for; None: the unsplit rollups (or raw rows only
+    /// when both a repo and a model are given).
+    facet: Option<Facet<'a>>,
     /// `[lo, hi)` in days since the epoch, read from the rollups; None: raw rows only.
     days: Option<(i64, i64)>,
     /// Half-open created_at ranges read from the raw rows (None bound: unbounded).
@@ -312,23 +364,18 @@ struct Plan<'a> {
 impl<'a> Plan<'a> {
     fn new(filter: &'a StatsFilter) -> Self {
         let (since, until) = (filter.since, filter.until);
-        if filter.repo.is_some() || filter.model.is_some() {
-            return Self {
-                filter,
-                days: None,
-                edges: vec![(since, until)],
-            };
-        }
+        let facet = match (filter.repo.as_deref(), filter.model.as_deref()) {
+            (Some(_), Some(_)) => return Self::raw(filter),
+            (Some(repo), None) => Some(Facet::Repo(repo)),
+            (None, Some(model)) => Some(Facet::Model(model)),
+            (None, None) => None,
+        };
         let lo = since.map_or(i64::MIN / DAY, |s| {
             s.div_euclid(DAY) + i64::from(s % DAY != 0)
         });
         let hi = until.map_or(i64::MAX / DAY, |u| u.div_euclid(DAY));
         if lo >= hi {
-            return Self {
-                filter,
-                days: None,
-                edges: vec![(since, until)],
-            };
+            return Self::raw(filter);
         }
         let mut edges = Vec::new();
         if let Some(s) = since
@@ -343,8 +390,19 @@ impl<'a> Plan<'a> {
         }
         Self {
             filter,
+            facet,
             days: Some((lo, hi)),
             edges,
+        }
+    }
+
+    /// The whole window from the raw rows.
+    fn raw(filter: &'a StatsFilter) -> Self {
+        Self {
+            filter,
+            facet: None,
+            days: None,
+            edges: vec![(filter.since, filter.until)],
         }
     }
 
@@ -359,13 +417,38 @@ impl<'a> Plan<'a> {
         !self.edges.is_empty()
     }
 
-    /// True when the window is all time over every repo and model: the all-time totals of
-    /// `migrations/0008_stats_totals.sql` answer alone.
+    /// True when the window is all time: all-time totals answer alone.
     fn all_time(&self) -> bool {
         self.days.is_some()
             && self.filter.since.is_none()
             && self.filter.until.is_none()
             && self.edges.is_empty()
+    }
+
+    /// The rollup of `rollups` this plan reads with the condition that picks its repo or model,
+    /// or None when the plan reads raw rows only or `rollups` has none for its facet.
+    fn rollup<'s>(&self, rollups: &Rollups<'s>) -> Option<(&'s str, Option<(Key, Facet<'a>)>)> {
+        self.days?;
+        match self.facet {
+            None => Some((rollups.all, None)),
+            Some(f @ Facet::Repo(_)) => rollups.repo.map(|(sql, key)| (sql, Some((key, f)))),
+            Some(f @ Facet::Model(_)) => rollups.model.map(|(sql, key)| (sql, Some((key, f)))),
+        }
+    }
+}
+
+/// The index SQLite walks for the completed reviews of `f`: `by_repo`, `by_model` or
+/// `unfiltered` (with both a repo and a model, `by_repo`).
+fn filter_index<'i>(
+    f: &StatsFilter,
+    unfiltered: &'i str,
+    by_repo: &'i str,
+    by_model: &'i str,
+) -> &'i str {
+    match (&f.repo, &f.model) {
+        (Some(_), _) => by_repo,
+        (None, Some(_)) => by_model,
+        (None, None) => unfiltered,
     }
 }
 
@@ -414,28 +497,43 @@ fn push_full_filter(q: &mut Sql, f: &StatsFilter) {
     push_repo_model(q, f);
 }
 
-/// Start `SELECT <outer> FROM (` + the rollup branch (when the plan has days) + `UNION ALL` +
-/// the raw branch (when it has edges) + `) <tail>`. `rollup` and `raw` are SQL that end
-/// where the plan's conditions are appended (`... WHERE <cond>`); an all-time plan adds no day
-/// bounds, so `rollup` may read a table without days (the totals).
-fn union_query(plan: &Plan<'_>, outer: &str, rollup: &str, raw: &str, tail: &str) -> Sql {
-    let mut q = Sql::new(format!("SELECT {outer} FROM ("));
-    let mut first = true;
-    if let Some((lo, hi)) = plan.days {
-        q.push(rollup);
-        if !plan.all_time() {
-            q.push(" AND day >= ")
-                .push_bind(lo)
-                .push(" AND day < ")
-                .push_bind(hi);
-        }
-        first = false;
-    }
-    if plan.has_raw() || first {
-        if !first {
-            q.push(" UNION ALL ");
-        }
+/// `SELECT <outer> FROM (` + the rollup branch (when the plan has days and `rollups` one for
+/// its filter) + `UNION ALL` + the raw branch (for the edges, or the whole window when no rollup
+/// answers) + `) <tail>`. The rollups and `raw` are SQL that end where the plan's conditions are
+/// appended (`... WHERE <cond>`); an all-time plan adds no day bounds, so a rollup may read a
+/// table without days (the totals).
+fn union_query(plan: &Plan<'_>, outer: &str, rollups: Rollups<'_>, raw: &str, tail: &str) -> Sql {
+    let Some((rollup, key)) = plan.rollup(&rollups) else {
+        let raw_plan = Plan::raw(plan.filter);
+        let mut q = Sql::new(format!("SELECT {outer} FROM ("));
         q.push(raw);
+        raw_plan.push_raw(&mut q);
+        q.push(") AS u ").push(tail);
+        return q;
+    };
+    let mut q = Sql::new(format!("SELECT {outer} FROM ("));
+    q.push(rollup);
+    if let Some((key, facet)) = key {
+        let (name, value) = facet.parts();
+        match key {
+            Key::Facet => q
+                .push(" AND facet = ")
+                .push_bind(name.to_owned())
+                .push(" AND value = "),
+            Key::Column(column) => q.push(" AND ").push(column).push(" = "),
+        };
+        q.push_bind(value.to_owned());
+    }
+    if let Some((lo, hi)) = plan.days
+        && !plan.all_time()
+    {
+        q.push(" AND day >= ")
+            .push_bind(lo)
+            .push(" AND day < ")
+            .push_bind(hi);
+    }
+    if plan.has_raw() {
+        q.push(" UNION ALL ").push(raw);
         plan.push_raw(&mut q);
     }
     q.push(") AS u ").push(tail);
@@ -451,6 +549,13 @@ const FINDINGS_RAW: &str =
 /// (docs/review-service.md §2, ProjectStatsRow: averages are over completed reviews).
 const RAW_DURATION: &str = "CASE WHEN r.status = 'completed' THEN coalesce(r.completed_at - r.created_at, 0) ELSE 0 END AS dur_sum,
      CASE WHEN r.status = 'completed' AND r.completed_at IS NOT NULL THEN 1 ELSE 0 END AS dur_n";
+
+/// projects for one repo from `stats_day_facet`: non-skipped reviews, durations of the
+/// completed ones (docs/review-service.md §2, ProjectStatsRow).
+const FACET_PROJECTS: &str = "SELECT value AS repo_full_name, reviews, cost, tokens,
+     CASE WHEN status = 'completed' THEN dur_sum ELSE 0 END AS dur_sum,
+     CASE WHEN status = 'completed' THEN dur_n ELSE 0 END AS dur_n
+     FROM stats_day_facet WHERE status != 'skipped'";
 
 /// The mean duration of summed `dur_sum` and `dur_n`, null when nothing completed.
 const MEAN_DURATION: &str =
@@ -472,10 +577,21 @@ impl Store {
                  CAST(sum(tokens) AS BIGINT) AS tokens, {MEAN_DURATION} AS avg_duration",
                 db.total("cost")
             ),
-            if plan.all_time() {
-                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_total_repo WHERE true"
-            } else {
-                "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo WHERE true"
+            Rollups {
+                all: if plan.all_time() {
+                    "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_total_repo WHERE true"
+                } else {
+                    "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo WHERE true"
+                },
+                repo: Some((FACET_PROJECTS, Key::Facet)),
+                model: Some((
+                    if plan.all_time() {
+                        "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_total_repo_model WHERE true"
+                    } else {
+                        "SELECT repo AS repo_full_name, reviews, cost, tokens, dur_sum, dur_n FROM stats_day_repo_model WHERE true"
+                    },
+                    Key::Column("model"),
+                )),
             },
             &format!(
                 "SELECT r.repo_full_name AS repo_full_name, 1 AS reviews, coalesce(r.cost, 0.0) AS cost,
@@ -490,7 +606,21 @@ impl Store {
                  CAST(sum(tokens) AS BIGINT) AS tokens",
                 db.total("cost")
             ),
-            "SELECT model, reviews, cost, tokens FROM stats_day_model WHERE true",
+            Rollups {
+                all: "SELECT model, reviews, cost, tokens FROM stats_day_model WHERE true",
+                repo: Some((
+                    if plan.all_time() {
+                        "SELECT model, reviews, cost, tokens FROM stats_total_repo_model WHERE true"
+                    } else {
+                        "SELECT model, reviews, cost, tokens FROM stats_day_repo_model WHERE true"
+                    },
+                    Key::Column("repo"),
+                )),
+                model: Some((
+                    "SELECT value AS model, reviews, cost, tokens FROM stats_day_facet WHERE status != 'skipped'",
+                    Key::Facet,
+                )),
+            },
             "SELECT r.model AS model, 1 AS reviews, coalesce(r.cost, 0.0) AS cost,
              coalesce(r.tokens, 0) AS tokens
              FROM reviews r WHERE r.status != 'skipped' AND r.model IS NOT NULL",
@@ -504,7 +634,10 @@ impl Store {
                 db.day_text("day"),
                 db.total("cost")
             ),
-            "SELECT day, reviews, cost, tokens FROM stats_day_status WHERE status != 'skipped'",
+            Rollups::faceted(
+                "SELECT day, reviews, cost, tokens FROM stats_day_status WHERE status != 'skipped'",
+                "SELECT day, reviews, cost, tokens FROM stats_day_facet WHERE status != 'skipped'",
+            ),
             "SELECT r.created_at / 86400 AS day, 1 AS reviews, coalesce(r.cost, 0.0) AS cost,
              coalesce(r.tokens, 0) AS tokens FROM reviews r WHERE r.status != 'skipped'",
             "GROUP BY 1 HAVING sum(reviews) > 0 ORDER BY 1",
@@ -512,7 +645,10 @@ impl Store {
         let triggers = union_query(
             &plan,
             "trig AS \"trigger\", CAST(sum(n) AS BIGINT) AS count",
-            "SELECT trig, n FROM stats_day_trigger WHERE true",
+            Rollups::faceted(
+                "SELECT trig, n FROM stats_day_trigger WHERE true",
+                "SELECT trig, n FROM stats_day_facet_trigger WHERE true",
+            ),
             "SELECT coalesce(r.\"trigger\", 'unknown') AS trig, 1 AS n FROM reviews r
              WHERE r.status != 'skipped'",
             "GROUP BY trig HAVING sum(n) > 0 ORDER BY count DESC, trig",
@@ -520,27 +656,36 @@ impl Store {
         let latency = union_query(
             &plan,
             &format!("CAST(coalesce(sum(dur_n), 0) AS BIGINT), {MEAN_DURATION}"),
-            "SELECT dur_sum, dur_n FROM stats_day_status WHERE status = 'completed'",
+            Rollups::faceted(
+                "SELECT dur_sum, dur_n FROM stats_day_status WHERE status = 'completed'",
+                "SELECT dur_sum, dur_n FROM stats_day_facet WHERE status = 'completed'",
+            ),
             &format!("SELECT {RAW_DURATION} FROM reviews r WHERE r.status = 'completed'"),
             "",
         );
         let severity = union_query(
             &plan,
             "severity, CAST(sum(n) AS BIGINT) AS count",
-            "SELECT severity, n FROM stats_day_severity WHERE true",
+            Rollups::faceted(
+                "SELECT severity, n FROM stats_day_severity WHERE true",
+                "SELECT severity, n FROM stats_day_facet_severity WHERE true",
+            ),
             &format!(
                 "SELECT f.severity AS severity, 1 AS n {FINDINGS_RAW} AND f.severity IS NOT NULL"
             ),
             "GROUP BY severity HAVING sum(n) > 0 ORDER BY count DESC, severity",
         );
+        // The ids first, then their rows: SQLite ranks a repo's or model's reviews from its
+        // covering index instead of reading 20,000 rows for pr_number (70 ms at 1M reviews).
         let mut top_cost = Sql::new(
             "SELECT r.id, r.repo_full_name, r.pr_number, r.cost, r.tokens, r.model FROM reviews r
-             WHERE r.status != 'skipped' AND r.cost IS NOT NULL",
+             WHERE r.id IN (SELECT r.id FROM reviews r WHERE r.status != 'skipped' AND r.cost IS NOT NULL",
         );
         push_full_filter(&mut top_cost, f);
         top_cost
             .push(" ORDER BY r.cost DESC, r.id DESC LIMIT ")
-            .push_bind(TOP_COST_ROWS);
+            .push_bind(TOP_COST_ROWS)
+            .push(") ORDER BY r.cost DESC, r.id DESC");
 
         let (projects, models, daily, triggers, (count, avg), severity, top_cost, all_models) = futures::try_join!(
             all(pool, &projects),
@@ -582,7 +727,7 @@ impl Store {
 
     /// The nearest-rank `pct` percentile of `completed_at - created_at` over the `count`
     /// completed reviews of the filter: the value at rank ceil(pct/100 * count), found by
-    /// walking `reviews_duration` from the top.
+    /// walking `reviews_duration` (or the repo's or model's `reviews_repo_duration`, `reviews_model_duration`) from the top.
     async fn completed_duration_rank(
         &self,
         f: &StatsFilter,
@@ -593,10 +738,16 @@ impl Store {
             return Ok(None);
         }
         let rank = (count * pct + 99) / 100;
+        let index = filter_index(
+            f,
+            "reviews_duration",
+            "reviews_repo_duration",
+            "reviews_model_duration",
+        );
         let mut q = Sql::new(format!(
             "SELECT r.completed_at - r.created_at FROM reviews r{}
              WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
-            self.backend.indexed_by("reviews_duration")
+            self.backend.indexed_by(index)
         ));
         push_full_filter(&mut q, f);
         q.push(" ORDER BY r.completed_at - r.created_at DESC LIMIT 1 OFFSET ")
@@ -620,17 +771,27 @@ impl Store {
                  CAST(sum(CASE WHEN status IN ('pending', 'running') THEN reviews ELSE 0 END) AS BIGINT) AS in_flight",
                 db.day_text("day")
             ),
-            "SELECT day, status, reviews FROM stats_day_status WHERE status != 'skipped'",
+            Rollups::faceted(
+                "SELECT day, status, reviews FROM stats_day_status WHERE status != 'skipped'",
+                "SELECT day, status, reviews FROM stats_day_facet WHERE status != 'skipped'",
+            ),
             "SELECT r.created_at / 86400 AS day, r.status AS status, 1 AS reviews FROM reviews r
              WHERE r.status != 'skipped'",
             "GROUP BY 1 HAVING sum(reviews) > 0 ORDER BY 1",
         );
 
+        // The newest completed reviews of the filter, walked backwards by created_at.
+        let newest_completed = filter_index(
+            f,
+            "reviews_status_created",
+            "reviews_repo_cover",
+            "reviews_model_cover",
+        );
         let mut sample = Sql::new(format!(
             "WITH s AS (SELECT r.created_at / 86400 AS day, r.completed_at - r.created_at AS d
                  FROM reviews r{}
                  WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
-            db.indexed_by("reviews_status_created")
+            db.indexed_by(newest_completed)
         ));
         push_full_filter(&mut sample, f);
         sample
@@ -650,7 +811,7 @@ impl Store {
         let mut matched = Sql::new(format!(
             "SELECT count(*) FROM (SELECT 1 FROM reviews r{}
              WHERE r.status = 'completed' AND r.completed_at IS NOT NULL",
-            db.indexed_by("reviews_status_created")
+            db.indexed_by(newest_completed)
         ));
         push_full_filter(&mut matched, f);
         matched
@@ -664,7 +825,10 @@ impl Store {
                 "{} AS day, severity, CAST(sum(n) AS BIGINT) AS count",
                 db.day_text("day")
             ),
-            "SELECT day, severity, n FROM stats_day_severity WHERE true",
+            Rollups::faceted(
+                "SELECT day, severity, n FROM stats_day_severity WHERE true",
+                "SELECT day, severity, n FROM stats_day_facet_severity WHERE true",
+            ),
             &format!(
                 "SELECT r.created_at / 86400 AS day, f.severity AS severity, 1 AS n {FINDINGS_RAW}
                  AND f.severity IS NOT NULL"
@@ -674,10 +838,19 @@ impl Store {
         let top_files = union_query(
             &plan,
             "path, CAST(sum(n) AS BIGINT) AS count",
+            // Paths per day and repo or model would be nearly a row per finding: a window
+            // filtered on a repo or a model reads its findings (all time: the totals).
             if plan.all_time() {
-                "SELECT path, n FROM stats_total_path WHERE true"
+                Rollups::faceted(
+                    "SELECT path, n FROM stats_total_path WHERE true",
+                    "SELECT path, n FROM stats_total_facet_path WHERE true",
+                )
             } else {
-                "SELECT path, n FROM stats_day_path WHERE true"
+                Rollups {
+                    all: "SELECT path, n FROM stats_day_path WHERE true",
+                    repo: None,
+                    model: None,
+                }
             },
             &format!(
                 "SELECT f.path AS path, 1 AS n {FINDINGS_RAW} AND f.kind = 'inline' AND f.path IS NOT NULL"

@@ -176,6 +176,27 @@ on_both_backends! {
     }
 }
 
+/// `n` findings of the `i`th review: a summary, then inline ones on `src/f<(i + k) % paths>.rs`,
+/// with the severities taken in turn from `severities`.
+fn findings_of(i: i64, n: i64, paths: i64, severities: &[Option<Severity>]) -> Vec<NewFinding> {
+    (0..n)
+        .map(|k| NewFinding {
+            kind: if k == 0 {
+                FindingKind::Summary
+            } else {
+                FindingKind::Inline
+            },
+            body: "b".into(),
+            event: None,
+            path: (k > 0).then(|| format!("src/f{}.rs", (i + k) % paths)),
+            line: Some(k),
+            severity: severities[((i + k) as usize) % severities.len()],
+            github_review_id: None,
+            github_comment_id: None,
+        })
+        .collect()
+}
+
 /// The same reviews, findings and updates on both backends.
 async fn fill(store: &Store) {
     let repos = ["o/a", "o/b", "p/c"];
@@ -206,22 +227,7 @@ async fn fill(store: &Store) {
             }
             _ => {
                 store.start_review(r.id, "s").await.unwrap();
-                let findings: Vec<NewFinding> = (0..i % 4)
-                    .map(|k| NewFinding {
-                        kind: if k == 0 {
-                            FindingKind::Summary
-                        } else {
-                            FindingKind::Inline
-                        },
-                        body: "b".into(),
-                        event: None,
-                        path: (k > 0).then(|| format!("src/f{}.rs", (i + k) % 5)),
-                        line: Some(k),
-                        severity: severities[((i + k) % 3) as usize],
-                        github_review_id: None,
-                        github_comment_id: None,
-                    })
-                    .collect();
+                let findings = findings_of(i, i % 4, 5, &severities);
                 store.insert_findings(&r, &findings, at + 1).await.unwrap();
                 let cost = 0.25 * ((i % 8) as f64);
                 store
@@ -328,18 +334,18 @@ async fn both_backends_give_the_same_stats_and_charts() {
     assert_eq!(raw.projects, rolled.projects);
 }
 
-/// SQLite databases made before migration 0011 counted failed rows in the repo durations; the
-/// migration recomputes them, so an upgraded database reports completed reviews only.
-/// (SQLite-only: PostgreSQL databases start with the completed-only rollups.)
-#[tokio::test]
-async fn upgrading_a_sqlite_database_recomputes_avg_duration() {
+/// A SQLite database in a temporary folder (its URL, and a pool on it) migrated with the SQLite
+/// migrations whose file names sort before `first_left_out`: a database of an older release.
+async fn sqlite_migrated_before(
+    first_left_out: &str,
+) -> (tempfile::TempDir, String, sqlx::SqlitePool) {
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("migrations");
     std::fs::create_dir(&old).unwrap();
     let all = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
     for entry in std::fs::read_dir(&all).unwrap().flatten() {
         let name = entry.file_name().into_string().unwrap();
-        if name.ends_with(".sql") && name.as_str() < "0011" {
+        if name.ends_with(".sql") && name.as_str() < first_left_out {
             std::fs::copy(entry.path(), old.join(&name)).unwrap();
         }
     }
@@ -354,6 +360,15 @@ async fn upgrading_a_sqlite_database_recomputes_avg_duration() {
         .run(&pool)
         .await
         .unwrap();
+    (dir, url, pool)
+}
+
+/// SQLite databases made before migration 0011 counted failed rows in the repo durations; the
+/// migration recomputes them, so an upgraded database reports completed reviews only.
+/// (SQLite-only: PostgreSQL databases start with the completed-only rollups.)
+#[tokio::test]
+async fn upgrading_a_sqlite_database_recomputes_avg_duration() {
+    let (_dir, url, pool) = sqlite_migrated_before("0011").await;
     for (pr, status, created, completed) in [
         (1, "completed", T0 + 100, T0 + 400),
         (2, "completed", T0 + 200, T0 + 559),
@@ -391,4 +406,234 @@ async fn upgrading_a_sqlite_database_recomputes_avg_duration() {
         (stats.projects[0].reviews, stats.projects[0].avg_duration),
         (4, Some(329.5))
     );
+}
+
+/// The repo and model filters the rollups split by repo and by model must answer exactly.
+const FACET_FILTERS: [(Option<&str>, Option<&str>); 6] = [
+    (Some("o/a"), None),
+    (Some("o/b"), None),
+    (Some("p/c"), None),
+    (None, Some("anthropic/m")),
+    (None, Some("openai/n")),
+    (None, Some("nobody/none")),
+];
+
+/// Reviews of three repos and two models inside the two UTC days from T0 (never within an
+/// hour of their edges), in every status, with findings written before the review completes
+/// (so its model arrives after them), as the review pipeline does.
+async fn fill_two_days(store: &Store) {
+    let repos = ["o/a", "o/b", "p/c"];
+    let models = ["anthropic/m", "openai/n"];
+    let severities = [
+        Some(Severity::Blocking),
+        Some(Severity::Nit),
+        Some(Severity::Question),
+        None,
+    ];
+    for i in 0..72_i64 {
+        let at = T0 + 3600 + (i * 2711) % (2 * DAY - 7200);
+        let mut new = new_review(repos[(i % 3) as usize], 1 + i % 7);
+        new.trigger = [Some(Trigger::Opened), Some(Trigger::Synchronize), None][(i % 3) as usize];
+        if i % 7 == 0 {
+            new.trigger = Some(Trigger::Command);
+        }
+        let r = store.insert_review(&new, at).await.unwrap();
+        if i % 8 == 0 {
+            continue; // stays pending
+        }
+        store.start_review(r.id, "s").await.unwrap().unwrap();
+        let findings = findings_of(i, i % 5, 4, &severities);
+        store.insert_findings(&r, &findings, at + 1).await.unwrap();
+        let spent = done(models[(i % 2) as usize], 0.25 * ((i % 5) as f64));
+        match i % 8 {
+            1 => {} // stays running, with findings
+            2 => {
+                store
+                    .fail_review(r.id, "boom", Some(&spent), at + 40 + i)
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+            3 => {
+                store
+                    .skip_review(r.id, None, at + 5)
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+            _ => {
+                store
+                    .complete_review(r.id, &spent, at + 30 + i * 11)
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// For each repo and model filter, the numbers read from the rollups (whole days; all time,
+/// with the all-time totals) equal those read from the raw rows (a window of partial days
+/// only, which holds the same reviews).
+async fn assert_rollups_give_the_raw_numbers(store: &Store, when: &str) {
+    for (repo, model) in FACET_FILTERS {
+        let filter = |since: Option<i64>, until: Option<i64>| StatsFilter {
+            since,
+            until,
+            repo: repo.map(str::to_owned),
+            model: model.map(str::to_owned),
+        };
+        let raw = filter(Some(T0 + 1), Some(T0 + 2 * DAY - 1));
+        let (raw_stats, raw_charts) = (
+            store.stats(&raw).await.unwrap(),
+            store.charts(&raw).await.unwrap(),
+        );
+        if model != Some("nobody/none") {
+            assert!(!raw_stats.projects.is_empty(), "{when} {raw:?}");
+            assert!(!raw_stats.severity.is_empty(), "{when} {raw:?}");
+            assert!(!raw_charts.top_files.is_empty(), "{when} {raw:?}");
+        }
+        for rolled in [filter(Some(T0), Some(T0 + 2 * DAY)), filter(None, None)] {
+            assert_eq!(
+                store.stats(&rolled).await.unwrap(),
+                raw_stats,
+                "{when}: stats {rolled:?}"
+            );
+            assert_eq!(
+                store.charts(&rolled).await.unwrap(),
+                raw_charts,
+                "{when}: charts {rolled:?}"
+            );
+        }
+    }
+}
+
+/// Runs `sql` on the store's database, as an operator's hand edit would.
+async fn edit(store: &Store, sql: &str) {
+    sqlx::query(sql).execute(store.pool()).await.unwrap();
+}
+
+on_both_backends! {
+    /// Issue 19: a repo or model filter reads the rollups split by repo and by model, and
+    /// gives the numbers of the raw rows, after inserts, status changes, skipped reviews,
+    /// findings written before the model is known, and hand edits of rows and findings.
+    async fn repo_and_model_filters_from_the_rollups_match_the_raw_rows(store: TestStore) {
+        fill_two_days(&store).await;
+        assert_rollups_give_the_raw_numbers(&store, "filled").await;
+
+        // Status changes: the boot sweep fails what is pending or running.
+        store.fail_unfinished("interrupted by restart", T0 + 2 * DAY - 10).await.unwrap();
+        assert_rollups_give_the_raw_numbers(&store, "after fail_unfinished").await;
+
+        // Findings deleted and edited by hand.
+        edit(&store, "DELETE FROM findings WHERE id = (SELECT min(id) FROM findings WHERE kind = 'inline')").await;
+        edit(&store, "UPDATE findings SET severity = 'question', path = 'src/renamed.rs'
+                       WHERE id = (SELECT max(id) FROM findings WHERE kind = 'inline')").await;
+        edit(&store, "UPDATE findings SET kind = 'comment', path = NULL, severity = NULL
+                       WHERE id = (SELECT min(id) FROM findings WHERE kind = 'inline')").await;
+        assert_rollups_give_the_raw_numbers(&store, "after finding edits").await;
+
+        // Reviews with findings moved to another repo, model and day, their trigger and cost
+        // changed, one leaving skipped and one deleted.
+        let with_findings = "(SELECT min(r.id) FROM reviews r JOIN findings f ON f.review_id = r.id
+                              WHERE r.status = 'completed' AND r.repo_full_name = 'o/a')";
+        edit(&store, &format!("UPDATE reviews SET repo_full_name = 'o/b' WHERE id = {with_findings}")).await;
+        edit(&store, &format!("UPDATE reviews SET model = 'openai/n' WHERE id = {with_findings}")).await;
+        edit(&store, &format!(
+            "UPDATE reviews SET created_at = created_at + {DAY}, completed_at = completed_at + {DAY}
+             WHERE id = {with_findings} AND created_at < {}", T0 + DAY - 3600
+        )).await;
+        edit(&store, &format!(
+            "UPDATE reviews SET \"trigger\" = NULL, cost = 1.5, tokens = 7 WHERE id = {with_findings}"
+        )).await;
+        edit(&store, "UPDATE reviews SET status = 'failed' WHERE id = (SELECT min(r.id) FROM reviews r
+                       JOIN findings f ON f.review_id = r.id WHERE r.status = 'skipped')").await;
+        edit(&store, "DELETE FROM reviews WHERE id = (SELECT max(r.id) FROM reviews r
+                       JOIN findings f ON f.review_id = r.id WHERE r.status = 'completed')").await;
+        assert_rollups_give_the_raw_numbers(&store, "after review edits").await;
+
+        // A review with findings that is then skipped takes them out of every filter.
+        let r = store.insert_review(&new_review("p/c", 40), T0 + DAY + 10).await.unwrap();
+        let finding = NewFinding {
+            kind: FindingKind::Inline,
+            body: "b".into(),
+            event: None,
+            path: Some("src/skipped.rs".into()),
+            line: Some(1),
+            severity: Some(Severity::Blocking),
+            github_review_id: None,
+            github_comment_id: None,
+        };
+        store.insert_findings(&r, &[finding], T0 + DAY + 11).await.unwrap();
+        store.skip_review(r.id, None, T0 + DAY + 12).await.unwrap().unwrap();
+        assert_rollups_give_the_raw_numbers(&store, "after a late skip").await;
+        let charts = store
+            .charts(&StatsFilter { repo: Some("p/c".into()), ..Default::default() })
+            .await
+            .unwrap();
+        assert!(charts.top_files.iter().all(|f| f.path != "src/skipped.rs"), "{charts:?}");
+
+        // PostgreSQL's stats_rebuild() recomputes the same rollups from the rows.
+        if store.backend() == review_store::Backend::Postgres {
+            edit(&store, "SELECT stats_rebuild()").await;
+            assert_rollups_give_the_raw_numbers(&store, "after stats_rebuild()").await;
+        }
+    }
+}
+
+/// SQLite databases made before migration 0013 get the repo and model rollups backfilled from
+/// their rows: filtered numbers from the rollups equal those from the raw rows at once.
+#[tokio::test]
+async fn upgrading_a_sqlite_database_backfills_the_repo_and_model_rollups() {
+    let (_dir, url, pool) = sqlite_migrated_before("0013").await;
+    let statuses = [
+        "completed",
+        "failed",
+        "skipped",
+        "pending",
+        "completed",
+        "running",
+    ];
+    let models = [Some("anthropic/m"), Some("openai/n"), None];
+    let repos = ["o/a", "o/b", "p/c"];
+    for i in 0..48_i64 {
+        let status = statuses[(i % 6) as usize];
+        let at = T0 + 3600 + (i * 3571) % (2 * DAY - 7200);
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO reviews (repo_full_name, pr_number, status, \"trigger\", cost, tokens,
+                                  model, created_at, completed_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(repos[(i % 3) as usize])
+        .bind(1 + i % 5)
+        .bind(status)
+        .bind((i % 4 != 0).then_some("opened"))
+        .bind(0.25 * (i % 3) as f64)
+        .bind(100 + i)
+        .bind(models[(i % 3) as usize].or((i % 2 == 0).then_some("openai/n")))
+        .bind(at)
+        .bind(matches!(status, "completed" | "failed" | "skipped").then_some(at + 20 + i))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        for k in 0..i % 4 {
+            sqlx::query(
+                "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, path,
+                                       body, created_at)
+                 VALUES (?, ?, 1, ?, ?, ?, 'b', ?)",
+            )
+            .bind(id)
+            .bind(repos[(i % 3) as usize])
+            .bind(if k == 0 { "summary" } else { "inline" })
+            .bind(["blocking", "nit", "question"][((i + k) % 3) as usize])
+            .bind((k > 0).then(|| format!("src/f{}.rs", (i + k) % 4)))
+            .bind(at + 1)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+    }
+    pool.close().await;
+    let store = Store::open(&url).await.unwrap();
+    assert_rollups_give_the_raw_numbers(&store, "upgraded").await;
 }
