@@ -134,7 +134,9 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     };
     let settings = [
         ("DATABASE_URL", url.clone()),
-        ("LEASE_SECS", "2".to_owned()),
+        // Short enough for the kill test, long enough that a replica busy with 200 deliveries
+        // on 2 cores does not miss three renewals in a row.
+        ("LEASE_SECS", "5".to_owned()),
         ("QUEUE_POLL_MS", "200".to_owned()),
         ("RETRY_DELAY_SECS", "3".to_owned()),
         ("MAX_CONCURRENT_REVIEWS", "4".to_owned()),
@@ -186,10 +188,17 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
             .fetch_all(&db)
             .await
             .unwrap();
+    let errors: Vec<(i64, Option<String>)> =
+        sqlx::query_as("SELECT pr_number, error FROM reviews WHERE status != 'completed'")
+            .fetch_all(&db)
+            .await
+            .unwrap();
     assert_eq!(
         per_status,
         vec![("completed".to_owned(), PRS)],
-        "one completed review per PR"
+        "one completed review per PR; not completed: {errors:?}\nA:\n{}\nB:\n{}",
+        w.server.log(),
+        b.log()
     );
     let posted = posted_reviews(&w);
     assert_eq!(posted.len() as i64, PRS);
@@ -210,7 +219,7 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     );
 
     // 2. kill -9 of the replica running a review: the other fails it as interrupted once the
-    // lease lapses, retries nothing, and goes on reviewing.
+    // lease lapses (5 s), retries nothing, and goes on reviewing.
     w.model
         .set_behavior(Behavior::Slow(Duration::from_secs(120)));
     assert_eq!(
