@@ -3,10 +3,10 @@
 //! - the claim loop: with a free MAX_CONCURRENT_REVIEWS slot, claim the oldest waiting review
 //!   (any replica may have queued it) and run it; woken by a local enqueue, by PostgreSQL's
 //!   NOTIFY on `review_queue`, or every QUEUE_POLL_MS;
-//! - the keeper: renews this replica's leases every third of LEASE_SECS (a run whose lease
-//!   was lost, or that another replica asked to end, is cancelled here), fails the reviews of
-//!   replicas whose lease lapsed ("interrupted", never retried), and runs the automatic
-//!   retries that are due;
+//! - the renewer: renews this replica's leases every third of LEASE_SECS (a run whose lease
+//!   was lost, or that another replica asked to end, is cancelled here);
+//! - the keeper: fails the reviews of replicas whose lease lapsed ("interrupted", never
+//!   retried), and runs the automatic retries that are due;
 //! - the listener (PostgreSQL): the other replicas' events for `/api/events`, their cancels,
 //!   and queue wake-ups.
 
@@ -29,9 +29,11 @@ const LAPSED: &str = "interrupted: its replica stopped renewing its lease";
 /// queue, or written by hand).
 const ORPHANED: &str = "interrupted by restart";
 
-/// Starts the claim loop, the keeper and (PostgreSQL) the listener of this replica.
+/// Starts the claim loop, the lease renewer, the keeper and (PostgreSQL) the listener of this
+/// replica.
 pub fn spawn_replica_tasks(app: &AppState) {
     tokio::spawn(claim_loop(app.clone()));
+    tokio::spawn(renewer(app.clone()));
     tokio::spawn(keeper(app.clone()));
     tokio::spawn(listener(app.clone()));
 }
@@ -78,10 +80,22 @@ async fn claim_loop(app: AppState) {
     }
 }
 
-async fn keeper(app: AppState) {
+/// Renews this replica's leases every third of LEASE_SECS, in a task of its own so that slow
+/// housekeeping never delays a renewal.
+async fn renewer(app: AppState) {
     let renew_every = Duration::from_millis(u64::try_from(lease_ms(&app) / 3).unwrap_or(1000));
-    let tick = poll(&app).min(renew_every);
-    let mut last_renewal: Option<tokio::time::Instant> = None;
+    loop {
+        renew(&app).await;
+        tokio::select! {
+            _ = tokio::time::sleep(renew_every) => {}
+            _ = app.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Every QUEUE_POLL_MS: fails the reviews of lapsed leases, runs the due retries, and every
+/// minute forgets old delivery ids.
+async fn keeper(app: AppState) {
     let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
         if last_prune.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
@@ -95,14 +109,10 @@ async fn keeper(app: AppState) {
             }
             last_prune = Some(tokio::time::Instant::now());
         }
-        if last_renewal.is_none_or(|t| t.elapsed() >= renew_every) {
-            renew(&app).await;
-            last_renewal = Some(tokio::time::Instant::now());
-        }
         reap(&app).await;
         due_retries(&app).await;
         tokio::select! {
-            _ = tokio::time::sleep(tick) => {}
+            _ = tokio::time::sleep(poll(&app)) => {}
             _ = app.shutdown.cancelled() => return,
         }
     }
