@@ -4,8 +4,9 @@
 # (postgres://postgres:<random password>@127.0.0.1:<port>/postgres); `stop_throwaway_postgres`
 # stops it and deletes the folder. initdb refuses to run as root, so root runs it as `postgres`.
 # The superuser logs in with a password (scram-sha-256 on 127.0.0.1), as the chat tool's reader
-# role does in production. fsync is off: the cluster is thrown away. Returns 1 when PostgreSQL
-# is not installed.
+# role does in production. fsync is off: the cluster is thrown away. PG_SETTINGS (e.g.
+# "shared_buffers=512MB work_mem=16MB") adds server settings. Returns 1 when PostgreSQL is not
+# installed.
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 pg_data=""
 as_postgres() {
@@ -22,9 +23,10 @@ start_throwaway_postgres() {
   [ "$(id -u)" = 0 ] && chown postgres "$pg_data/pwfile"
   as_postgres "$pg_bin/initdb" -D "$pg_data/data" -U postgres --pwfile="$pg_data/pwfile" \
     --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$pg_data/initdb.log"
-  as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -l "$pg_data/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$pg_data -c fsync=off -c max_connections=400" \
-    start >/dev/null
+  local opts="-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$pg_data -c fsync=off -c max_connections=400"
+  local s
+  for s in ${PG_SETTINGS:-}; do opts="$opts -c $s"; done
+  as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -l "$pg_data/server.log" -w -o "$opts" start >/dev/null
   export REVIEW_TEST_DATABASE_URL="postgres://postgres:$password@127.0.0.1:$port/postgres"
   echo "PostgreSQL: a throwaway cluster on 127.0.0.1:$port" >&2
 }

@@ -4,7 +4,7 @@
 # each), on SQLite and on PostgreSQL, on the release binary (examples/bench_stats.rs). Targets:
 # under 30 ms at 100k, under 150 ms at 1M. Writes bench/review-stats/RESULTS.md.
 # SCALES="100000 1000000" overrides the sizes. PostgreSQL: a throwaway cluster on a free
-# loopback port, started here as scripts/test.sh does (the newest installed PostgreSQL), or the
+# loopback port (scripts/postgres.sh, the newest installed PostgreSQL), or the
 # server of BENCH_POSTGRES_URL (a superuser's URL) when set; without either only SQLite runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,34 +13,14 @@ cargo build --release -p review-server --bin review-server --example bench_stats
 bin="$CARGO_TARGET_DIR/release/review-server"
 out=bench/review-stats/RESULTS.md
 
-pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-pg_data=""
-as_postgres() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-cleanup() {
-  if [ -n "$pg_data" ]; then
-    as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -m immediate stop >/dev/null 2>&1 || true
-    rm -rf "$pg_data"
-  fi
-}
-trap cleanup EXIT
+# shellcheck source=scripts/postgres.sh
+. scripts/postgres.sh
+trap stop_throwaway_postgres EXIT
 # Server settings of the throwaway cluster, named in RESULTS.md.
-pg_settings="shared_buffers=512MB effective_cache_size=4GB work_mem=16MB max_wal_size=4GB"
-if [ -z "${BENCH_POSTGRES_URL:-}" ] && [ -x "$pg_bin/initdb" ]; then
-  pg_data=$(mktemp -d)
-  [ "$(id -u)" = 0 ] && chown postgres "$pg_data"
-  pg_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  pg_password=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-  echo "$pg_password" >"$pg_data/pwfile"
-  [ "$(id -u)" = 0 ] && chown postgres "$pg_data/pwfile"
-  as_postgres "$pg_bin/initdb" -D "$pg_data/data" -U postgres --pwfile="$pg_data/pwfile" \
-    --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$pg_data/initdb.log"
-  opts="-c listen_addresses=127.0.0.1 -c port=$pg_port -c unix_socket_directories=$pg_data -c fsync=off"
-  for s in $pg_settings; do opts="$opts -c $s"; done
-  as_postgres "$pg_bin/pg_ctl" -D "$pg_data/data" -l "$pg_data/server.log" -w -o "$opts" start >/dev/null
-  export BENCH_POSTGRES_URL="postgres://postgres:$pg_password@127.0.0.1:$pg_port/postgres"
-  pg_note="PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'): a throwaway cluster started by run.sh with fsync=off, $pg_settings."
+export PG_SETTINGS="shared_buffers=512MB effective_cache_size=4GB work_mem=16MB max_wal_size=4GB"
+if [ -z "${BENCH_POSTGRES_URL:-}" ] && start_throwaway_postgres; then
+  export BENCH_POSTGRES_URL="$REVIEW_TEST_DATABASE_URL"
+  pg_note="PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'): a throwaway cluster (scripts/postgres.sh) with fsync=off, $PG_SETTINGS."
 elif [ -n "${BENCH_POSTGRES_URL:-}" ]; then
   pg_note="PostgreSQL: the server of BENCH_POSTGRES_URL."
 else

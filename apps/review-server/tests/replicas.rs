@@ -82,6 +82,19 @@ async fn review_id(db: &sqlx::PgPool, n: i64) -> i64 {
         .unwrap()
 }
 
+/// Waits (20 s at most) until the scripted model has had more than `before` requests: the
+/// agent of a review is running, its transcript begun.
+async fn wait_model_call(w: &World, before: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w.model.requests().len() == before {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never called the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// How many reviews `server` claimed from the queue, by its log.
 fn claims(server: &Server) -> usize {
     server
@@ -335,14 +348,7 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
     .await;
     assert_eq!(seen["repo"], w.full_name());
     // The agent is waiting for the model (its transcript begun) when the stop comes.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while w.model.requests().len() == model_calls {
-        assert!(
-            Instant::now() < deadline,
-            "the agent never called the model"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_model_call(&w, model_calls).await;
     let stop: Value = other
         .http
         .post(format!("{}/api/reviews/{id}/stop", other.url))
@@ -406,14 +412,7 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
         &[&w.server, &b],
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while w.model.requests().len() == model_calls {
-        assert!(
-            Instant::now() < deadline,
-            "the agent never called the model"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_model_call(&w, model_calls).await;
     let old = review_id(&db, 106).await;
     let other = if claimed(&w.server, old) {
         &b
