@@ -364,24 +364,27 @@ impl Records {
         Ok(self.review_updated(self.db.fail_waiting_review(id, error, now()).await?))
     }
 
-    /// Fails the reviews whose replica stopped renewing their lease, and the unfinished rows
-    /// without a queue row older than `orphan_secs`; publishes review:updated for each. Returns
-    /// (lapsed, orphaned).
-    pub async fn reap(
-        &self,
-        lapsed_error: &str,
-        orphan_error: &str,
-        orphan_secs: i64,
-    ) -> Result<(Vec<ReviewRow>, Vec<ReviewRow>), StoreError> {
-        let lapsed = self.db.reap_lapsed(lapsed_error, now_ms()).await?;
-        let orphaned = self
-            .db
-            .fail_orphaned(orphan_error, now() - orphan_secs, now())
-            .await?;
-        for row in lapsed.iter().chain(&orphaned) {
+    /// Fails the reviews whose replica stopped renewing their lease; publishes review:updated
+    /// for each.
+    pub async fn reap(&self, error: &str) -> Result<Vec<ReviewRow>, StoreError> {
+        let lapsed = self.db.reap_lapsed(error, now_ms()).await?;
+        for row in &lapsed {
             self.review_event("review:updated", row);
         }
-        Ok((lapsed, orphaned))
+        Ok(lapsed)
+    }
+
+    /// At boot: fails the unfinished reviews without a queue row created more than
+    /// `orphan_secs` ago (left by a version without the queue). Rows written while the server
+    /// runs are left to whoever wrote them. Nothing is published: nobody listens yet.
+    pub async fn fail_orphaned(
+        &self,
+        error: &str,
+        orphan_secs: i64,
+    ) -> Result<Vec<ReviewRow>, StoreError> {
+        self.db
+            .fail_orphaned(error, now() - orphan_secs, now())
+            .await
     }
 
     /// pending -> running with the agent session id (docs/review-service.md §3); publishes

@@ -25,8 +25,8 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 const QUEUE_CHANNEL: &str = "review_queue";
 /// The error of a review whose replica stopped renewing its lease.
 const LAPSED: &str = "interrupted: its replica stopped renewing its lease";
-/// The error of an unfinished review that no queue row runs (left by a version without the
-/// queue, or written by hand).
+/// The error of an unfinished review that no queue row runs at boot (left by a version without
+/// the queue, or written by hand before the start).
 const ORPHANED: &str = "interrupted by restart";
 
 /// Starts the claim loop, the lease renewer, the keeper and (PostgreSQL) the listener of this
@@ -93,9 +93,11 @@ async fn renewer(app: AppState) {
     }
 }
 
-/// Every QUEUE_POLL_MS: fails the reviews of lapsed leases, runs the due retries, and every
-/// minute forgets old delivery ids.
+/// Once at boot, fails the unfinished rows no queue row runs; then every QUEUE_POLL_MS fails
+/// the reviews of lapsed leases and runs the due retries, and every minute forgets old
+/// delivery ids.
 async fn keeper(app: AppState) {
+    fail_orphaned(&app).await;
     let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
         if last_prune.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
@@ -160,25 +162,31 @@ async fn renew(app: &AppState) {
     }
 }
 
-/// Fails the reviews of replicas whose lease lapsed, and the unfinished rows nobody queued.
+/// Fails the reviews of replicas whose lease lapsed.
 async fn reap(app: &AppState) {
-    let orphan_secs = i64::try_from(app.config.lease_secs.max(1)).unwrap_or(i64::MAX / 2);
-    match app.records.reap(LAPSED, ORPHANED, orphan_secs).await {
-        Ok((lapsed, orphaned)) => {
+    match app.records.reap(LAPSED).await {
+        Ok(lapsed) => {
             for row in lapsed {
                 tracing::warn!(
                     review_id = row.id,
                     "review interrupted: its replica's lease lapsed; no automatic retry"
                 );
             }
-            if !orphaned.is_empty() {
-                tracing::warn!(
-                    count = orphaned.len(),
-                    "reviews interrupted by a restart marked failed; no automatic retry"
-                );
-            }
         }
         Err(e) => tracing::error!(error = %e, "cannot fail the reviews of lapsed leases"),
+    }
+}
+
+/// At boot, fails the unfinished rows no queue row runs (see [`ORPHANED`]).
+async fn fail_orphaned(app: &AppState) {
+    let orphan_secs = i64::try_from(app.config.lease_secs.max(1)).unwrap_or(i64::MAX / 2);
+    match app.records.fail_orphaned(ORPHANED, orphan_secs).await {
+        Ok(orphaned) if !orphaned.is_empty() => tracing::warn!(
+            count = orphaned.len(),
+            "reviews interrupted by a restart marked failed; no automatic retry"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "cannot fail the reviews left without a queue row"),
     }
 }
 
