@@ -377,7 +377,7 @@ impl Records {
     /// At boot: fails the unfinished reviews without a queue row created more than
     /// `orphan_secs` ago (left by a version without the queue). Rows written while the server
     /// runs are left to whoever wrote them. Nothing is published: nobody listens yet.
-    pub async fn fail_orphaned(
+    pub async fn fail_orphans_at_boot(
         &self,
         error: &str,
         orphan_secs: i64,

@@ -180,7 +180,11 @@ async fn reap(app: &AppState) {
 /// At boot, fails the unfinished rows no queue row runs (see [`ORPHANED`]).
 async fn fail_orphaned(app: &AppState) {
     let orphan_secs = i64::try_from(app.config.lease_secs.max(1)).unwrap_or(i64::MAX / 2);
-    match app.records.fail_orphaned(ORPHANED, orphan_secs).await {
+    match app
+        .records
+        .fail_orphans_at_boot(ORPHANED, orphan_secs)
+        .await
+    {
         Ok(orphaned) if !orphaned.is_empty() => tracing::warn!(
             count = orphaned.len(),
             "reviews interrupted by a restart marked failed; no automatic retry"
