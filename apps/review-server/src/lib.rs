@@ -78,6 +78,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
         shutdown: agent::CancellationToken::new(),
         replica,
         queue_wake: tokio::sync::Notify::new(),
+        inbox_wake: tokio::sync::Notify::new(),
         auth: auth::Auth::from_config(&config).map(Arc::new),
         chat_turns: Arc::new(Semaphore::new(config.chat_max_concurrent.max(1))),
         hosts: guard::HostPolicy::new(config.auth_url.as_deref(), &config.allowed_hosts),

@@ -12,8 +12,8 @@
 use events::{Event, EventBus};
 use review_domain::{FindingRow, NewFinding, RepoRow, ReviewRow, StatsFilter};
 use review_store::{
-    Charts, ClaimedReview, Completion, HeldLease, NewReview, NewSkill, ReadQueryResult, Stats,
-    Store, StoreError,
+    Charts, ClaimedReview, Completion, HeldLease, NewReview, NewSkill, PromotedReview,
+    ReadQueryResult, Stats, Store, StoreError,
 };
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -26,6 +26,9 @@ pub const EVENTS_CHANNEL: &str = "review_events";
 /// Largest NOTIFY payload PostgreSQL takes is 8000 bytes; an event over this many is sent as
 /// a reference to its review row instead.
 const MAX_NOTIFY_BYTES: usize = 7900;
+/// The most events [`Records::fan_out`] sends in one statement (one NOTIFY each, so at most
+/// 64 × 7,900 bytes, well inside PostgreSQL's 8 GB notification queue).
+const FANOUT_BATCH: usize = 64;
 
 /// Current epoch milliseconds (leases and retry times).
 pub fn now_ms() -> i64 {
@@ -91,11 +94,17 @@ impl Records {
         }
         let db = self.db.clone();
         tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                let payload = notify_payload(&origin, &event);
-                if let Err(e) = db.notify(EVENTS_CHANNEL, &payload).await {
-                    tracing::warn!(error = %e, kind = event.kind(), "cannot send an event to the other replicas");
+            // Everything published since the last send goes out in one statement: a busy
+            // replica (thousands of webhook:received a second) pays one round trip per batch,
+            // so the backlog cannot grow without bound.
+            let mut batch = Vec::with_capacity(FANOUT_BATCH);
+            while rx.recv_many(&mut batch, FANOUT_BATCH).await > 0 {
+                let payloads: Vec<String> =
+                    batch.iter().map(|e| notify_payload(&origin, e)).collect();
+                if let Err(e) = db.notify_many(EVENTS_CHANNEL, &payloads).await {
+                    tracing::warn!(error = %e, events = batch.len(), "cannot send events to the other replicas");
                 }
+                batch.clear();
             }
         });
     }
@@ -292,6 +301,17 @@ impl Records {
             .await?;
         self.review_event("review:created", &row);
         Ok(row)
+    }
+
+    /// Moves up to `limit` of the oldest webhook inbox rows into pending reviews with their
+    /// queue rows (docs/architecture.md, "The webhook inbox"); publishes review:created for
+    /// each. Returns them oldest first; empty when the inbox is empty.
+    pub async fn promote_accepted(&self, limit: i64) -> Result<Vec<PromotedReview>, StoreError> {
+        let promoted = self.db.promote_inbox(limit, now()).await?;
+        for p in &promoted {
+            self.review_event("review:created", &p.row);
+        }
+        Ok(promoted)
     }
 
     /// Insert a pending review that `owner` runs itself under a lease until `lease_until`
@@ -523,6 +543,11 @@ impl StoreView {
         fn prune_deliveries(&self, now: i64) -> u64;
         /// Releases the claim of a delivery whose handling failed.
         fn release_delivery(&self, id: &str) -> ();
+        /// Claims a delivery id and writes its review to the webhook inbox in one round trip;
+        /// false for a redelivery.
+        fn accept_delivery(&self, delivery: Option<&str>, new: &NewReview, job: &str, now_ms: i64) -> bool;
+        /// How many accepted deliveries wait in the webhook inbox.
+        fn inbox_len(&self) -> i64;
         /// The PR's pending or running reviews other than `except`, by id.
         fn active_reviews_of_pr(&self, repo: &str, pr_number: i64, except: i64) -> Vec<i64>;
         /// Schedules an automatic retry (epoch ms).
@@ -562,12 +587,15 @@ impl StoreView {
 /// data, or, when that is over [`MAX_NOTIFY_BYTES`] (a review with a long error, a repo with a
 /// long prompt), `{"o", "r", "k", "review_id"}` for the receiver to re-read the row.
 fn notify_payload(origin: &str, event: &Event) -> String {
-    let full = json!({ "o": origin, "r": event.repo, "d": event.data }).to_string();
+    // `i`, the event's id on the sender's bus, keeps two equal events of one batch apart:
+    // PostgreSQL delivers identical payloads sent in one transaction once.
+    let full = json!({ "o": origin, "i": event.id, "r": event.repo, "d": event.data }).to_string();
     if full.len() <= MAX_NOTIFY_BYTES {
         return full;
     }
     json!({
         "o": origin,
+        "i": event.id,
         "r": event.repo,
         "k": event.kind(),
         "review_id": event.data["review"]["id"],
@@ -590,8 +618,12 @@ mod tests {
         );
         let v: Value = serde_json::from_str(&notify_payload("a", &small)).unwrap();
         assert_eq!(
-            (v["o"].as_str(), v["d"]["review"]["id"].as_i64()),
-            (Some("a"), Some(7))
+            (
+                v["o"].as_str(),
+                v["i"].as_u64(),
+                v["d"]["review"]["id"].as_i64()
+            ),
+            (Some("a"), Some(1), Some(7))
         );
         let big = bus.publish(
             "review:updated",
@@ -603,7 +635,7 @@ mod tests {
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             v,
-            json!({ "o": "a", "r": "o/r", "k": "review:updated", "review_id": 7 })
+            json!({ "o": "a", "i": 2, "r": "o/r", "k": "review:updated", "review_id": 7 })
         );
     }
 }

@@ -104,6 +104,9 @@ pub struct App {
     /// Woken when a review was queued (here, or on another replica through PostgreSQL's
     /// NOTIFY), so an idle slot claims it at once.
     pub queue_wake: tokio::sync::Notify,
+    /// Woken when this replica accepted a delivery into the webhook inbox, so the promoter
+    /// turns it into a review at once (docs/architecture.md, "The webhook inbox").
+    pub inbox_wake: tokio::sync::Notify,
     /// The OAuth gate; `None` when OAuth is not configured and the API is open (docs/review-service.md §5).
     pub auth: Option<Arc<Auth>>,
     /// CHAT_MAX_CONCURRENT permits, one per running chat turn.

@@ -358,6 +358,68 @@ async fn a_review_whose_process_was_killed_fails_as_interrupted_once_its_lease_l
     );
 }
 
+/// The webhook inbox row a replica writes when it accepts PR `n`'s `opened` delivery
+/// (docs/architecture.md, "The webhook inbox"), as SQL both backends accept.
+fn inbox_row(w: &World, n: i64) -> String {
+    let job = json!({
+        "repo": {"installation_id": INSTALLATION, "owner": OWNER, "name": REPO},
+        "pr": {
+            "number": n, "title": format!("Change {n}"), "body": null, "author": "octocat",
+            "base_ref": "main", "base_sha": w.upstream.sha("main"),
+            "head_ref": "feature", "head_sha": w.upstream.sha("feature"),
+        },
+        "trigger": "opened",
+        "attempt": 0,
+    });
+    format!(
+        "INSERT INTO review_inbox (repo_full_name, pr_number, title, \"trigger\", attempt, job, received_at) \
+         VALUES ('{}', {n}, 'Change {n}', 'opened', 0, '{job}', 1)",
+        w.full_name()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delivery_accepted_but_not_yet_a_review_is_reviewed_by_whichever_process_runs_next() {
+    let mut w = world(Behavior::Reviewer, &[("QUEUE_POLL_MS", "100".to_owned())]).await;
+    w.publish_pulls(2);
+    // Another replica accepted PR 1's delivery and died before its review row was written:
+    // this process's promoter finds it at its next poll and reviews it.
+    w.server.db_exec(&inbox_row(&w, 1)).await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(
+        (
+            rows.len(),
+            rows[0]["status"].as_str(),
+            rows[0]["trigger"].as_str()
+        ),
+        (1, Some("completed"), Some("opened")),
+        "{}",
+        w.server.log()
+    );
+    // This process dies right after accepting PR 2's delivery: the next start reviews it.
+    let _ = w.server.child.kill();
+    let _ = w.server.child.wait();
+    w.server.db_exec(&inbox_row(&w, 2)).await;
+    w.kill_and_restart().await;
+    let rows = w.server.wait_reviews(&w.full_name(), 2, 1).await;
+    assert_eq!(
+        (
+            rows.len(),
+            rows[0]["status"].as_str(),
+            rows[0]["title"].as_str()
+        ),
+        (1, Some("completed"), Some("Change 2")),
+        "{}",
+        w.server.log()
+    );
+    assert_eq!(
+        w.server.db_count("SELECT count(*) FROM review_inbox").await,
+        0
+    );
+    // One posted review per PR on the fake forge.
+    assert_eq!(w.forge.reviews().len(), 2, "{:?}", w.forge.reviews());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn event_stream_opens_with_a_heartbeat_and_filters_by_repo() {
     let w = World::start_with(

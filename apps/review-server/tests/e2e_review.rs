@@ -276,6 +276,11 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
         !first_prompt.contains("Earlier findings"),
         "the first review had no earlier findings: {first_prompt}"
     );
+    // The check run is completed right after the row (the row first, then the forge call).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while w.forge.completed_check_runs().len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert_eq!(w.forge.completed_check_runs().len(), 2);
 }
 

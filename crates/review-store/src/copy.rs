@@ -96,6 +96,19 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
         "transcripts",
         &[("session_id", Text), ("doc", Text), ("updated_at", Int)],
     ),
+    (
+        "review_inbox",
+        &[
+            ("id", Int),
+            ("repo_full_name", Text),
+            ("pr_number", Int),
+            ("title", Text),
+            ("\"trigger\"", Text),
+            ("attempt", Int),
+            ("job", Text),
+            ("received_at", Int),
+        ],
+    ),
 ];
 
 /// Rows per INSERT statement.
@@ -175,10 +188,10 @@ impl Store {
             }
             report.push((*table, rows.len() as u64));
         }
-        // The next review and finding get ids after the copied ones.
+        // The next review, finding and inbox row get ids after the copied ones.
         match target.backend {
             Backend::Postgres => {
-                for table in ["reviews", "findings"] {
+                for table in ["reviews", "findings", "review_inbox"] {
                     sqlx::query(&format!(
                         "SELECT setval(pg_get_serial_sequence('{table}', 'id'),
                                        coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"

@@ -9,6 +9,13 @@ use crate::{Result, Store};
 /// How long a delivery id is remembered: 24 hours, in seconds.
 pub const DELIVERY_WINDOW_SECS: i64 = 24 * 3600;
 
+/// The claim of delivery id `$1` at `$2` (epoch seconds): a new row, or an old one last seen
+/// before `$3` (the window's start) taken over in place; one row changed when the claim is
+/// won, none for a redelivery. Also the first half of the webhook inbox's statement (inbox.rs).
+pub(crate) const CLAIM_SQL: &str = "INSERT INTO deliveries (id, received_at) VALUES ($1, $2)
+     ON CONFLICT (id) DO UPDATE SET received_at = excluded.received_at
+     WHERE deliveries.received_at < $3";
+
 impl Store {
     /// Claims delivery `id` at `now` (epoch seconds). Returns true when it is new (never seen,
     /// or last seen more than [`DELIVERY_WINDOW_SECS`] ago), false for a redelivery inside
@@ -16,17 +23,13 @@ impl Store {
     /// seen before the window is taken over in place; [`Store::prune_deliveries`] removes old
     /// ids off the request path.
     pub async fn claim_delivery(&self, id: &str, now: i64) -> Result<bool> {
-        let claimed = sqlx::query(
-            "INSERT INTO deliveries (id, received_at) VALUES ($1, $2)
-             ON CONFLICT (id) DO UPDATE SET received_at = excluded.received_at
-             WHERE deliveries.received_at < $3",
-        )
-        .bind(id)
-        .bind(now)
-        .bind(now - DELIVERY_WINDOW_SECS)
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
+        let claimed = sqlx::query(CLAIM_SQL)
+            .bind(id)
+            .bind(now)
+            .bind(now - DELIVERY_WINDOW_SECS)
+            .execute(&self.pool)
+            .await?
+            .rows_affected()
             == 1;
         Ok(claimed)
     }

@@ -12,6 +12,7 @@
 mod copy;
 mod deliveries;
 mod findings;
+mod inbox;
 mod queue;
 mod read_query;
 mod repos;
@@ -22,6 +23,7 @@ mod skills;
 mod stats;
 
 pub use deliveries::DELIVERY_WINDOW_SECS;
+pub use inbox::PromotedReview;
 pub use queue::{ClaimedRetry, ClaimedReview, HeldLease};
 pub use reviews::{Completion, NewReview};
 /// The LISTEN connection of [`Store::listener`].
@@ -146,6 +148,7 @@ impl Store {
                 let pool = AnyPoolOptions::new()
                     .max_connections(MAX_CONNECTIONS)
                     .min_connections(1)
+                    .test_before_acquire(false)
                     .after_connect(|conn, _| {
                         Box::pin(async move { conn.execute(SQLITE_PRAGMAS).await.map(drop) })
                     })
@@ -162,9 +165,13 @@ impl Store {
             "postgres" | "postgresql" => {
                 let pg = PgConnectOptions::from_str(url).map_err(|e| bad_url(e.to_string()))?;
                 let any = AnyConnectOptions::from_str(url).map_err(|e| bad_url(e.to_string()))?;
+                // No ping before each query: it would double the round trips of the webhook's
+                // acknowledgement (docs/architecture.md, "The webhook inbox"); a connection
+                // that broke fails its query and is dropped from the pool.
                 let pool = AnyPoolOptions::new()
                     .max_connections(MAX_CONNECTIONS)
                     .min_connections(1)
+                    .test_before_acquire(false)
                     .connect_with(any)
                     .await?;
                 sqlx::migrate!("../../migrations/postgres")
@@ -205,6 +212,24 @@ impl Store {
                 .execute(&self.pool)
                 .await?;
         }
+        Ok(())
+    }
+
+    /// PostgreSQL: sends every payload of `payloads` (each at most 8000 bytes) on `channel`,
+    /// in order, in one statement (one round trip for the batch). SQLite: nothing.
+    pub async fn notify_many(&self, channel: &str, payloads: &[String]) -> Result<()> {
+        if self.backend != Backend::Postgres || payloads.is_empty() {
+            return Ok(());
+        }
+        let calls: Vec<String> = (0..payloads.len())
+            .map(|i| format!("pg_notify($1, ${})", i + 2))
+            .collect();
+        let sql = format!("SELECT {}", calls.join(", "));
+        let mut query = sqlx::query(&sql).bind(channel);
+        for p in payloads {
+            query = query.bind(p.as_str());
+        }
+        query.execute(&self.pool).await?;
         Ok(())
     }
 

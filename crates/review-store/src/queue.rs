@@ -358,7 +358,7 @@ impl Store {
     }
 }
 
-async fn insert_queue_row(
+pub(crate) async fn insert_queue_row(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     review_id: i64,
     job: &str,

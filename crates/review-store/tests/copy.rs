@@ -23,7 +23,7 @@ fn new_review(repo: &str, pr: i64, trigger: Trigger) -> NewReview {
 }
 
 /// Two repos, reviews in every end state over several days, findings, a setting, a skill with
-/// its blob, a delivery id and a transcript.
+/// its blob, a delivery id, a transcript and a delivery accepted into the webhook inbox.
 async fn fill(store: &Store) {
     for repo in ["o/a", "p/b"] {
         store.register_repo(repo, 7, T0).await.unwrap();
@@ -105,6 +105,15 @@ async fn fill(store: &Store) {
         .save_transcript("review-1", "{\"items\":[]}", T0)
         .await
         .unwrap();
+    store
+        .accept_delivery(
+            Some("d-2"),
+            &new_review("p/b", 5, Trigger::Synchronize),
+            "job-5",
+            T0 * 1000,
+        )
+        .await
+        .unwrap();
 }
 
 async fn assert_same(a: &Store, b: &Store) {
@@ -170,16 +179,24 @@ async fn copy_and_check(target: &Store) {
     let reviews = report.iter().find(|(t, _)| *t == "reviews").unwrap().1;
     assert_eq!(reviews, 30);
     assert_same(&source, target).await;
-    // New rows continue after the copied ids.
+    // The accepted delivery came along and becomes its review on the target; new rows
+    // continue after the copied ids.
+    let promoted = target.promote_inbox(64, T0 + 9 * DAY).await.unwrap();
+    assert_eq!(promoted.len(), 1);
+    assert_eq!(
+        (promoted[0].row.pr_number, promoted[0].job.as_str()),
+        (5, "job-5")
+    );
+    assert_eq!(promoted[0].row.id, 31);
     let next = target
         .insert_review(&new_review("o/a", 99, Trigger::Opened), T0 + 9 * DAY)
         .await
         .unwrap();
-    assert_eq!(next.id, 31);
+    assert_eq!(next.id, 32);
     // A second copy into the now occupied target is refused and writes nothing.
     let err = source.copy_into(target).await.unwrap_err();
     assert!(err.to_string().contains("empty"), "{err}");
-    assert_eq!(target.review(31).await.unwrap().unwrap().pr_number, 99);
+    assert_eq!(target.review(32).await.unwrap().unwrap().pr_number, 99);
 }
 
 #[tokio::test]

@@ -182,6 +182,16 @@ async fn a_notification_reaches_every_listener_of_the_database() {
         .unwrap()
         .unwrap();
     assert_eq!((n.channel(), n.payload()), ("review_events", "hello"));
+    // A batch arrives whole and in order, one notification per payload.
+    let batch: Vec<String> = (0..64).map(|i| format!("event-{i}")).collect();
+    store.notify_many("review_events", &batch).await.unwrap();
+    for expected in &batch {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), listener.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n.payload(), expected);
+    }
     // Queuing a review notifies `review_queue` (migration postgres/0003).
     let mut queue = other.listener(&["review_queue"]).await.unwrap().unwrap();
     let row = store
@@ -200,4 +210,8 @@ async fn sqlite_has_no_listener_and_notify_is_a_no_op() {
     let store = common::sqlite().await;
     assert!(store.listener(&["review_events"]).await.unwrap().is_none());
     store.notify("review_events", "x").await.unwrap();
+    store
+        .notify_many("review_events", &["x".to_owned()])
+        .await
+        .unwrap();
 }

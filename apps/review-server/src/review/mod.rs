@@ -77,6 +77,57 @@ pub async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
     Ok(row)
 }
 
+/// Accepts a pull_request delivery's review into the webhook inbox (docs/architecture.md,
+/// "The webhook inbox"): claims `delivery` and writes the job in one round trip, then wakes
+/// this replica's promoter, which creates the review after the webhook has replied. Returns
+/// false for a redelivery (nothing written).
+pub async fn accept(app: &AppState, delivery: Option<&str>, job: &PrJob) -> anyhow::Result<bool> {
+    let accepted = app
+        .records
+        .store
+        .accept_delivery(
+            delivery,
+            &new_review(job),
+            &serde_json::to_string(job)?,
+            crate::records::now_ms(),
+        )
+        .await?;
+    if accepted {
+        app.inbox_wake.notify_one();
+    }
+    Ok(accepted)
+}
+
+/// How many inbox rows one promotion moves at most.
+const PROMOTE_BATCH: i64 = 64;
+
+/// Moves every accepted delivery of the webhook inbox into a pending review (publishing
+/// review:created), supersedes what a synchronize replaces, and wakes a free run slot. Rows
+/// another replica accepted are promoted too: a replica that died after its reply loses none.
+pub async fn drain_inbox(app: &AppState) {
+    loop {
+        let promoted = match app.records.promote_accepted(PROMOTE_BATCH).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot turn accepted deliveries into reviews");
+                return;
+            }
+        };
+        if promoted.is_empty() {
+            return;
+        }
+        app.queue_wake.notify_one();
+        for p in &promoted {
+            if p.row.trigger == Some(Trigger::Synchronize) {
+                supersede(app, &p.row.repo_full_name, p.row.pr_number, p.row.id).await;
+            }
+        }
+        if promoted.len() < PROMOTE_BATCH as usize {
+            return;
+        }
+    }
+}
+
 /// The row a job's review starts as.
 fn new_review(job: &PrJob) -> NewReview {
     NewReview {

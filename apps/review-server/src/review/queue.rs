@@ -1,5 +1,6 @@
 //! This replica's part in the durable work queue (docs/architecture.md, "Many replicas"):
 //!
+//! - the promoter: turns the webhook inbox's accepted deliveries into queued reviews;
 //! - the claim loop: with a free MAX_CONCURRENT_REVIEWS slot, claim the oldest waiting review
 //!   (any replica may have queued it) and run it; woken by a local enqueue, by PostgreSQL's
 //!   NOTIFY on `review_queue`, or every QUEUE_POLL_MS;
@@ -34,6 +35,7 @@ const ORPHANED: &str = "interrupted by restart";
 pub fn spawn_replica_tasks(app: &AppState) {
     tokio::spawn(claim_loop(app.clone()));
     tokio::spawn(renewer(app.clone()));
+    tokio::spawn(promoter(app.clone()));
     tokio::spawn(keeper(app.clone()));
     tokio::spawn(listener(app.clone()));
 }
@@ -77,6 +79,20 @@ async fn claim_loop(app: AppState) {
         tracing::debug!(review_id = claimed.review_id, "claimed");
         app.tasks
             .spawn(super::run_claimed(app.clone(), claimed, permit));
+    }
+}
+
+/// Turns the webhook inbox's rows into reviews (docs/architecture.md, "The webhook inbox"):
+/// at once when this replica accepted a delivery, and every QUEUE_POLL_MS for the rows a
+/// replica that died after its reply left behind.
+async fn promoter(app: AppState) {
+    loop {
+        super::drain_inbox(&app).await;
+        tokio::select! {
+            _ = app.inbox_wake.notified() => {}
+            _ = tokio::time::sleep(poll(&app)) => {}
+            _ = app.shutdown.cancelled() => return,
+        }
     }
 }
 

@@ -7,8 +7,9 @@
 //! `X-Forge-Delivery`. A verified delivery publishes webhook:received, then:
 //! - `pull_request` opened, synchronize, reopened, ready_for_review: the repo is registered
 //!   through the one registration path; a disabled repo is skipped with a debug log; a draft
-//!   waits for ready_for_review; otherwise a pending review is created and run in the
-//!   background.
+//!   waits for ready_for_review; otherwise the delivery is accepted into the webhook inbox
+//!   (its id claimed in the same round trip) and a pending review is created from it right
+//!   after the reply, then run in the background (docs/architecture.md, "The webhook inbox").
 //! - `issue_comment` whose first word is `/review` on a PR, by OWNER, MEMBER or COLLABORATOR:
 //!   the PR is fetched from the forge and reviewed with trigger `command`.
 //! - `installation` and `installation_repositories`: the listed repos are registered.
@@ -260,12 +261,10 @@ async fn pull_request(
     let mut job = PrJob::from_pull(repo, &e.pull_request, trigger, 0);
     // The delivery's own number names the PR (it equals pull_request.number on GitHub).
     job.pr.number = e.number;
-    if !first_delivery(app, delivery).await? {
-        return Ok(());
-    }
-    if let Err(e) = review::enqueue(app, job).await {
-        release_delivery(app, delivery).await;
-        return Err(e.into());
+    // The delivery id's claim and the review's inbox row in one round trip; the review row
+    // itself is written after the reply (docs/architecture.md, "The webhook inbox").
+    if !review::accept(app, delivery, &job).await? {
+        tracing::debug!(?delivery, "redelivery acknowledged, not reviewed again");
     }
     Ok(())
 }
@@ -286,17 +285,21 @@ async fn issue_comment(
         return Ok(());
     }
     let app = app.clone();
-    // The PR's head and base come from the forge; fetch them after replying.
+    let delivery = delivery.map(str::to_owned);
+    // The PR's head and base come from the forge; fetch them after replying. A command that
+    // cannot start gives its delivery id back, so the forge's redelivery can still start it.
     app.tasks.clone().spawn(async move {
         match app.forge.pull_request(&repo, number).await {
             Ok(pr) => {
                 let job = PrJob::from_pull(repo, &pr, Trigger::Command, 0);
                 if let Err(e) = review::enqueue(&app, job).await {
                     tracing::error!(error = %e, "cannot start the /review command");
+                    release_delivery(&app, delivery.as_deref()).await;
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %e, pr = number, "/review: cannot fetch the pull request")
+                tracing::warn!(error = %e, pr = number, "/review: cannot fetch the pull request");
+                release_delivery(&app, delivery.as_deref()).await;
             }
         }
     });

@@ -1,0 +1,160 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The webhook inbox (docs/architecture.md, "The webhook inbox") on a real SQLite file and a
+//! real PostgreSQL database: a delivery is accepted once per window, an accepted delivery
+//! becomes exactly one queued review even with promoters racing on two pools, and reviews
+//! are created in the order their deliveries were accepted.
+
+mod common;
+
+use common::TestStore;
+use review_domain::Trigger;
+use review_store::{DELIVERY_WINDOW_SECS, NewReview, Store};
+
+fn new_review(pr: i64, trigger: Trigger) -> NewReview {
+    NewReview {
+        repo_full_name: "o/r".into(),
+        pr_number: pr,
+        title: Some(format!("PR {pr}")),
+        trigger: Some(trigger),
+        attempt: 0,
+    }
+}
+
+async fn count(store: &TestStore, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+on_both_backends! {
+    async fn a_delivery_is_accepted_once_per_window_and_its_review_written_on_promotion(store: TestStore) {
+        let now_ms = 1_700_000_000_000;
+        let new = new_review(7, Trigger::Opened);
+        assert!(store.accept_delivery(Some("d-1"), &new, "job-1", now_ms).await.unwrap());
+        // A redelivery inside the window writes nothing.
+        assert!(!store.accept_delivery(Some("d-1"), &new, "job-1", now_ms + 1_000).await.unwrap());
+        assert_eq!(store.inbox_len().await.unwrap(), 1);
+        assert_eq!(count(&store, "reviews").await, 0, "no review row before promotion");
+
+        let promoted = store.promote_inbox(64, 1_700_000_001).await.unwrap();
+        assert_eq!(promoted.len(), 1);
+        let p = &promoted[0];
+        assert_eq!(p.job, "job-1");
+        assert_eq!(p.row.repo_full_name, "o/r");
+        assert_eq!(p.row.pr_number, 7);
+        assert_eq!(p.row.title.as_deref(), Some("PR 7"));
+        assert_eq!(p.row.trigger, Some(Trigger::Opened));
+        assert_eq!(p.row.status.as_str(), "pending");
+        assert_eq!(p.row.created_at, 1_700_000_001);
+        assert_eq!(store.inbox_len().await.unwrap(), 0);
+        // The review waits in the work queue with its job.
+        let claimed = store.claim_review("a", i64::MAX).await.unwrap().unwrap();
+        assert_eq!((claimed.review_id, claimed.job.as_str()), (p.row.id, "job-1"));
+        assert!(store.promote_inbox(64, 1_700_000_002).await.unwrap().is_empty());
+
+        // Past the window the same id is a new delivery again.
+        let later = now_ms + (DELIVERY_WINDOW_SECS + 1) * 1000;
+        assert!(store.accept_delivery(Some("d-1"), &new, "job-2", later).await.unwrap());
+        // Without a delivery id every delivery is accepted.
+        assert!(store.accept_delivery(None, &new, "job-3", later).await.unwrap());
+        assert!(store.accept_delivery(Some(""), &new, "job-4", later).await.unwrap());
+        assert_eq!(store.inbox_len().await.unwrap(), 3);
+    }
+
+    async fn a_redelivery_racing_on_two_pools_is_accepted_once(store: TestStore) {
+        let other = Store::open(&store.url).await.unwrap();
+        let new = new_review(1, Trigger::Opened);
+        let tries = (0..16).map(|i| {
+            let s = if i % 2 == 0 { store.store.clone() } else { other.clone() };
+            let new = new.clone();
+            async move { s.accept_delivery(Some("same"), &new, "job", 1_000).await.unwrap() }
+        });
+        let accepted = futures::future::join_all(tries).await;
+        assert_eq!(accepted.iter().filter(|a| **a).count(), 1);
+        assert_eq!(store.inbox_len().await.unwrap(), 1);
+    }
+
+    async fn promoters_racing_on_two_pools_promote_each_delivery_once_in_order(store: TestStore) {
+        let other = Store::open(&store.url).await.unwrap();
+        for pr in 0..60 {
+            let trigger = if pr % 2 == 0 { Trigger::Opened } else { Trigger::Synchronize };
+            store
+                .accept_delivery(Some(&format!("d-{pr}")), &new_review(pr, trigger), &format!("job-{pr}"), 1_000)
+                .await
+                .unwrap();
+        }
+        // Six promoters, small batches, two pools, until the inbox is empty.
+        let promote_all = |s: Store| async move {
+            let mut got = Vec::new();
+            loop {
+                let batch = s.promote_inbox(4, 1).await.unwrap();
+                if batch.is_empty() {
+                    return got;
+                }
+                got.extend(batch);
+            }
+        };
+        let runs = futures::future::join_all(
+            (0..6).map(|i| promote_all(if i % 2 == 0 { store.store.clone() } else { other.clone() })),
+        )
+        .await;
+        let mut all: Vec<_> = runs.into_iter().flatten().collect();
+        assert_eq!(all.len(), 60, "every accepted delivery promoted once");
+        assert_eq!(count(&store, "reviews").await, 60);
+        assert_eq!(count(&store, "review_queue").await, 60);
+        // Review ids follow the order the deliveries were accepted in.
+        all.sort_by_key(|p| p.row.id);
+        let prs: Vec<i64> = all.iter().map(|p| p.row.pr_number).collect();
+        assert_eq!(prs, (0..60).collect::<Vec<_>>());
+        for p in &all {
+            assert_eq!(p.job, format!("job-{}", p.row.pr_number));
+        }
+    }
+}
+
+/// A database restart leaves the pool's idle connections dead; the pool lends them without a
+/// ping, so the webhook's write must go through on a live one and lose no delivery.
+#[tokio::test]
+async fn a_delivery_is_accepted_after_the_database_dropped_every_pooled_connection() {
+    use sqlx::Connection;
+    let Some(store) = common::postgres().await else {
+        return;
+    };
+    // Fill the pool with idle connections.
+    let busy = (0..8).map(|pr| {
+        let new = new_review(pr, Trigger::Opened);
+        let store = store.store.clone();
+        async move {
+            store
+                .accept_delivery(Some(&format!("warm-{pr}")), &new, "job", 1_000)
+                .await
+                .unwrap()
+        }
+    });
+    futures::future::join_all(busy).await;
+    // Another session terminates every other session of the database, as a restart would.
+    let mut admin = sqlx::AnyConnection::connect(&store.url).await.unwrap();
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let accepted = store
+        .accept_delivery(
+            Some("after-restart"),
+            &new_review(99, Trigger::Opened),
+            "job-99",
+            2_000,
+        )
+        .await
+        .unwrap();
+    assert!(accepted);
+    let inbox: i64 = sqlx::query_scalar("SELECT count(*) FROM review_inbox WHERE job = 'job-99'")
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(inbox, 1);
+}
