@@ -303,6 +303,25 @@ impl Records {
         Ok(row)
     }
 
+    /// Claims `delivery` and inserts its pending review with the queue row in one transaction
+    /// (SQLite's direct path, docs/architecture.md, "The webhook inbox"); publishes
+    /// review:created. None for a redelivery.
+    pub async fn create_delivered_review(
+        &self,
+        delivery: Option<&str>,
+        new: &NewReview,
+        job: &str,
+    ) -> Result<Option<ReviewRow>, StoreError> {
+        let row = self
+            .db
+            .insert_delivered_review(delivery, new, job, now())
+            .await?;
+        if let Some(row) = &row {
+            self.review_event("review:created", row);
+        }
+        Ok(row)
+    }
+
     /// Moves up to `limit` of the oldest webhook inbox rows into pending reviews with their
     /// queue rows (docs/architecture.md, "The webhook inbox"); publishes review:created for
     /// each. Returns them oldest first; empty when the inbox is empty.
@@ -500,6 +519,11 @@ macro_rules! forward {
 pub struct StoreView(Store);
 
 impl StoreView {
+    /// The database's dialect.
+    pub fn backend(&self) -> review_store::Backend {
+        self.0.backend()
+    }
+
     forward! {
         /// A review by id.
         fn review(&self, id: i64) -> Option<ReviewRow>;

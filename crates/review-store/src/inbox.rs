@@ -152,6 +152,38 @@ impl Store {
         }
     }
 
+    /// Claims delivery `delivery` (None or empty: no id to claim) and inserts its pending
+    /// review with the waiting queue row, all in one transaction, at `now` (epoch seconds):
+    /// the direct path SQLite takes instead of the inbox (docs/architecture.md, "The webhook
+    /// inbox"), where a second write transaction would wait on the single write lock. None,
+    /// writing nothing, for a redelivery inside the window.
+    pub async fn insert_delivered_review(
+        &self,
+        delivery: Option<&str>,
+        new: &NewReview,
+        job: &str,
+        now: i64,
+    ) -> Result<Option<ReviewRow>> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(id) = delivery.filter(|d| !d.is_empty()) {
+            let claimed = sqlx::query(crate::deliveries::CLAIM_SQL)
+                .bind(id)
+                .bind(now)
+                .bind(now - crate::DELIVERY_WINDOW_SECS)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                == 1;
+            if !claimed {
+                return Ok(None);
+            }
+        }
+        let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
+        crate::queue::insert_queue_row(&mut tx, row.id, job, None, None).await?;
+        tx.commit().await?;
+        Ok(Some(row))
+    }
+
     /// Moves up to `limit` of the oldest inbox rows into pending reviews, each with its waiting
     /// `review_queue` row, in one transaction, at `now` (epoch seconds, the reviews'
     /// `created_at`). Returns them oldest first; empty when the inbox is empty. Promoters are

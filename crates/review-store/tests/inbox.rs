@@ -62,6 +62,19 @@ on_both_backends! {
         assert_eq!(store.inbox_len().await.unwrap(), 3);
     }
 
+    async fn the_direct_path_claims_the_delivery_and_queues_its_review_in_one_transaction(store: TestStore) {
+        let new = new_review(3, Trigger::Synchronize);
+        let row = store.insert_delivered_review(Some("d-9"), &new, "job-9", 50).await.unwrap().unwrap();
+        assert_eq!((row.pr_number, row.status.as_str(), row.created_at), (3, "pending", 50));
+        // A redelivery writes nothing; a delivery without an id is always new.
+        assert_eq!(store.insert_delivered_review(Some("d-9"), &new, "job-9", 51).await.unwrap(), None);
+        assert!(store.insert_delivered_review(None, &new, "job-10", 52).await.unwrap().is_some());
+        assert_eq!(count(&store, "reviews").await, 2);
+        let claimed = store.claim_review("a", i64::MAX).await.unwrap().unwrap();
+        assert_eq!((claimed.review_id, claimed.job.as_str()), (row.id, "job-9"));
+        assert_eq!(store.inbox_len().await.unwrap(), 0, "the direct path skips the inbox");
+    }
+
     async fn a_redelivery_racing_on_two_pools_is_accepted_once(store: TestStore) {
         let other = Store::open(&store.url).await.unwrap();
         let new = new_review(1, Trigger::Opened);

@@ -77,20 +77,32 @@ pub async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
     Ok(row)
 }
 
-/// Accepts a pull_request delivery's review into the webhook inbox (docs/architecture.md,
-/// "The webhook inbox"): claims `delivery` and writes the job in one round trip, then wakes
-/// this replica's promoter, which creates the review after the webhook has replied. Returns
-/// false for a redelivery (nothing written).
+/// Accepts a pull_request delivery's review (docs/architecture.md, "The webhook inbox").
+/// PostgreSQL: claims `delivery` and writes the job to the inbox in one round trip, then
+/// wakes this replica's promoter, which creates the review after the webhook has replied.
+/// SQLite (one process, one write lock): claims it and creates the review in one
+/// transaction, as [`enqueue`] would. Returns false for a redelivery (nothing written).
 pub async fn accept(app: &AppState, delivery: Option<&str>, job: &PrJob) -> anyhow::Result<bool> {
+    let new = new_review(job);
+    let text = serde_json::to_string(job)?;
+    if app.records.store.backend() == review_store::Backend::Sqlite {
+        let Some(row) = app
+            .records
+            .create_delivered_review(delivery, &new, &text)
+            .await?
+        else {
+            return Ok(false);
+        };
+        if job.trigger == Trigger::Synchronize {
+            supersede(app, &row.repo_full_name, row.pr_number, row.id).await;
+        }
+        app.queue_wake.notify_one();
+        return Ok(true);
+    }
     let accepted = app
         .records
         .store
-        .accept_delivery(
-            delivery,
-            &new_review(job),
-            &serde_json::to_string(job)?,
-            crate::records::now_ms(),
-        )
+        .accept_delivery(delivery, &new, &text, crate::records::now_ms())
         .await?;
     if accepted {
         app.inbox_wake.notify_one();
