@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # review-server on one or two replicas (docs/architecture.md, "Many replicas"), release build:
 # - the webhook acknowledgement of bench_webhook (1,000 sequential signed 16 KiB deliveries,
-#   each with a new delivery id, for a disabled repository) and wrk throughput, on SQLite and
-#   on PostgreSQL (target on PostgreSQL: p99 under 2 ms);
+#   each with a new delivery id, for a disabled repository), wrk throughput, and the
+#   acknowledgement of 300 deliveries that each queue a review, back to back and 50 a second,
+#   on SQLite and on PostgreSQL (target on PostgreSQL: p99 under 2 ms);
 # - reviews completed per second with an instant scripted model (tests/bench_replicas.rs), for
 #   one replica on SQLite, one on PostgreSQL and two on one PostgreSQL database.
 # Starts a throwaway PostgreSQL cluster (scripts/postgres.sh). Writes bench/review/REPLICAS.md.
