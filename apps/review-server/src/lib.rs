@@ -86,6 +86,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     };
     let app = Arc::new(app);
     sweep_worktrees(&app.worktrees_dir());
+    review::sweep_orphans(&app).await;
     review::spawn_replica_tasks(&app);
     Ok(app)
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
-pub use queue::{CONTROL_CHANNEL, spawn_replica_tasks};
+pub use queue::{CONTROL_CHANNEL, spawn_replica_tasks, sweep_orphans};
 
 /// The check run's name on the PR.
 const CHECK_RUN_NAME: &str = "review-server";

@@ -109,11 +109,9 @@ async fn renewer(app: AppState) {
     }
 }
 
-/// Once at boot, fails the unfinished rows no queue row runs; then every QUEUE_POLL_MS fails
-/// the reviews of lapsed leases and runs the due retries, and every minute forgets old
-/// delivery ids.
+/// Every QUEUE_POLL_MS fails the reviews of lapsed leases and runs the due retries, and every
+/// minute forgets old delivery ids.
 async fn keeper(app: AppState) {
-    fail_orphaned(&app).await;
     let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
         if last_prune.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
@@ -193,8 +191,10 @@ async fn reap(app: &AppState) {
     }
 }
 
-/// At boot, fails the unfinished rows no queue row runs (see [`ORPHANED`]).
-async fn fail_orphaned(app: &AppState) {
+/// At boot, before the server listens, fails the unfinished rows no queue row runs (see
+/// [`ORPHANED`]). Awaited by `build`: run in the background, it could fail rows written after
+/// the start, which are not the boot's to fail.
+pub async fn sweep_orphans(app: &AppState) {
     let orphan_secs = i64::try_from(app.config.lease_secs.max(1)).unwrap_or(i64::MAX / 2);
     match app
         .records
