@@ -572,6 +572,8 @@ impl StoreView {
         fn accept_delivery(&self, delivery: Option<&str>, new: &NewReview, job: &str, now_ms: i64) -> bool;
         /// How many accepted deliveries wait in the webhook inbox.
         fn inbox_len(&self) -> i64;
+        /// SQLite: checkpoints the write-ahead log; (frames in the log, checkpointed).
+        fn checkpoint(&self) -> (i64, i64);
         /// The PR's pending or running reviews other than `except`, by id.
         fn active_reviews_of_pr(&self, repo: &str, pr_number: i64, except: i64) -> Vec<i64>;
         /// Schedules an automatic retry (epoch ms).

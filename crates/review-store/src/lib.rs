@@ -39,7 +39,7 @@ pub use skills::NewSkill;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyPool, Executor, Row};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -114,8 +114,11 @@ static IN_MEMORY_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// What every SQLite connection runs first: WAL (kept by the file), a busy timeout instead of
 /// immediate `SQLITE_BUSY`, normal sync (safe in WAL mode), and enforced foreign keys.
+/// `wal_autocheckpoint = 0`: no commit runs a checkpoint (with its fsyncs) any more, which put
+/// 10 to 16 ms on one webhook acknowledgement in a hundred (bench/review/REPLICAS.md); the
+/// server checkpoints from its keeper instead ([`Store::checkpoint`]).
 const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL; \
-     PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
+     PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;";
 
 impl Store {
     /// Open the database at `url` and bring its schema up to date:
@@ -200,6 +203,23 @@ impl Store {
     /// The SQL dialect of the database.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// SQLite: copies the write-ahead log's committed pages into the database file without
+    /// waiting for readers or blocking writers (`PRAGMA wal_checkpoint(PASSIVE)`), off the
+    /// request path: commits no longer checkpoint by themselves (`SQLITE_PRAGMAS`). Returns the
+    /// frames in the log and how many of them are now checkpointed; once all are, the next
+    /// writer starts the log over, so it stays small. PostgreSQL: `(0, 0)`, nothing to do.
+    /// Called every QUEUE_POLL_MS by the server's keeper (docs/operations.md, "SQLite and
+    /// backups").
+    pub async fn checkpoint(&self) -> Result<(i64, i64)> {
+        if self.backend != Backend::Sqlite {
+            return Ok((0, 0));
+        }
+        let row = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok((row.try_get(1)?, row.try_get(2)?))
     }
 
     /// PostgreSQL: sends `payload` (at most 8000 bytes) on `channel` to every listener of

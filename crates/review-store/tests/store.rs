@@ -17,6 +17,47 @@ fn new_review(pr: i64) -> NewReview {
     }
 }
 
+/// Commits leave the write-ahead log alone (no fsync on the request path); the keeper's
+/// checkpoint folds it into the database file, and the next writer starts the log over.
+#[tokio::test]
+async fn commits_do_not_checkpoint_and_the_keepers_checkpoint_does() {
+    let store = common::sqlite().await;
+    let wal = store.dir.as_ref().unwrap().path().join("review.db-wal");
+    let autocheckpoint: i64 = sqlx::query_scalar("PRAGMA wal_autocheckpoint")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(autocheckpoint, 0);
+    let new = review_store::NewReview {
+        repo_full_name: "o/r".into(),
+        pr_number: 1,
+        title: Some("x".repeat(3000)),
+        trigger: Some(review_domain::Trigger::Opened),
+        attempt: 0,
+    };
+    // Well past SQLite's default of a checkpoint every 1,000 pages (4 MB).
+    for _ in 0..1500 {
+        store.insert_review(&new, 1).await.unwrap();
+    }
+    let grown = std::fs::metadata(&wal).unwrap().len();
+    assert!(
+        grown > 4 << 20,
+        "the log was checkpointed by a commit: {grown} bytes"
+    );
+    let (frames, checkpointed) = store.checkpoint().await.unwrap();
+    assert!(frames > 1000, "{frames}");
+    assert_eq!(checkpointed, frames, "every frame checkpointed");
+    // The next writer starts the log over instead of growing it.
+    store.insert_review(&new, 2).await.unwrap();
+    let (frames, _) = store.checkpoint().await.unwrap();
+    assert!(frames < 100, "the log went on growing: {frames} frames");
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        grown,
+        "reused in place"
+    );
+}
+
 #[tokio::test]
 async fn database_file_is_created_in_wal_mode_with_every_table() {
     let store = common::sqlite().await;

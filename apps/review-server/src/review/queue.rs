@@ -109,8 +109,8 @@ async fn renewer(app: AppState) {
     }
 }
 
-/// Every QUEUE_POLL_MS fails the reviews of lapsed leases and runs the due retries, and every
-/// minute forgets old delivery ids.
+/// Every QUEUE_POLL_MS fails the reviews of lapsed leases, runs the due retries and (SQLite)
+/// checkpoints the write-ahead log, and every minute forgets old delivery ids.
 async fn keeper(app: AppState) {
     let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
@@ -127,6 +127,9 @@ async fn keeper(app: AppState) {
         }
         reap(&app).await;
         due_retries(&app).await;
+        if let Err(e) = app.records.store.checkpoint().await {
+            tracing::warn!(error = %e, "cannot checkpoint the SQLite write-ahead log");
+        }
         tokio::select! {
             _ = tokio::time::sleep(poll(&app)) => {}
             _ = app.shutdown.cancelled() => return,
