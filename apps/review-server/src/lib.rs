@@ -171,7 +171,8 @@ fn app_credentials(config: &Config) -> anyhow::Result<Option<AppCredentials>> {
 }
 
 /// Serve on `listener` until `shutdown` resolves, then cancel running reviews (they are
-/// recorded failed, never retried) and wait up to 10 s for them to record it.
+/// recorded failed, never retried), wait up to 10 s for them to record it, and (SQLite) fold
+/// the write-ahead log into the database file.
 pub async fn serve(
     config: Config,
     listener: TcpListener,
@@ -196,6 +197,13 @@ pub async fn serve(
         .is_err()
     {
         tracing::warn!("reviews still running at shutdown; they will be failed at next boot");
+    }
+    match app.records.store.checkpoint_at_shutdown().await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!("part of the SQLite write-ahead log is left for the next start")
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot checkpoint the SQLite write-ahead log"),
     }
     Ok(())
 }

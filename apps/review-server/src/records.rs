@@ -574,6 +574,8 @@ impl StoreView {
         fn inbox_len(&self) -> i64;
         /// SQLite: checkpoints the write-ahead log; (frames in the log, checkpointed).
         fn checkpoint(&self) -> (i64, i64);
+        /// SQLite: folds the whole write-ahead log into the database file and empties it.
+        fn checkpoint_at_shutdown(&self) -> bool;
         /// The PR's pending or running reviews other than `except`, by id.
         fn active_reviews_of_pr(&self, repo: &str, pr_number: i64, except: i64) -> Vec<i64>;
         /// Schedules an automatic retry (epoch ms).

@@ -420,6 +420,46 @@ async fn a_delivery_accepted_but_not_yet_a_review_is_reviewed_by_whichever_proce
     assert_eq!(w.forge.reviews().len(), 2, "{:?}", w.forge.reviews());
 }
 
+/// SQLite commits leave the write-ahead log to the keeper (docs/operations.md, "SQLite and
+/// backups"); a graceful stop folds it into `review.db`, so the file alone holds every row.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_graceful_stop_leaves_every_row_in_the_sqlite_file() {
+    use sqlx::Connection;
+    let mut w = world(Behavior::Reviewer, &[]).await;
+    if !w.server.database_url.starts_with("sqlite") {
+        return; // PostgreSQL has no file to fold a log into
+    }
+    w.review_once().await;
+    let pid = w.server.child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = w.server.child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}\n{}", w.server.log());
+    let dir = w.server.data_dir.clone();
+    let wal = dir.join("review.db-wal");
+    assert_eq!(
+        std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0),
+        0,
+        "the log was not folded in at shutdown"
+    );
+    // The database file alone, without its log, holds the review.
+    let _ = std::fs::remove_file(&wal);
+    let _ = std::fs::remove_file(dir.join("review.db-shm"));
+    sqlx::any::install_default_drivers();
+    let url = format!("sqlite://{}?mode=ro", dir.join("review.db").display());
+    let mut db = sqlx::AnyConnection::connect(&url).await.unwrap();
+    let (reviews, completed): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), sum(CASE WHEN status = 'completed' THEN 1 ELSE 0 END) FROM reviews",
+    )
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert_eq!((reviews, completed), (1, 1));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn event_stream_opens_with_a_heartbeat_and_filters_by_repo() {
     let w = World::start_with(

@@ -222,6 +222,21 @@ impl Store {
         Ok((row.try_get(1)?, row.try_get(2)?))
     }
 
+    /// At shutdown, SQLite: checkpoints the whole write-ahead log into the database file and
+    /// empties it (`PRAGMA wal_checkpoint(TRUNCATE)`), so a stopped server leaves everything
+    /// in `review.db` (docs/operations.md, "SQLite and backups"). Returns false when a reader
+    /// kept part of the log (it is then replayed at the next open, nothing is lost).
+    /// PostgreSQL: true, nothing to do.
+    pub async fn checkpoint_at_shutdown(&self) -> Result<bool> {
+        if self.backend != Backend::Sqlite {
+            return Ok(true);
+        }
+        let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)? == 0)
+    }
+
     /// PostgreSQL: sends `payload` (at most 8000 bytes) on `channel` to every listener of
     /// the database, replicas included (`pg_notify`). SQLite: nothing, one process is alone.
     pub async fn notify(&self, channel: &str, payload: &str) -> Result<()> {
