@@ -287,25 +287,10 @@ impl Records {
         Ok(removed)
     }
 
-    /// Insert a pending review with its queued `job` (JSON), waiting for any replica to claim
-    /// it (docs/review-service.md §3; docs/architecture.md, "Many replicas"); publishes
-    /// review:created.
-    pub async fn create_queued_review(
-        &self,
-        new: &NewReview,
-        job: &str,
-    ) -> Result<ReviewRow, StoreError> {
-        let row = self
-            .db
-            .insert_queued_review(new, job, None, None, now())
-            .await?;
-        self.review_event("review:created", &row);
-        Ok(row)
-    }
-
-    /// Claims `delivery` and inserts its pending review with the queue row in one transaction
-    /// (SQLite's direct path, docs/architecture.md, "The webhook inbox"); publishes
-    /// review:created. None for a redelivery.
+    /// Inserts a pending review with its waiting queue row, claiming delivery id `delivery`
+    /// (None: no id) in the same transaction (`/review` commands, retries by hand, and the
+    /// webhook on SQLite: docs/architecture.md, "The webhook inbox"); publishes
+    /// review:created. None, nothing written, for a redelivery.
     pub async fn create_delivered_review(
         &self,
         delivery: Option<&str>,

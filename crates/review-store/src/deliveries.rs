@@ -16,6 +16,24 @@ pub(crate) const CLAIM_SQL: &str = "INSERT INTO deliveries (id, received_at) VAL
      ON CONFLICT (id) DO UPDATE SET received_at = excluded.received_at
      WHERE deliveries.received_at < $3";
 
+/// Claims delivery `id` at `now` (epoch seconds) inside transaction `tx` ([`CLAIM_SQL`]);
+/// false for a redelivery.
+pub(crate) async fn claim_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: &str,
+    now: i64,
+) -> Result<bool> {
+    let claimed = sqlx::query(CLAIM_SQL)
+        .bind(id)
+        .bind(now)
+        .bind(now - DELIVERY_WINDOW_SECS)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected()
+        == 1;
+    Ok(claimed)
+}
+
 impl Store {
     /// Claims delivery `id` at `now` (epoch seconds). Returns true when it is new (never seen,
     /// or last seen more than [`DELIVERY_WINDOW_SECS`] ago), false for a redelivery inside

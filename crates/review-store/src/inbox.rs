@@ -130,15 +130,7 @@ impl Store {
             Backend::Sqlite => {
                 // SQLite has no INSERT inside WITH; the claim and the row share a transaction.
                 let mut tx = self.pool.begin().await?;
-                let claimed = sqlx::query(claim)
-                    .bind(id)
-                    .bind(now)
-                    .bind(window_start)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-                    == 1;
-                if !claimed {
+                if !crate::deliveries::claim_in(&mut tx, id, now).await? {
                     return Ok(false);
                 }
                 let sql =
@@ -154,9 +146,10 @@ impl Store {
 
     /// Claims delivery `delivery` (None or empty: no id to claim) and inserts its pending
     /// review with the waiting queue row, all in one transaction, at `now` (epoch seconds):
-    /// the direct path SQLite takes instead of the inbox (docs/architecture.md, "The webhook
-    /// inbox"), where a second write transaction would wait on the single write lock. None,
-    /// writing nothing, for a redelivery inside the window.
+    /// the direct path of reviews that skip the inbox (`/review` commands, retries asked for
+    /// by hand, every webhook on SQLite, where a second write transaction would wait on the
+    /// single write lock; docs/architecture.md, "The webhook inbox"). None, writing nothing,
+    /// for a redelivery inside the window.
     pub async fn insert_delivered_review(
         &self,
         delivery: Option<&str>,
@@ -165,18 +158,10 @@ impl Store {
         now: i64,
     ) -> Result<Option<ReviewRow>> {
         let mut tx = self.pool.begin().await?;
-        if let Some(id) = delivery.filter(|d| !d.is_empty()) {
-            let claimed = sqlx::query(crate::deliveries::CLAIM_SQL)
-                .bind(id)
-                .bind(now)
-                .bind(now - crate::DELIVERY_WINDOW_SECS)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                == 1;
-            if !claimed {
-                return Ok(None);
-            }
+        if let Some(id) = delivery.filter(|d| !d.is_empty())
+            && !crate::deliveries::claim_in(&mut tx, id, now).await?
+        {
+            return Ok(None);
         }
         let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         crate::queue::insert_queue_row(&mut tx, row.id, job, None, None).await?;

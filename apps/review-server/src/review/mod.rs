@@ -66,43 +66,50 @@ impl<E: Into<anyhow::Error>> From<E> for RunError {
 /// a free run slot, here or on another replica; a synchronize supersedes the PR's older
 /// reviews. Returns the row; the run continues after the caller replies.
 pub async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
-    let row = app
+    queue_directly(app, None, &job)
+        .await?
+        .ok_or_else(|| anyhow!("a review without a delivery id cannot be a redelivery"))
+}
+
+/// [`enqueue`] with the claim of delivery id `delivery` in the same transaction; None, with
+/// nothing written, for a redelivery.
+async fn queue_directly(
+    app: &AppState,
+    delivery: Option<&str>,
+    job: &PrJob,
+) -> anyhow::Result<Option<ReviewRow>> {
+    let Some(row) = app
         .records
-        .create_queued_review(&new_review(&job), &serde_json::to_string(&job)?)
-        .await?;
+        .create_delivered_review(delivery, &new_review(job), &serde_json::to_string(job)?)
+        .await?
+    else {
+        return Ok(None);
+    };
     if job.trigger == Trigger::Synchronize {
         supersede(app, &row.repo_full_name, row.pr_number, row.id).await;
     }
     app.queue_wake.notify_one();
-    Ok(row)
+    Ok(Some(row))
 }
 
 /// Accepts a pull_request delivery's review (docs/architecture.md, "The webhook inbox").
 /// PostgreSQL: claims `delivery` and writes the job to the inbox in one round trip, then
 /// wakes this replica's promoter, which creates the review after the webhook has replied.
 /// SQLite (one process, one write lock): claims it and creates the review in one
-/// transaction, as [`enqueue`] would. Returns false for a redelivery (nothing written).
+/// transaction ([`queue_directly`]). Returns false for a redelivery (nothing written).
 pub async fn accept(app: &AppState, delivery: Option<&str>, job: &PrJob) -> anyhow::Result<bool> {
-    let new = new_review(job);
-    let text = serde_json::to_string(job)?;
     if app.records.store.backend() == review_store::Backend::Sqlite {
-        let Some(row) = app
-            .records
-            .create_delivered_review(delivery, &new, &text)
-            .await?
-        else {
-            return Ok(false);
-        };
-        if job.trigger == Trigger::Synchronize {
-            supersede(app, &row.repo_full_name, row.pr_number, row.id).await;
-        }
-        app.queue_wake.notify_one();
-        return Ok(true);
+        return Ok(queue_directly(app, delivery, job).await?.is_some());
     }
     let accepted = app
         .records
         .store
-        .accept_delivery(delivery, &new, &text, crate::records::now_ms())
+        .accept_delivery(
+            delivery,
+            &new_review(job),
+            &serde_json::to_string(job)?,
+            crate::records::now_ms(),
+        )
         .await?;
     if accepted {
         app.inbox_wake.notify_one();
