@@ -139,6 +139,10 @@ async fn keeper(app: AppState) {
 
 /// Renews this replica's leases; cancels the runs that lost theirs or were asked to end.
 async fn renew(app: &AppState) {
+    // The runs live before the renewal: a run claimed while the renewal is on its way is not
+    // in the renewal's answer yet, and must not be taken for a run whose lease was lost (its
+    // claim committed before it became live, so a later renewal sees it).
+    let live_before = app.live_ids();
     let held = match app
         .records
         .renew(&app.replica, now_ms() + lease_ms(app))
@@ -152,7 +156,7 @@ async fn renew(app: &AppState) {
     };
     let held: HashMap<i64, Option<String>> =
         held.into_iter().map(|h| (h.review_id, h.cancel)).collect();
-    for id in app.live_ids() {
+    for id in live_before {
         if !held.contains_key(&id) && app.cancel_run(id, CancelReason::LeaseLost) {
             tracing::warn!(
                 review_id = id,
