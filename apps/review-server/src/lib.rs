@@ -54,7 +54,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
     let records = Records::new(Store::open(&config.database_url()).await?, EventBus::new());
-    let replica = replica_name();
+    let replica = replica_name(&config.data_dir);
     records.fan_out(replica.clone());
     if config.webhook_secret.is_none() {
         tracing::warn!(
@@ -91,16 +91,66 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     Ok(app)
 }
 
-/// This process's name in the work queue's leases: `<host>-<pid>-<random>`, new at every
-/// start, so a restarted replica never mistakes its predecessor's leases for its own.
-fn replica_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "replica".to_owned());
-    let suffix: u32 = rand::random();
-    format!("{host}-{}-{suffix:08x}", std::process::id())
+/// This replica's name in the work queue's leases: `<host>-<random>`, kept in
+/// DATA_DIR/replica-id so that after a kill the restarted process knows which runs were its own
+/// and fails them at boot ("interrupted by restart", issue 26) instead of waiting for their
+/// leases to lapse. The file is locked for the life of the process: a second process started
+/// on the same DATA_DIR (never a supported set-up) gets a name of its own for this run, with a
+/// warning, so two processes never share leases.
+fn replica_name(data_dir: &std::path::Path) -> String {
+    let fresh = || {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty() && h.len() <= 64)
+            .unwrap_or_else(|| "replica".to_owned());
+        let suffix: u64 = rand::random();
+        format!("{host}-{suffix:016x}")
+    };
+    let path = data_dir.join("replica-id");
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path);
+    let mut file = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot open the replica id file; using a new id for this run");
+            return fresh();
+        }
+    };
+    if file.try_lock().is_err() {
+        tracing::warn!(path = %path.display(), "another process holds this DATA_DIR's replica id; using a new id for this run");
+        return fresh();
+    }
+    use std::io::{Read, Seek, Write};
+    let mut kept = String::new();
+    let _ = file.read_to_string(&mut kept);
+    let kept = kept.trim();
+    let valid = !kept.is_empty()
+        && kept.len() <= 100
+        && kept
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_');
+    let name = if valid {
+        kept.to_owned()
+    } else {
+        let name = fresh();
+        let written = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(format!("{name}\n").as_bytes()))
+            .and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot keep the replica id");
+        }
+        name
+    };
+    // The lock lives as long as the process: the descriptor is never closed.
+    std::mem::forget(file);
+    name
 }
 
 /// Writes every transcript document to the database too, so any replica serves it

@@ -398,17 +398,18 @@ impl Records {
         Ok(lapsed)
     }
 
-    /// At boot: fails the unfinished reviews without a queue row created more than
-    /// `orphan_secs` ago (left by a version without the queue). Rows written while the server
-    /// runs are left to whoever wrote them. Nothing is published: nobody listens yet.
-    pub async fn fail_orphans_at_boot(
+    /// At boot, before the server listens: fails the unfinished reviews without a queue row
+    /// (left by a version without the queue, or written by hand), and the reviews this replica
+    /// (`owner`; None on SQLite: every lease) had claimed before it was killed, with `error`.
+    /// Nothing is published: nobody listens yet.
+    pub async fn fail_interrupted_at_boot(
         &self,
+        owner: Option<&str>,
         error: &str,
-        orphan_secs: i64,
     ) -> Result<Vec<ReviewRow>, StoreError> {
-        self.db
-            .fail_orphaned(error, now() - orphan_secs, now())
-            .await
+        let mut failed = self.db.fail_claimed_at_boot(owner, error, now()).await?;
+        failed.extend(self.db.fail_orphaned(error, now()).await?);
+        Ok(failed)
     }
 
     /// pending -> running with the agent session id (docs/review-service.md §3); publishes

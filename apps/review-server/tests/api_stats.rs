@@ -636,6 +636,7 @@ async fn rollups_agree_with_raw_rows() {
                 title: None,
                 trigger: Some(trigger),
                 attempt: 0,
+                head_sha: None,
             };
             let r = store.insert_review(&new, created).await.unwrap();
             if n % 5 == 4 {

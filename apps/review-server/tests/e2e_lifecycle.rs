@@ -303,49 +303,65 @@ async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_review_whose_process_was_killed_fails_as_interrupted_once_its_lease_lapses() {
-    let lease = [
+async fn a_killed_and_restarted_server_fails_its_interrupted_run_at_boot() {
+    // Issue 26: the default 30 s lease must not keep the killed run `running` after the
+    // restart; the process knows its own runs by the replica id kept in DATA_DIR.
+    let settings = [
         ("RETRY_DELAY_SECS", "1".to_owned()),
-        ("LEASE_SECS", "2".to_owned()),
         ("QUEUE_POLL_MS", "100".to_owned()),
     ];
-    let mut w = world(Behavior::Slow(Duration::from_secs(30)), &lease).await;
+    let mut w = world(Behavior::Slow(Duration::from_secs(30)), &settings).await;
     open_pr(&w).await;
     let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
     let id = first["id"].as_i64().unwrap();
     wait_status(&w, id, "running").await;
-    // A row a version without the work queue left running: no lease will ever lapse for it.
+    let replica_id = std::fs::read_to_string(w.server.data_dir.join("replica-id")).unwrap();
+    // A row a version without the work queue left running, and one written a moment before
+    // the kill: neither has a queue row, so nobody would ever end them.
     w.server.db_exec("INSERT INTO reviews (id, repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES (200, 'acme/widgets', 2, 'running', 'opened', 0, 1)").await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    w.server.db_exec(&format!("INSERT INTO reviews (id, repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES (201, 'acme/widgets', 3, 'pending', 'opened', 0, {now})")).await;
+    let killed_at = std::time::Instant::now();
     w.kill_and_restart().await; // kill -9 in the middle of the review
     let server = &w.server;
-    let data_dir = server.data_dir.clone();
+    assert_eq!(
+        std::fs::read_to_string(server.data_dir.join("replica-id")).unwrap(),
+        replica_id,
+        "the restarted process keeps its replica id"
+    );
     assert!(
-        std::fs::read_dir(data_dir.join("worktrees"))
+        std::fs::read_dir(server.data_dir.join("worktrees"))
             .map(|d| d.count() == 0)
             .unwrap_or(true),
         "the restarted process left the killed review's worktree behind"
     );
-    let line = server
-        .wait_log_line(&["review interrupted: its replica's lease lapsed; no automatic retry"])
-        .await;
-    assert!(line.contains(&format!("review_id={id}")), "{line}");
+    // Failed before the server listened: the first read already shows it.
     let row = server.get_json(&format!("/api/reviews/{id}")).await;
     assert_eq!(
         (row["status"].as_str(), row["error"].as_str()),
-        (
-            Some("failed"),
-            Some("interrupted: its replica stopped renewing its lease")
-        )
+        (Some("failed"), Some("interrupted by restart"))
+    );
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(15),
+        "failed at boot, not when a lease lapsed"
     );
     server
         .wait_log_line(&["interrupted by a restart marked failed; no automatic retry"])
         .await;
-    let legacy = server.get_json("/api/repos/acme/widgets/pr/2").await;
-    assert_eq!(
-        (legacy[0]["status"].as_str(), legacy[0]["error"].as_str()),
-        (Some("failed"), Some("interrupted by restart"))
-    );
-    // Past the retry delay: neither got an automatic retry.
+    for pr in [2, 3] {
+        let legacy = server
+            .get_json(&format!("/api/repos/acme/widgets/pr/{pr}"))
+            .await;
+        assert_eq!(
+            (legacy[0]["status"].as_str(), legacy[0]["error"].as_str()),
+            (Some("failed"), Some("interrupted by restart")),
+            "PR {pr}"
+        );
+    }
+    // Past the retry delay: none got an automatic retry.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         server

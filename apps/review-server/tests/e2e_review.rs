@@ -329,11 +329,19 @@ async fn synchronize_with_unchanged_patch_id_is_skipped() {
         )
         .await;
     w.server.wait_reviews(&w.full_name(), 1, 1).await;
-    // Same changes again (a rebase that changes nothing): recorded skipped, nothing posted.
+    // Same changes again under a new head (the feature rebased onto the newer main): recorded
+    // skipped by the patch-id rule, nothing posted.
+    let work = &w.upstream.work;
+    git(work, &["checkout", "-q", "-b", "rebased", "feature"]);
+    git(work, &["rebase", "-q", "main"]);
+    git(work, &["checkout", "-q", "main"]);
+    w.upstream.publish_pull(1, "rebased");
+    let rebased = w.upstream.sha("rebased");
+    assert_ne!(rebased, head);
     w.server
         .deliver(
             "pull_request",
-            &w.pull_request_payload("synchronize", &head),
+            &w.pull_request_payload("synchronize", &rebased),
             Some(SECRET),
         )
         .await;

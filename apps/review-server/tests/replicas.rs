@@ -420,10 +420,27 @@ async fn two_replicas_on_postgres_review_once_recover_a_dead_one_and_share_contr
         &w.server
     };
     w.model.set_behavior(Behavior::Reviewer);
+    // The newer push: one more commit, on a branch of its own, as PR 106's new head.
+    let work = &w.upstream.work;
+    git(work, &["checkout", "-q", "-b", "feature-106", "feature"]);
+    std::fs::write(
+        work.join("src/extra.rs"),
+        "pub fn one() -> i32 {\n    1\n}\n",
+    )
+    .unwrap();
+    git(work, &["add", "-A"]);
+    git(work, &["commit", "-qm", "one"]);
+    git(work, &["checkout", "-q", "main"]);
+    w.upstream.publish_pull(106, "feature-106");
+    let newer = w.upstream.sha("feature-106");
+    let diff = git(work, &["diff", &format!("main...{newer}")]);
+    w.forge.set_diff(&w.full_name(), &newer, &diff);
+    let mut push: Value = serde_json::from_slice(&w.pull_payload(106, "synchronize")).unwrap();
+    push["pull_request"]["head"]["sha"] = json!(newer);
     assert_eq!(
         deliver(
             other,
-            &w.pull_payload(106, "synchronize"),
+            &serde_json::to_vec(&push).unwrap(),
             "delivery-0106-sync"
         )
         .await,

@@ -315,14 +315,16 @@ async fn a_delivery_sent_twice_is_reviewed_once_also_across_a_restart() {
     w.server = Server::start(&data_dir, &env).await;
     let r = deliver_with_id(&w, "72d3162e-cc78-11e3-81ab-4c9367dc0958").await;
     assert_eq!(r.status(), 200);
-    // A new id is a new delivery.
+    // A new id is a new delivery; of a head already reviewed, so it is recorded skipped and
+    // posts nothing (issue 26, one review per head).
     let r = deliver_with_id(&w, "0b4e8ea0-cc79-11e3-8f5e-5b1b2a1d6c4c").await;
     assert_eq!(r.status(), 200);
     // The handler records the delivery and creates the review row before it answers, so the
     // rows of the three deliveries above are all there by now.
     let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
     assert_eq!(rows.len(), 2, "{rows:?}");
-    assert_eq!(w.forge.reviews().len(), 2);
+    assert_eq!(rows[0]["status"], "skipped", "{rows:?}");
+    assert_eq!(w.forge.reviews().len(), 1);
 }
 
 /// The environment [`World::start`] gave its server, to restart it on the same data.
@@ -552,7 +554,8 @@ async fn a_full_review_at_debug_level_logs_and_records_no_secret() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    w.deliver_pull_request("reopened").await;
+    w.upstream.push_feature_commit();
+    w.deliver_pull_request("synchronize").await;
     let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
     assert!(rows.iter().all(|r| r["status"] == "completed"), "{rows:?}");
     let mut secrets: Vec<String> = canaries.iter().map(|(_, v)| v.to_string()).collect();

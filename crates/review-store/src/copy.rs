@@ -55,6 +55,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("patch_id", Text),
             ("created_at", Int),
             ("completed_at", Int),
+            ("head_sha", Text),
         ],
     ),
     (
@@ -107,6 +108,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("attempt", Int),
             ("job", Text),
             ("received_at", Int),
+            ("head_sha", Text),
         ],
     ),
 ];

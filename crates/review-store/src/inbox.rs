@@ -24,9 +24,9 @@ const PROMOTE_LOCK: i64 = 0x7276_696e_626f_7831;
 
 /// The columns an accepted delivery writes, in the order [`bind_inbox_row`] binds them.
 const INBOX_COLUMNS: &str =
-    "repo_full_name, pr_number, title, \"trigger\", attempt, job, received_at";
+    "repo_full_name, pr_number, title, \"trigger\", attempt, job, received_at, head_sha";
 /// The placeholders of [`INBOX_COLUMNS`] in a statement that binds nothing before them.
-const INBOX_VALUES: &str = "($1, $2, $3, $4, $5, $6, $7)";
+const INBOX_VALUES: &str = "($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// Binds the values of [`INBOX_COLUMNS`] after the ones `query` already has.
 fn bind_inbox_row<'q>(
@@ -43,6 +43,7 @@ fn bind_inbox_row<'q>(
         .bind(new.attempt)
         .bind(job.to_owned())
         .bind(now_ms)
+        .bind(new.head_sha.clone())
 }
 
 /// A review created from an inbox row, with the job it was queued with.
@@ -117,7 +118,7 @@ impl Store {
                 let sql = format!(
                     "WITH claim AS ({claim} RETURNING id)
                      INSERT INTO review_inbox ({INBOX_COLUMNS})
-                     SELECT $4, $5, $6, $7, $8, $9, $10 FROM claim"
+                     SELECT $4, $5, $6, $7, $8, $9, $10, $11 FROM claim"
                 );
                 let query = sqlx::query(&sql).bind(id).bind(now).bind(window_start);
                 let accepted = bind_inbox_row(query, new, job, now_ms)
@@ -149,7 +150,9 @@ impl Store {
     /// the direct path of reviews that skip the inbox (`/review` commands, retries asked for
     /// by hand, every webhook on SQLite, where a second write transaction would wait on the
     /// single write lock; docs/architecture.md, "The webhook inbox"). None, writing nothing,
-    /// for a redelivery inside the window.
+    /// for a redelivery inside the window. A pull_request delivery for a head the PR already
+    /// has a review of is recorded skipped instead, with no queue row
+    /// ([`crate::reviews::skip_if_head_reviewed_in`]; check the returned row's status).
     pub async fn insert_delivered_review(
         &self,
         delivery: Option<&str>,
@@ -163,6 +166,10 @@ impl Store {
         {
             return Ok(None);
         }
+        if let Some(skipped) = crate::reviews::skip_if_head_reviewed_in(&mut tx, new, now).await? {
+            tx.commit().await?;
+            return Ok(Some(skipped));
+        }
         let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         crate::queue::insert_queue_row(&mut tx, row.id, job, None, None).await?;
         tx.commit().await?;
@@ -173,7 +180,9 @@ impl Store {
     /// `review_queue` row, in one transaction, at `now` (epoch seconds, the reviews'
     /// `created_at`). Returns them oldest first; empty when the inbox is empty. Promoters are
     /// serialised (PostgreSQL: an advisory lock; SQLite: the write lock taken by the first
-    /// statement), so each row is promoted once and in order.
+    /// statement), so each row is promoted once and in order. A row for a head the PR already
+    /// has a review of becomes a `skipped` review without a queue row
+    /// ([`crate::reviews::skip_if_head_reviewed_in`]).
     pub async fn promote_inbox(&self, limit: i64, now: i64) -> Result<Vec<PromotedReview>> {
         // Replicas poll: an empty inbox costs one read, no transaction and no lock.
         let waiting: Option<i64> = sqlx::query_scalar("SELECT id FROM review_inbox LIMIT 1")
@@ -194,7 +203,7 @@ impl Store {
         let taken = sqlx::query(
             "DELETE FROM review_inbox WHERE id IN (
                  SELECT id FROM review_inbox ORDER BY id LIMIT $1)
-             RETURNING id, repo_full_name, pr_number, title, \"trigger\", attempt, job",
+             RETURNING id, repo_full_name, pr_number, title, \"trigger\", attempt, job, head_sha",
         )
         .bind(limit)
         .fetch_all(&mut *tx)
@@ -208,12 +217,19 @@ impl Store {
                 title: r.try_get(3)?,
                 trigger: trigger.as_deref().and_then(|t| t.parse().ok()),
                 attempt: r.try_get(5)?,
+                head_sha: r.try_get(7)?,
             };
             rows.push((r.try_get::<i64, _>(0)?, new, r.try_get::<String, _>(6)?));
         }
         rows.sort_by_key(|(id, _, _)| *id);
         let mut promoted = Vec::with_capacity(rows.len());
         for (_, new, job) in rows {
+            // A second delivery of a head already reviewed or queued becomes a skipped row
+            // (the promoter lock makes this check and the insert one step across replicas).
+            if let Some(row) = crate::reviews::skip_if_head_reviewed_in(&mut tx, &new, now).await? {
+                promoted.push(PromotedReview { row, job });
+                continue;
+            }
             let row = crate::reviews::insert_review_in(&mut tx, &new, now).await?;
             crate::queue::insert_queue_row(&mut tx, row.id, &job, None, None).await?;
             promoted.push(PromotedReview { row, job });

@@ -193,23 +193,67 @@ impl Store {
         Ok(failed)
     }
 
-    /// Fails, with `error`, every review left pending or running without a queue row and
-    /// created before `created_before` (epoch seconds): rows of a version without the queue,
-    /// or written by hand. Returns the rows changed.
-    pub async fn fail_orphaned(
-        &self,
-        error: &str,
-        created_before: i64,
-        now: i64,
-    ) -> Result<Vec<ReviewRow>> {
+    /// Fails, with `error`, every review left pending or running without a queue row: rows of
+    /// a version without the queue, or written by hand. Every review and improver row is
+    /// written with its queue row in one transaction, so at boot such a row has nobody to end
+    /// it, whatever its age (issue 26: none may stay pending or running for ever). Returns the
+    /// rows changed.
+    pub async fn fail_orphaned(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
         let sql = format!(
             "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2
-             WHERE status IN ('pending', 'running') AND created_at < $3
+             WHERE status IN ('pending', 'running')
              AND NOT EXISTS (SELECT 1 FROM review_queue q WHERE q.review_id = reviews.id)
              RETURNING {REVIEW_COLUMNS}"
         );
-        let query = sqlx::query(&sql).bind(error).bind(now).bind(created_before);
+        let query = sqlx::query(&sql).bind(error).bind(now);
         self.all(query, review_from_row).await
+    }
+
+    /// At boot, before this replica claims anything: fails, with `error`, the reviews it had
+    /// claimed before a kill or crash and deletes their queue rows, and gives back the
+    /// automatic retries it held. `owner` is the replica's stable id (DATA_DIR/replica-id);
+    /// None claims every lease, for SQLite, where one process owns the database. Returns the
+    /// reviews failed (a review whose run had ended keeps its state; only its queue row goes).
+    pub async fn fail_claimed_at_boot(
+        &self,
+        owner: Option<&str>,
+        error: &str,
+        now: i64,
+    ) -> Result<Vec<ReviewRow>> {
+        let mut tx = self.pool.begin().await?;
+        let mine = "owner IS NOT NULL AND (CAST($1 AS TEXT) IS NULL OR owner = $2)";
+        let ids: Vec<i64> = sqlx::query_scalar(&format!(
+            "DELETE FROM review_queue WHERE {mine} RETURNING review_id"
+        ))
+        .bind(owner)
+        .bind(owner)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut failed = Vec::new();
+        for id in ids {
+            let sql = format!(
+                "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2
+                 WHERE id = $3 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+            );
+            let row = sqlx::query(&sql)
+                .bind(error)
+                .bind(now)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(row) = row {
+                failed.push(review_from_row(&row)?);
+            }
+        }
+        sqlx::query(&format!(
+            "UPDATE review_retries SET owner = NULL, lease_until = NULL WHERE {mine}"
+        ))
+        .bind(owner)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(failed)
     }
 
     /// pending -> failed with `error`, only while nobody has claimed the review; None when it

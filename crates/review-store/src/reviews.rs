@@ -12,7 +12,7 @@ use sqlx::any::AnyRow;
 pub(crate) const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
 
 /// A review to insert (docs/review-service.md §3: it starts pending).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewReview {
     pub repo_full_name: String,
     pub pr_number: i64,
@@ -21,6 +21,9 @@ pub struct NewReview {
     pub trigger: Option<Trigger>,
     /// 0 for a first run, 1 for the automatic retry.
     pub attempt: i64,
+    /// The PR head (40 hex digits) the review is for; None for improver runs. Kept on the row
+    /// (not in [`ReviewRow`]) for the one-review-per-head rule ([`Store::accept_delivery`]).
+    pub head_sha: Option<String>,
 }
 
 /// What a completed review records (docs/review-service.md §3: cost, tokens, model, completed_at,
@@ -224,8 +227,8 @@ pub(crate) async fn insert_review_in(
     now: i64,
 ) -> Result<ReviewRow> {
     let sql = format!(
-        "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at)
-         VALUES ($1, $2, $3, 'pending', $4, $5, $6) RETURNING {REVIEW_COLUMNS}"
+        "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at, head_sha)
+         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7) RETURNING {REVIEW_COLUMNS}"
     );
     let row = sqlx::query(&sql)
         .bind(&new.repo_full_name)
@@ -234,7 +237,77 @@ pub(crate) async fn insert_review_in(
         .bind(new.trigger.map(Trigger::as_str))
         .bind(new.attempt)
         .bind(now)
+        .bind(&new.head_sha)
         .fetch_one(&mut **tx)
         .await?;
     review_from_row(&row)
+}
+
+/// The triggers the one-review-per-head rule applies to: the pull_request events. A `/review`
+/// command, a retry (automatic or by hand) and an improver run are asked for on purpose and
+/// always run.
+fn is_pull_request_event(trigger: Option<Trigger>) -> bool {
+    matches!(
+        trigger,
+        Some(Trigger::Opened | Trigger::Synchronize | Trigger::Reopened | Trigger::ReadyForReview)
+    )
+}
+
+/// The one-review-per-head rule (issue 26; docs/architecture.md, "One review per head"),
+/// inside `tx`: when `new` comes from a pull_request event and the PR already has a pending,
+/// running or completed review of the same head, `new` is inserted as `skipped` (completed at
+/// `now`, epoch seconds) with the reason in `error` ("already reviewed at <sha>" or "coalesced
+/// into the waiting review #N") and returned; None otherwise, writing nothing. Callers are
+/// serialised (SQLite's write lock taken by the transaction's first write, PostgreSQL's
+/// promoter lock), so two deliveries of one head never both become pending.
+pub(crate) async fn skip_if_head_reviewed_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    new: &NewReview,
+    now: i64,
+) -> Result<Option<ReviewRow>> {
+    let Some(head) = new
+        .head_sha
+        .as_deref()
+        .filter(|_| is_pull_request_event(new.trigger))
+    else {
+        return Ok(None);
+    };
+    let earlier = sqlx::query(
+        "SELECT id, status FROM reviews WHERE repo_full_name = $1 AND pr_number = $2
+         AND head_sha = $3 AND status IN ('pending', 'running', 'completed')
+         ORDER BY id DESC LIMIT 1",
+    )
+    .bind(&new.repo_full_name)
+    .bind(new.pr_number)
+    .bind(head)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(earlier) = earlier else {
+        return Ok(None);
+    };
+    let (id, status): (i64, String) = (earlier.try_get(0)?, earlier.try_get(1)?);
+    let short = head.get(..12).unwrap_or(head);
+    let reason = if status == "completed" {
+        format!("already reviewed at {short} (review #{id})")
+    } else {
+        format!("coalesced into the {status} review #{id} of {short}")
+    };
+    let sql = format!(
+        "INSERT INTO reviews (repo_full_name, pr_number, title, status, error, \"trigger\", attempt,
+                              created_at, completed_at, head_sha)
+         VALUES ($1, $2, $3, 'skipped', $4, $5, $6, $7, $8, $9) RETURNING {REVIEW_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(&new.repo_full_name)
+        .bind(new.pr_number)
+        .bind(&new.title)
+        .bind(reason)
+        .bind(new.trigger.map(Trigger::as_str))
+        .bind(new.attempt)
+        .bind(now)
+        .bind(now)
+        .bind(head)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(Some(review_from_row(&row)?))
 }

@@ -19,6 +19,7 @@ fn new_review(repo: &str, pr: i64, trigger: Trigger) -> NewReview {
         title: Some(format!("PR {pr} of {repo}")),
         trigger: Some(trigger),
         attempt: 0,
+        head_sha: None,
     }
 }
 

@@ -17,6 +17,7 @@ fn new_review(pr: i64, trigger: Trigger) -> NewReview {
         title: Some(format!("PR {pr}")),
         trigger: Some(trigger),
         attempt: 0,
+        head_sha: None,
     }
 }
 
@@ -123,6 +124,46 @@ on_both_backends! {
         for p in &all {
             assert_eq!(p.job, format!("job-{}", p.row.pr_number));
         }
+    }
+
+    async fn a_second_delivery_of_a_head_is_recorded_skipped_and_queues_nothing(store: TestStore) {
+        let now_ms = 1_700_000_000_000;
+        let head = |sha: &str, trigger| NewReview { head_sha: Some(sha.repeat(40)), ..new_review(5, trigger) };
+        // Opened and reopened for the same head, through the inbox (two replicas' path).
+        assert!(store.accept_delivery(Some("d-1"), &head("a", Trigger::Opened), "job-1", now_ms).await.unwrap());
+        assert!(store.accept_delivery(Some("d-2"), &head("a", Trigger::Reopened), "job-2", now_ms).await.unwrap());
+        let promoted = store.promote_inbox(10, 100).await.unwrap();
+        let states: Vec<(&str, Option<&str>)> = promoted
+            .iter()
+            .map(|p| (p.row.status.as_str(), p.row.error.as_deref()))
+            .collect();
+        let first = promoted[0].row.id;
+        let coalesced = format!("coalesced into the pending review #{first} of {}", "a".repeat(12));
+        assert_eq!(states, vec![("pending", None), ("skipped", Some(coalesced.as_str()))]);
+        assert_eq!(count(&store, "review_queue").await, 1, "only the first is queued");
+        // Once it completed, the direct path (SQLite's webhook) skips the same head too...
+        store.claim_review("r", i64::MAX).await.unwrap().unwrap();
+        store.start_review(first, "s").await.unwrap().unwrap();
+        let done = review_store::Completion { cost: 0.0, tokens: 1, model: "m".into(), patch_id: None };
+        store.complete_review(first, &done, 120).await.unwrap().unwrap();
+        store.release_review(first).await.unwrap();
+        let again = store
+            .insert_delivered_review(Some("d-3"), &head("a", Trigger::Synchronize), "job-3", 130)
+            .await
+            .unwrap()
+            .unwrap();
+        let reviewed = format!("already reviewed at {} (review #{first})", "a".repeat(12));
+        assert_eq!((again.status.as_str(), again.error.as_deref()), ("skipped", Some(reviewed.as_str())));
+        // ...while a new head, a /review command and a retry of the same head are reviewed.
+        for (sha, trigger) in [("b", Trigger::Synchronize), ("a", Trigger::Command), ("a", Trigger::Retry)] {
+            let row = store
+                .insert_delivered_review(None, &head(sha, trigger), "job", 140)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(row.status.as_str(), "pending", "{sha} {trigger:?}");
+        }
+        assert_eq!(count(&store, "review_queue").await, 3);
     }
 }
 

@@ -16,6 +16,7 @@ fn new_review(pr: i64) -> NewReview {
         title: Some("t".into()),
         trigger: Some(Trigger::Opened),
         attempt: 0,
+        head_sha: None,
     }
 }
 
@@ -132,11 +133,51 @@ on_both_backends! {
             .insert_queued_review(&new_review(2), "{}", None, None, 10)
             .await
             .unwrap();
-        let fresh = store.insert_review(&new_review(3), 100).await.unwrap();
-        let failed = store.fail_orphaned("interrupted by restart", 50, 200).await.unwrap();
-        assert_eq!(failed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![legacy.id]);
+        // A row written a moment before the restart is orphaned too: none stays for ever.
+        let fresh = store.insert_review(&new_review(3), 199).await.unwrap();
+        let failed = store.fail_orphaned("interrupted by restart", 200).await.unwrap();
+        assert_eq!(failed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![legacy.id, fresh.id]);
         assert_eq!(store.review(queued.id).await.unwrap().unwrap().status.as_str(), "pending");
-        assert_eq!(store.review(fresh.id).await.unwrap().unwrap().status.as_str(), "pending");
+    }
+
+    async fn a_restarted_replica_fails_its_own_claimed_reviews_at_boot_and_no_others(store: TestStore) {
+        let mut ids = Vec::new();
+        for pr in 1..=4 {
+            let row = store
+                .insert_queued_review(&new_review(pr), "{}", None, None, 10)
+                .await
+                .unwrap();
+            ids.push(row.id);
+        }
+        // a runs two reviews, b one, and one waits; a also holds a due retry.
+        let first = store.claim_review("a", i64::MAX).await.unwrap().unwrap();
+        store.start_review(first.review_id, "s1").await.unwrap().unwrap();
+        let second = store.claim_review("a", i64::MAX).await.unwrap().unwrap();
+        let other = store.claim_review("b", i64::MAX).await.unwrap().unwrap();
+        let done = store.insert_review(&new_review(9), 10).await.unwrap();
+        store.schedule_retry(done.id, "job", 5).await.unwrap();
+        store.claim_due_retry("a", i64::MAX, 10).await.unwrap().unwrap();
+        // a comes back under the same id: its two runs fail at once, b's and the waiting one
+        // are untouched, and its retry is free for any replica.
+        let failed = store
+            .fail_claimed_at_boot(Some("a"), "interrupted by restart", 300)
+            .await
+            .unwrap();
+        let mut got: Vec<i64> = failed.iter().map(|r| r.id).collect();
+        got.sort();
+        assert_eq!(got, vec![first.review_id, second.review_id]);
+        assert!(failed.iter().all(|r| r.status.as_str() == "failed"
+            && r.error.as_deref() == Some("interrupted by restart")));
+        assert_eq!(store.review(other.review_id).await.unwrap().unwrap().status.as_str(), "pending");
+        assert_eq!(store.review(ids[3]).await.unwrap().unwrap().status.as_str(), "pending");
+        assert!(store.claim_due_retry("c", i64::MAX, 11).await.unwrap().is_some(), "retry given back");
+        let next = store.claim_review("a", i64::MAX).await.unwrap().unwrap();
+        assert_eq!(next.review_id, ids[3], "the waiting review still runs");
+        // SQLite's single process (owner None) fails every claimed review.
+        let all = store.fail_claimed_at_boot(None, "interrupted by restart", 400).await.unwrap();
+        let mut got: Vec<i64> = all.iter().map(|r| r.id).collect();
+        got.sort();
+        assert_eq!(got, vec![other.review_id, ids[3]]);
     }
 
     async fn a_retry_survives_a_restart_and_runs_once(store: TestStore) {

@@ -126,6 +126,7 @@ async fn writes_and_second_statements_are_refused_and_change_nothing() {
                 title: None,
                 trigger: None,
                 attempt: 0,
+                head_sha: None,
             },
             100,
         )

@@ -20,6 +20,7 @@ fn new_review(repo: &str, pr: i64) -> NewReview {
         title: Some("t".into()),
         trigger: Some(Trigger::Opened),
         attempt: 0,
+        head_sha: None,
     }
 }
 

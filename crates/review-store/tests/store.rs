@@ -14,6 +14,7 @@ fn new_review(pr: i64) -> NewReview {
         title: Some("t".into()),
         trigger: Some(Trigger::Opened),
         attempt: 0,
+        head_sha: None,
     }
 }
 
@@ -34,6 +35,7 @@ async fn commits_do_not_checkpoint_and_the_keepers_checkpoint_does() {
         title: Some("x".repeat(3000)),
         trigger: Some(review_domain::Trigger::Opened),
         attempt: 0,
+        head_sha: None,
     };
     // Well past SQLite's default of a checkpoint every 1,000 pages (4 MB).
     for _ in 0..1500 {

@@ -24,7 +24,7 @@ use crate::state::{AppState, CancelReason, LiveRun};
 use agent::{CancellationToken, ReviewOutcome};
 use anyhow::anyhow;
 use forge::CheckConclusion;
-use review_domain::{ReviewRow, Trigger};
+use review_domain::{ReviewRow, ReviewStatus, Trigger};
 use review_store::{ClaimedReview, Completion, NewReview};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,6 +85,10 @@ async fn queue_directly(
     else {
         return Ok(None);
     };
+    if row.status == ReviewStatus::Skipped {
+        log_head_skip(&row);
+        return Ok(Some(row));
+    }
     if job.trigger == Trigger::Synchronize {
         supersede(app, &row.repo_full_name, row.pr_number, row.id).await;
     }
@@ -137,7 +141,9 @@ pub async fn drain_inbox(app: &AppState) {
         }
         app.queue_wake.notify_one();
         for p in &promoted {
-            if p.row.trigger == Some(Trigger::Synchronize) {
+            if p.row.status == ReviewStatus::Skipped {
+                log_head_skip(&p.row);
+            } else if p.row.trigger == Some(Trigger::Synchronize) {
                 supersede(app, &p.row.repo_full_name, p.row.pr_number, p.row.id).await;
             }
         }
@@ -145,6 +151,18 @@ pub async fn drain_inbox(app: &AppState) {
             return;
         }
     }
+}
+
+/// A delivery recorded skipped by the one-review-per-head rule (docs/architecture.md, "One
+/// review per head"): nothing runs, nothing is posted, and the head's review is not superseded.
+fn log_head_skip(row: &ReviewRow) {
+    tracing::info!(
+        review_id = row.id,
+        repo = %row.repo_full_name,
+        pr_number = row.pr_number,
+        reason = row.error.as_deref().unwrap_or_default(),
+        "delivery skipped: this head already has a review"
+    );
 }
 
 /// The row a job's review starts as.
@@ -155,6 +173,7 @@ fn new_review(job: &PrJob) -> NewReview {
         title: Some(job.pr.title.clone()),
         trigger: Some(job.trigger),
         attempt: job.attempt,
+        head_sha: Some(job.pr.head_sha.clone()),
     }
 }
 
@@ -390,8 +409,11 @@ async fn record_end(
         }
         Err(RunError { error, spent }) => {
             let cancelled = cancel.is_cancelled();
+            let no_retry = no_retry(&error);
             let message = if cancelled {
                 cancel_reason(reason).message().to_owned()
+            } else if no_retry == Some(NoRetry::Configuration) {
+                format!("{error:#} (no automatic retry: {CONFIGURATION_ERROR})")
             } else {
                 format!("{error:#}")
             };
@@ -400,11 +422,13 @@ async fn record_end(
             if cancelled {
                 // Tests wait for these lines instead of sleeping past the retry delay.
                 tracing::info!(review_id = id, reason = %message, "no automatic retry: the run was cancelled");
-            } else if is_operator_limit(&error) {
+            } else if no_retry == Some(NoRetry::Limit) {
                 tracing::info!(
                     review_id = id,
                     "no automatic retry: the run stopped at an operator limit"
                 );
+            } else if no_retry == Some(NoRetry::Configuration) {
+                tracing::warn!(review_id = id, "no automatic retry: {CONFIGURATION_ERROR}");
             } else {
                 retry::after_genuine_failure(app, review, job, &message).await;
             }
@@ -418,15 +442,54 @@ async fn record_end(
     }
 }
 
-/// Whether a run failed at a limit the operator set: its budget (REVIEW_MAX_TOKENS,
-/// REVIEW_MAX_COST) or the tree caps (REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES). That is
-/// the limit working, not a genuine failure: a retry would stop at the same place.
-fn is_operator_limit(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
+/// Why a failed run gets no automatic retry although it was not cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoRetry {
+    /// It stopped at a limit the operator set: its budget (REVIEW_MAX_TOKENS, REVIEW_MAX_COST),
+    /// its step limit or the tree caps (REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES). That is
+    /// the limit working: a retry would stop at the same place. The error names the limit.
+    Limit,
+    /// The configuration or the credentials are wrong (issue 26): no API key, an unknown
+    /// provider or model, a key the provider refuses, missing or refused GitHub App
+    /// credentials. A retry minutes later meets the same configuration and would only post a
+    /// "retry failed" comment.
+    Configuration,
+}
+
+/// The reason appended to the error of a run that failed for [`NoRetry::Configuration`].
+const CONFIGURATION_ERROR: &str =
+    "a configuration or credentials error, which a retry cannot fix; fix it and retry by hand";
+
+/// Whether `error` is one a retry cannot fix ([`NoRetry`]); None for a genuine failure.
+fn no_retry(error: &anyhow::Error) -> Option<NoRetry> {
+    error.chain().find_map(|cause| {
+        if let Some(e) = cause.downcast_ref::<agent::AgentError>() {
+            return match e {
+                agent::AgentError::BudgetExceeded(_) | agent::AgentError::StepLimit(_) => {
+                    Some(NoRetry::Limit)
+                }
+                agent::AgentError::MissingKey { .. }
+                | agent::AgentError::UnknownProvider(_)
+                | agent::AgentError::Catalog(_)
+                | agent::AgentError::Provider {
+                    status: 401 | 403 | 404,
+                    ..
+                } => Some(NoRetry::Configuration),
+                _ => None,
+            };
+        }
+        if let Some(e) = cause.downcast_ref::<forge::ForgeError>() {
+            return match e {
+                forge::ForgeError::Credentials(_)
+                | forge::ForgeError::Api {
+                    status: 401 | 403, ..
+                } => Some(NoRetry::Configuration),
+                _ => None,
+            };
+        }
         cause
-            .downcast_ref::<agent::AgentError>()
-            .is_some_and(agent::AgentError::is_budget)
-            || cause.downcast_ref::<prepare::TreeRefused>().is_some()
+            .downcast_ref::<prepare::TreeRefused>()
+            .map(|_| NoRetry::Limit)
     })
 }
 

@@ -26,8 +26,8 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 const QUEUE_CHANNEL: &str = "review_queue";
 /// The error of a review whose replica stopped renewing its lease.
 const LAPSED: &str = "interrupted: its replica stopped renewing its lease";
-/// The error of an unfinished review that no queue row runs at boot (left by a version without
-/// the queue, or written by hand before the start).
+/// The error of a review this replica ran when it was killed, or of an unfinished review that
+/// no queue row runs at boot (left by a version without the queue, or written by hand).
 const ORPHANED: &str = "interrupted by restart";
 
 /// Starts the claim loop, the lease renewer, the keeper and (PostgreSQL) the listener of this
@@ -198,22 +198,31 @@ async fn reap(app: &AppState) {
     }
 }
 
-/// At boot, before the server listens, fails the unfinished rows no queue row runs (see
-/// [`ORPHANED`]). Awaited by `build`: run in the background, it could fail rows written after
-/// the start, which are not the boot's to fail.
+/// At boot, before the server listens and before this replica claims anything, fails as
+/// [`ORPHANED`] the reviews it ran when it was killed (its leases carry its stable id,
+/// DATA_DIR/replica-id; on SQLite, one process, every lease) and the unfinished rows no queue
+/// row runs. Awaited by `build`: run in the background, it could fail rows written after the
+/// start, which are not the boot's to fail.
 pub async fn sweep_orphans(app: &AppState) {
-    let orphan_secs = i64::try_from(app.config.lease_secs.max(1)).unwrap_or(i64::MAX / 2);
-    match app
-        .records
-        .fail_orphans_at_boot(ORPHANED, orphan_secs)
-        .await
-    {
-        Ok(orphaned) if !orphaned.is_empty() => tracing::warn!(
-            count = orphaned.len(),
-            "reviews interrupted by a restart marked failed; no automatic retry"
-        ),
+    let owner = match app.records.store.backend() {
+        review_store::Backend::Sqlite => None,
+        review_store::Backend::Postgres => Some(app.replica.as_str()),
+    };
+    match app.records.fail_interrupted_at_boot(owner, ORPHANED).await {
+        Ok(failed) if !failed.is_empty() => {
+            for row in &failed {
+                tracing::warn!(
+                    review_id = row.id,
+                    "review interrupted by a restart marked failed"
+                );
+            }
+            tracing::warn!(
+                count = failed.len(),
+                "reviews interrupted by a restart marked failed; no automatic retry"
+            );
+        }
         Ok(_) => {}
-        Err(e) => tracing::error!(error = %e, "cannot fail the reviews left without a queue row"),
+        Err(e) => tracing::error!(error = %e, "cannot fail the reviews a restart interrupted"),
     }
 }
 
