@@ -143,7 +143,8 @@ impl FakeForge {
     }
 
     /// A reply by `login` (`kind` `User` or `Bot`) to the inline comment `in_reply_to` of PR
-    /// `number`, as GitHub lists it under GET pulls/{n}/comments; returns its id.
+    /// `number`, as GitHub lists it under GET pulls/{n}/comments; returns its id. A `User` is
+    /// a MEMBER of the repository, a `Bot` has no association (NONE), as GitHub reports them.
     pub fn add_reply(
         &self,
         full_name: &str,
@@ -151,6 +152,31 @@ impl FakeForge {
         in_reply_to: i64,
         login: &str,
         kind: &str,
+        body: &str,
+    ) -> i64 {
+        let association = if kind == "Bot" { "NONE" } else { "MEMBER" };
+        self.add_reply_as(
+            full_name,
+            number,
+            in_reply_to,
+            login,
+            kind,
+            association,
+            body,
+        )
+    }
+
+    /// [`FakeForge::add_reply`] with GitHub's `author_association` given (`OWNER`, `MEMBER`,
+    /// `COLLABORATOR`, `CONTRIBUTOR`, `NONE`, ...).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_reply_as(
+        &self,
+        full_name: &str,
+        number: i64,
+        in_reply_to: i64,
+        login: &str,
+        kind: &str,
+        association: &str,
         body: &str,
     ) -> i64 {
         let id = self.shared.id();
@@ -165,6 +191,7 @@ impl FakeForge {
                 "id": id,
                 "in_reply_to_id": in_reply_to,
                 "user": { "login": login, "type": kind },
+                "author_association": association,
                 "body": body,
             }));
         id

@@ -361,7 +361,15 @@ fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool)
     comments.extend(extra.iter().cloned());
     let count = |s: &str| comments.iter().filter(|c| c["severity"] == s).count();
     let (b, n, q) = (count("blocking"), count("nit"), count("question"));
-    let event = if b > 0 { "REQUEST_CHANGES" } else { "COMMENT" };
+    // A clean diff is approved, as models do: the reviewer keeps the APPROVE only to clear
+    // its own earlier REQUEST_CHANGES (issue 26), else it posts COMMENT.
+    let event = if b > 0 {
+        "REQUEST_CHANGES"
+    } else if comments.is_empty() {
+        "APPROVE"
+    } else {
+        "COMMENT"
+    };
     let summary = format!(
         "Scripted review of {} file(s): {} finding(s).\n\nBlocking: {b} · Nits: {n} · Questions: {q}",
         files.len(),

@@ -93,7 +93,11 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
             .with_context(|| format!("{} is not a git repository", path.display()))?;
         let base_sha = repo.resolve(&base)?;
         let head_sha = repo.resolve(&head)?;
-        let (diff, commits) = read_diff(&repo, &base_sha, &head_sha, limits, &flag)?;
+        let crate::review::prepare::DiffRead {
+            diff,
+            commits,
+            instructions,
+        } = read_diff(&repo, &base_sha, &head_sha, limits, &flag)?;
         if diff.is_empty() {
             anyhow::bail!("{range} has no changes to review");
         }
@@ -103,10 +107,11 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
             head_sha,
             git_cache::diff_text(&diff),
             commits,
+            instructions,
             worktree,
         ))
     });
-    let (base_sha, head_sha, diff, commits, worktree) = tokio::select! {
+    let (base_sha, head_sha, diff, commits, instructions, worktree) = tokio::select! {
         prepared = &mut prepare => prepared??,
         _ = &mut interrupted => {
             stop.store(true, Ordering::Relaxed);
@@ -134,6 +139,7 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
     let session_id = format!("local-{}", uuid::Uuid::new_v4().simple());
     let mut job = ReviewJob::new(&session_id, worktree.path(), diff.clone(), model, pr);
     job.commits = commits;
+    job.instructions = instructions;
     job.focus = args.prompt.clone().unwrap_or_default();
     // No database here: the environment alone, as the server does with no stored settings.
     let no_settings = BTreeMap::new();

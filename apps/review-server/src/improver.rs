@@ -108,6 +108,7 @@ async fn run(app: &AppState, repo: &RepoRow) -> anyhow::Result<()> {
         title: Some(format!("Improve {REVIEW_MD}")),
         trigger: None,
         attempt: 0,
+        head_sha: None,
     };
     let row = app
         .records
@@ -262,7 +263,9 @@ async fn improve(
 }
 
 /// The reviewer's inline comments (findings with a forge comment id) of `reviews` that people
-/// replied to, with those replies; bots' replies are left out.
+/// with write access replied to, with those replies; bots' replies and replies by anyone
+/// without write access (author_association other than OWNER, MEMBER or COLLABORATOR) are
+/// left out, so a PR's author cannot teach the reviewer what to overlook (issue 26).
 async fn threads(
     app: &AppState,
     repo: &RepoRef,
@@ -286,7 +289,7 @@ async fn threads(
         for finding in findings {
             let replies: Vec<Reply> = comments
                 .iter()
-                .filter(|c| c.in_reply_to_id == finding.github_comment_id && c.by_human())
+                .filter(|c| c.in_reply_to_id == finding.github_comment_id && c.by_maintainer())
                 .map(|c| Reply {
                     author: c.user.as_ref().map(|u| u.login.clone()).unwrap_or_default(),
                     body: c.body.clone(),

@@ -19,7 +19,7 @@ mod transcript;
 pub use catalog::{Catalog, CatalogModel, CatalogProvider, Cost, Limit};
 pub use chat::{Chat, ChatDatabase, ChatEnd, ChatOutcome, UiPart};
 pub use error::AgentError;
-pub use prompt::Skill;
+pub use prompt::{Skill, repo_instructions};
 pub use provider::{ProviderSettings, Usage, complete_text};
 pub use review::{Budget, ReviewJob, ReviewOutcome, run_review};
 pub use tokio_util::sync::CancellationToken;

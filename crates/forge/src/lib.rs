@@ -103,6 +103,10 @@ pub struct ReviewComment {
     pub path: Option<String>,
     #[serde(default)]
     pub body: String,
+    /// The author's relation to the repository, as GitHub reports it: `OWNER`, `MEMBER`,
+    /// `COLLABORATOR`, `CONTRIBUTOR`, `FIRST_TIME_CONTRIBUTOR`, `FIRST_TIMER`, `NONE`, ...
+    #[serde(default)]
+    pub author_association: Option<String>,
 }
 
 /// The author of a comment: `type` is `User` for people and `Bot` for Apps.
@@ -114,6 +118,17 @@ pub struct CommentUser {
 }
 
 impl ReviewComment {
+    /// True when a person with write access wrote it (author_association OWNER, MEMBER or
+    /// COLLABORATOR): the replies the REVIEW.md improver may learn from (issue 26). A PR's
+    /// author from outside the project cannot teach the reviewer what to overlook.
+    pub fn by_maintainer(&self) -> bool {
+        self.by_human()
+            && matches!(
+                self.author_association.as_deref(),
+                Some("OWNER" | "MEMBER" | "COLLABORATOR")
+            )
+    }
+
     /// Whether a person (not an App or bot account) wrote it.
     pub fn by_human(&self) -> bool {
         self.user

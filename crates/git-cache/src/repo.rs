@@ -119,12 +119,52 @@ impl Repo {
         Ok(self.merge_base_in(&repo, a, b)?.0.to_string())
     }
 
+    /// The bytes of the file at `path` (slash-separated, from the root) in the tree of
+    /// `commit` (any revision [`Repo::resolve`] accepts), as `git show <commit>:<path>` prints
+    /// them; None when the path is missing, is not a regular file (a directory, a symlink, a
+    /// submodule), or its blob is over `max_bytes` (the object header is read first, so an
+    /// oversized blob is never inflated). Review instructions are read this way at the merge
+    /// base, never from the PR head (docs/security.md, "The git phase").
+    ///
+    /// Errors: [`GitError::UnknownRevision`]; [`GitError::Object`] when an object cannot be
+    /// read.
+    pub fn file_at(
+        &self,
+        commit: &str,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        let repo = self.local();
+        let id = self.resolve_in(&repo, commit)?;
+        let fail = |e: &(dyn std::error::Error + 'static)| {
+            self.object_error(format!("show {commit}:{path}"), e)
+        };
+        let tree = repo
+            .find_commit(id)
+            .and_then(|c| c.tree())
+            .map_err(|e| fail(&e))?;
+        let Some(entry) = tree.lookup_entry_by_path(path).map_err(|e| fail(&e))? else {
+            return Ok(None);
+        };
+        if !entry.mode().is_blob() {
+            return Ok(None);
+        }
+        let header = repo.find_header(entry.oid()).map_err(|e| fail(&e))?;
+        if header.size() > max_bytes {
+            return Ok(None);
+        }
+        let object = repo.find_object(entry.oid()).map_err(|e| fail(&e))?;
+        Ok(Some(object.detach().data))
+    }
+
     /// The bytes `git diff base...head` prints (from the merge base of `base` and `head` to
     /// `head`) with default options, in a working copy checked out at `head`: no color,
     /// renames detected (`diff.renames=true`, 50%), `a/` `b/` prefixes, 3 context lines,
     /// function-name context, git's `index` abbreviations and path quoting, and the `diff`
-    /// attribute of the head commit's `.gitattributes` (`binary`, `-diff`, `diff`,
-    /// `diff=<built-in driver>`). Empty when nothing changed. Give the model
+    /// attribute of the merge base's `.gitattributes` (`binary`, `-diff`, `diff`,
+    /// `diff=<built-in driver>`): a pull request's own `.gitattributes` is code under review
+    /// and cannot hide its hunks from the reviewer (issue 26; docs/security.md, "The git
+    /// phase"). Empty when nothing changed. Give the model
     /// [`crate::diff_text`] of it and compute [`crate::patch_id_bytes`] from it.
     ///
     /// Both trees are first held to `limits`, and `cancel` is polled throughout: a git bomb is
@@ -230,8 +270,10 @@ impl Repo {
                 .then_with(|| matches!(a, FilePair::Added(_)).cmp(&matches!(b, FilePair::Added(_))))
         });
 
-        // git reads attributes from the working copy; ours is the head commit's tree.
-        let index = repo.index_from_tree(&new_tree.id).map_err(|e| fail(&e))?;
+        // git reads attributes from the working copy. Ours is the old side's tree (the merge
+        // base): the head's .gitattributes belongs to the pull request's author, who could
+        // otherwise mark every file `-diff` and hide the change from the reviewer.
+        let index = repo.index_from_tree(&old_tree.id).map_err(|e| fail(&e))?;
         let attributes = repo
             .attributes_only(&index, AttributeSource::IdMapping)
             .map_err(|e| fail(&e))?;

@@ -80,20 +80,43 @@ fn minus_diff_is_binary_and_diff_forces_text() {
 }
 
 #[test]
-fn attributes_come_from_the_head_commit_and_subdirectories() {
-    // The PR itself adds the .gitattributes; one in a subdirectory overrides the root's.
+fn attributes_come_from_the_merge_base_and_subdirectories() {
+    // The base's .gitattributes applies; one in a subdirectory overrides the root's.
     let (_, diff) = diff_after(
-        &[("a.txt", b"a\n"), ("sub/b.txt", b"b\n")],
         &[
             (".gitattributes", b"*.txt -diff\n"),
             ("sub/.gitattributes", b"*.txt diff\n"),
-            ("a.txt", b"aa\n"),
-            ("sub/b.txt", b"bb\n"),
+            ("a.txt", b"a\n"),
+            ("sub/b.txt", b"b\n"),
         ],
+        &[("a.txt", b"aa\n"), ("sub/b.txt", b"bb\n")],
     );
     let t = text(&diff);
     assert!(t.contains("Binary files a/a.txt and b/a.txt differ"), "{t}");
     assert!(t.contains("+bb"), "{t}");
+}
+
+#[test]
+fn a_pull_requests_own_gitattributes_cannot_hide_its_hunks() {
+    // Issue 26: the PR adds `* -diff` (and `binary`) for every file; the reviewer still sees
+    // every hunk, and the .gitattributes change itself as a change under review. The diff is
+    // the one git prints in a working copy of the base.
+    let f = Fixture::new();
+    f.write("a.txt", b"a\n");
+    f.write("src/lib.rs", b"fn a() {}\n");
+    f.commit("base");
+    f.git(&["checkout", "-q", "-b", "feature"]);
+    f.write(".gitattributes", b"* -diff\n*.rs binary\n");
+    f.write("a.txt", b"aa\n");
+    f.write("src/lib.rs", b"fn a() { evil() }\n");
+    f.commit("hide the change");
+    f.git(&["checkout", "-q", "main"]);
+    let diff = f.assert_diff_matches("main", "feature");
+    let t = text(&diff);
+    assert!(!t.contains("Binary files"), "{t}");
+    assert!(t.contains("+aa"), "{t}");
+    assert!(t.contains("+fn a() { evil() }"), "{t}");
+    assert!(t.contains("+* -diff"), "{t}");
 }
 
 #[test]

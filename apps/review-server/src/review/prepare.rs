@@ -32,6 +32,8 @@ pub struct Checkout {
     pub patch_id: String,
     /// Commit subjects, oldest first, at most 50.
     pub commits: Vec<String>,
+    /// The review instructions at the merge base ([`DiffRead::instructions`]).
+    pub instructions: Option<(String, String)>,
     /// The head's checkout; removed when dropped.
     pub worktree: Worktree,
 }
@@ -44,18 +46,38 @@ pub struct Skip {
     pub summary: &'static str,
 }
 
-/// The diff of `base...head` (bytes) and the commit subjects the agent is shown, held to
-/// `limits`; a tree over them fails with the settings that raise them named.
+/// What the git phase reads for a review before the checkout.
+pub struct DiffRead {
+    /// `git diff base...head`, bytes.
+    pub diff: Vec<u8>,
+    /// Commit subjects the agent is shown, oldest first.
+    pub commits: Vec<String>,
+    /// The repository's review instructions at the merge base (REVIEW.md, else AGENTS.md),
+    /// never the head's: the PR's own changes to them are code under review (issue 26).
+    pub instructions: Option<(String, String)>,
+}
+
+/// The diff of `base...head`, the commit subjects the agent is shown and the review
+/// instructions at the merge base, held to `limits`; a tree over them fails with the settings
+/// that raise them named.
 pub fn read_diff(
     repo: &Repo,
     base: &str,
     head: &str,
     limits: Limits,
     stop: &AtomicBool,
-) -> anyhow::Result<(Vec<u8>, Vec<String>)> {
+) -> anyhow::Result<DiffRead> {
     let diff = repo.diff_bytes(base, head, limits, stop).map_err(refusal)?;
     let commits = repo.log(base, head, COMMITS_SHOWN).unwrap_or_default();
-    Ok((diff, commits))
+    let merge_base = repo.merge_base(base, head)?;
+    // An instructions file over 1 MiB is not read at all; the agent keeps its first 64 KiB.
+    let instructions =
+        agent::repo_instructions(|name| repo.file_at(&merge_base, name, 1 << 20).ok().flatten());
+    Ok(DiffRead {
+        diff,
+        commits,
+        instructions,
+    })
 }
 
 /// Checks `head` out in a new folder under `parent` for the agent's file tools, held to
@@ -110,15 +132,20 @@ pub async fn prepare(
     let limits = app.config.tree_limits();
     let git = app.git.clone();
     let (base_sha, head_sha) = (job.pr.base_sha.clone(), job.pr.head_sha.clone());
-    let (cloned, repo, diff, commits) = git_phase(deadline, &stop.0, move |stop| {
+    let (cloned, repo, read) = git_phase(deadline, &stop.0, move |stop| {
         let synced = git
             .sync(&key, &url, &refspecs, token.as_ref(), stop)
             .with_context(|| format!("fetching {url}"))?;
         let repo = Repo::open(&synced.path)?;
-        let (diff, commits) = read_diff(&repo, &base_sha, &head_sha, limits, stop)?;
-        Ok((synced.cloned, repo, diff, commits))
+        let read = read_diff(&repo, &base_sha, &head_sha, limits, stop)?;
+        Ok((synced.cloned, repo, read))
     })
     .await?;
+    let DiffRead {
+        diff,
+        commits,
+        instructions,
+    } = read;
     tracing::info!(review_id, cloned, diff_bytes = diff.len(), "diff ready");
     if diff.is_empty() {
         return Ok(Err(Skip {
@@ -143,6 +170,7 @@ pub async fn prepare(
         diff: git_cache::diff_text(&diff),
         patch_id,
         commits,
+        instructions,
         worktree,
     }))
 }

@@ -28,6 +28,7 @@ pub async fn run_agent(
     let Checkout {
         diff,
         commits,
+        instructions,
         worktree,
         ..
     } = checkout;
@@ -56,7 +57,9 @@ pub async fn run_agent(
     agent_job.commits = commits;
     agent_job.total_timeout = deadline.saturating_duration_since(Instant::now());
     agent_job.focus = focus;
+    agent_job.approve_allowed = last_event_requested_changes(&earlier_findings);
     agent_job.earlier_findings = earlier_findings;
+    agent_job.instructions = instructions;
     agent_job.skills =
         crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;
     agent_job.budget = review_budget(&app.config, &settings);
@@ -84,4 +87,16 @@ pub async fn run_agent(
     })?;
     drop(worktree);
     Ok(outcome)
+}
+
+/// Whether the last review this App posted on the PR requested changes: only then may the
+/// model APPROVE, to clear it (issue 26). Findings come from the database, so a review
+/// another deployment or a person posted never counts.
+fn last_event_requested_changes(earlier: &[review_domain::FindingRow]) -> bool {
+    earlier
+        .iter()
+        .filter(|f| f.kind == review_domain::FindingKind::Summary)
+        .max_by_key(|f| f.id)
+        .and_then(|f| f.event)
+        == Some(review_domain::ReviewEvent::RequestChanges)
 }

@@ -53,6 +53,11 @@ pub struct ToolContext<'a> {
     /// Set when the run reached its budget: why, in words. post_review then says in the
     /// summary that the review was cut short (docs/security.md, "Review budget").
     pub budget_note: Mutex<Option<String>>,
+    /// Whether post_review may keep an APPROVE ([`crate::ReviewJob::approve_allowed`]).
+    pub approve_allowed: bool,
+    /// Files of the diff that change the review's instructions or attributes
+    /// ([`crate::prompt::instruction_changes`]); post_review says so in the summary.
+    pub instruction_changes: Vec<String>,
 }
 
 impl ToolContext<'_> {
@@ -202,6 +207,8 @@ mod tests {
             poster: &NoPoster,
             state: Mutex::new(PostState::default()),
             budget_note: Default::default(),
+            approve_allowed: false,
+            instruction_changes: Vec::new(),
         };
         let reg = ToolRegistry::review_tools();
         let abs = outer.path().join("secret.txt");

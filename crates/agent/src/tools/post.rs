@@ -165,6 +165,12 @@ impl ToolHandler for PostReview {
             notes.push(format!("event changed from {event} to REQUEST_CHANGES because a comment is blocking (review protocol)"));
             event = ReviewEvent::RequestChanges;
         }
+        if event == ReviewEvent::Approve && !ctx.approve_allowed {
+            // Issue 26: an approval from a reviewer its PR's author can steer is posted only
+            // to clear this App's own earlier CHANGES_REQUESTED.
+            notes.push("event changed from APPROVE to COMMENT: APPROVE only clears a REQUEST_CHANGES this reviewer posted earlier on the pull request, and there is none".to_owned());
+            event = ReviewEvent::Comment;
+        }
         let mut extra = Vec::new();
         if !folded.is_empty() {
             let mut s = String::from(
@@ -188,6 +194,12 @@ impl ToolHandler for PostReview {
                 ctx.cap_bytes,
                 ctx.capped.omitted.len(),
                 ctx.capped.omitted.join(", ")
+            ));
+        }
+        if !ctx.instruction_changes.is_empty() {
+            extra.push(format!(
+                "_This pull request changes the review instructions ({}); this review followed the base branch's versions and reviewed the changes as code._",
+                ctx.instruction_changes.join(", ")
             ));
         }
         let budget_note = ctx.budget_note();
