@@ -87,6 +87,28 @@ pub struct Config {
     #[arg(long, env = "MAX_ANIMATION_FRAMES", default_value_t = 100)]
     pub max_animation_frames: u32,
 
+    /// Budget of one resize's pixel buffers alive at once, in bytes: the decoded source, the
+    /// steps' intermediates, the output frame, the scaled watermark, the text raster and the
+    /// encoder, estimated from the headers and the parameters before decoding; over it: 400
+    /// naming the parameter and MAX_REQUEST_BYTES. Default 536870912 (512 MiB).
+    #[arg(long, env = "MAX_REQUEST_BYTES", default_value_t = 512 << 20)]
+    pub max_request_bytes: u64,
+
+    /// Budget of one resize's work in weighted pixel operations (about a nanosecond each:
+    /// WebP at effort 4 is 40 an output pixel, each animation frame counts), estimated before
+    /// decoding; over it: 400 naming MAX_REQUEST_PIXEL_OPS. Default 8000000000 (about 8 s).
+    #[arg(long, env = "MAX_REQUEST_PIXEL_OPS", default_value_t = 8_000_000_000)]
+    pub max_request_pixel_ops: u64,
+
+    /// Most pixels an animated result may hold over all its frames (frames x width x
+    /// height); more: 400 naming MAX_ANIMATION_OUTPUT_PIXELS. Default 50000000.
+    #[arg(
+        long,
+        env = "MAX_ANIMATION_OUTPUT_PIXELS",
+        default_value_t = 50_000_000
+    )]
+    pub max_animation_output_pixels: u64,
+
     /// Largest accepted output width or height in pixels; larger: 400. Default 8192.
     #[arg(long, env = "MAX_OUTPUT_DIMENSION", default_value_t = 8192)]
     pub max_output_dimension: u32,

@@ -99,6 +99,9 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         max_enlarge: None,
         max_grown_output_pixels: None,
         max_animation_frames: config.max_animation_frames,
+        max_request_bytes: config.max_request_bytes,
+        max_request_pixel_ops: config.max_request_pixel_ops,
+        max_animation_output_pixels: config.max_animation_output_pixels,
     };
     let resize_limits = if signer.is_some() {
         limits

@@ -114,7 +114,10 @@ pub(crate) fn encode(
             Ok(out)
         }
         OutputFormat::Avif => avif(img, quality),
-        OutputFormat::Gif => crate::animation::encode(&[(img.clone(), 0)], format, settings),
+        OutputFormat::Gif => {
+            crate::animation::encode(std::iter::once(Ok((img.to_rgba8(), 0))), format, settings)
+                .map(|(bytes, _)| bytes)
+        }
         // Answered by `placeholder` before any image encoder runs.
         OutputFormat::Blurhash | OutputFormat::Lqip => {
             Err(enc("a placeholder is not an image encoding"))

@@ -17,6 +17,7 @@
 mod animation;
 mod budget;
 mod colour;
+mod cost;
 mod decode;
 mod encode;
 mod error;
@@ -40,7 +41,7 @@ pub use spec::{
     CropRect, Fit, FormatParam, Limits, OutputFormat, Position, Rgba, TransformSpec, Watermark,
     WatermarkMark,
 };
-pub use text::MAX_WATERMARK_TEXT_CHARS;
+pub use text::{MAX_COMBINING_MARKS, MAX_GLYPH_COVERAGE, MAX_WATERMARK_TEXT_CHARS};
 
 /// An encoded result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +181,34 @@ pub fn transform(
     let need_x = f64::from(plan.resize.0) / (f64::from(crop.2) * plan.keep.0);
     let need_y = f64::from(plan.resize.1) / (f64::from(crop.3) * plan.keep.1);
     let min_scale = need_x.max(need_y).min(1.0);
+    // The cost model (cost.rs): what this request will hold and do, from the headers and
+    // the parameters, refused over the budget before anything is decoded.
+    let mark_info = match (&spec.watermark, watermark) {
+        (
+            Some(Watermark {
+                mark: WatermarkMark::Image(_),
+                ..
+            }),
+            Some(bytes),
+        ) => Some((
+            probe(bytes, limits.max_source_pixels).map_err(unusable_mark)?,
+            bytes,
+        )),
+        _ => None,
+    };
+    let budget = RequestBudget {
+        source,
+        info: &info,
+        frames: if animate { frames } else { 1 },
+        // A trim or a picked frame decodes the whole picture (and the frames before it).
+        whole: decoded.is_some() || picked.is_some(),
+        frames_before: spec.frame.filter(|_| !animate).unwrap_or(0),
+        plan: &plan,
+        min_scale,
+        format: if animate { moving_format } else { format },
+        mark: mark_info,
+    };
+    budget.check(spec, limits)?;
     let job = ResizeJob {
         source,
         info: &info,
@@ -189,7 +218,7 @@ pub fn transform(
         min_scale,
     };
     if animate {
-        return animated(&job, spec, moving_format, watermark, limits, frames);
+        return animated(&job, spec, moving_format, watermark, limits);
     }
     let mut img = match decoded.or_else(|| picked.map(|frame| (frame, (1.0, 1.0)))) {
         Some((full, scale)) => job.resize(&full, scale)?,
@@ -216,7 +245,8 @@ pub fn transform(
         [0, 0, 0, 0]
     };
     let bg = spec.background.map_or(default_bg, |c| c.0);
-    img = finish(img, spec, plan.pad_to, bg, watermark, limits)?;
+    let mut marks = Marks::new(watermark, limits);
+    img = finish(img, spec, plan.pad_to, bg, &mut marks)?;
     if matches!(format, OutputFormat::Blurhash | OutputFormat::Lqip) {
         let bytes = if format == OutputFormat::Blurhash {
             placeholder::blurhash(&img, spec.blurhash_components)?
@@ -273,14 +303,16 @@ pub fn transform(
 }
 
 /// An animated result: every frame resized and finished as `job` and `spec` say, encoded as
-/// an animation in `format` (WebP or GIF) with the source's delays.
+/// an animation in `format` (WebP or GIF) with the source's delays. One frame at a time: each
+/// is decoded, finished and handed to the encoder before the next is decoded, so the memory
+/// held is one frame's and the encoder's, not every frame's (the budget, `cost.rs`, counts
+/// every frame's work).
 fn animated(
     job: &ResizeJob<'_>,
     spec: &TransformSpec,
     format: OutputFormat,
     watermark: Option<&[u8]>,
     limits: &Limits,
-    frames: u32,
 ) -> Result<Output, PipelineError> {
     if spec.max_bytes.is_some() {
         return Err(PipelineError::BadParam {
@@ -290,30 +322,236 @@ fn animated(
         });
     }
     let bg = spec.background.map_or([0, 0, 0, 0], |c| c.0);
-    let decoded = animation::decode(job.source, job.info.format, frames as usize)?;
-    let mut done = Vec::with_capacity(decoded.len());
-    for (frame, delay) in decoded {
-        let img = job.resize(&frame, (1.0, 1.0))?;
-        done.push((
-            finish(img, spec, job.plan.pad_to, bg, watermark, limits)?,
-            delay,
-        ));
-    }
-    let (width, height) = done
-        .first()
-        .map_or((0, 0), |(img, _)| (img.width(), img.height()));
     let settings = encode::Settings {
         quality: spec.quality,
         progressive: false,
         gray: false,
         webp_effort: limits.webp_effort,
     };
+    let mut marks = Marks::new(watermark, limits);
+    let frames = animation::frames(job.source, job.info.format)?
+        .take(limits.max_animation_frames as usize)
+        .map(|frame| {
+            let (frame, delay) = frame?;
+            let img = job.resize(&frame, (1.0, 1.0))?;
+            drop(frame);
+            let img = finish(img, spec, job.plan.pad_to, bg, &mut marks)?;
+            Ok((img.into_rgba8(), delay))
+        });
+    let (bytes, (width, height)) = animation::encode(frames, format, settings)?;
     Ok(Output {
-        bytes: animation::encode(&done, format, settings)?,
+        bytes,
         format,
         width,
         height,
     })
+}
+
+/// The inputs of the cost model (`cost.rs`) that [`transform`] knows before decoding.
+struct RequestBudget<'a> {
+    source: &'a [u8],
+    info: &'a SourceInfo,
+    /// Frames decoded, finished and encoded (1 for a still).
+    frames: u32,
+    /// Whether the whole picture is decoded (trim, or one frame of an animation).
+    whole: bool,
+    /// Frames decoded before the picked one.
+    frames_before: u32,
+    plan: &'a ops::Plan,
+    min_scale: f64,
+    format: OutputFormat,
+    /// The watermark image's header and bytes.
+    mark: Option<(SourceInfo, &'a [u8])>,
+}
+
+impl RequestBudget<'_> {
+    /// Refuses the request over MAX_ANIMATION_OUTPUT_PIXELS, MAX_REQUEST_BYTES or
+    /// MAX_REQUEST_PIXEL_OPS, or a text whose glyphs pile up (`text::layout_for`), naming the
+    /// parameter that asked for the most.
+    fn check(&self, spec: &TransformSpec, limits: &Limits) -> Result<(), PipelineError> {
+        let plan = self.plan;
+        let turned = ops::rotated_size(plan.pad_to.unwrap_or(plan.resize), spec.rotate);
+        let output = spec.padding.map_or(turned, |[t, r, b, l]| {
+            (
+                turned.0.saturating_add(l).saturating_add(r),
+                turned.1.saturating_add(t).saturating_add(b),
+            )
+        });
+        let size_name = if spec.width.is_none() && spec.height.is_some() {
+            "height"
+        } else {
+            "width"
+        };
+        if self.frames > 1 {
+            let total = cost::area(output).saturating_mul(u64::from(self.frames));
+            if total > limits.max_animation_output_pixels {
+                return Err(PipelineError::BadParam {
+                    name: size_name.into(),
+                    reason: format!(
+                        "the animation would be {} frames of {}x{}, {total} pixels over all \
+                         frames, above the limit of {} (MAX_ANIMATION_OUTPUT_PIXELS): ask for a \
+                         smaller size, or animated=false for a still",
+                        self.frames, output.0, output.1, limits.max_animation_output_pixels
+                    ),
+                });
+            }
+        }
+        let (decoded, bpp) = if self.whole || self.frames > 1 {
+            let (_, bpp) = decode::decoded_size(self.source, self.info, 1.0);
+            ((self.info.width, self.info.height), bpp)
+        } else {
+            decode::decoded_size(self.source, self.info, self.min_scale)
+        };
+        let largest = [
+            plan.resize,
+            plan.pad_to.unwrap_or(plan.resize),
+            turned,
+            output,
+        ]
+        .into_iter()
+        .max_by_key(|&size| cost::area(size))
+        .unwrap_or(output);
+        let mut finish_ops = 4;
+        for (on, ops) in [
+            (plan.pad_to.is_some(), 2),
+            (spec.rotate != 0.0, 8),
+            (spec.flip || spec.flop, 1),
+            (spec.blur.is_some(), 12),
+            (spec.sharpen, 12),
+            (spec.pixelate.is_some(), 2),
+            (spec.grayscale, 4),
+            (spec.padding.is_some(), 2),
+        ] {
+            if on {
+                finish_ops += ops;
+            }
+        }
+        let source_px = cost::area((self.info.width, self.info.height));
+        let mut extra_ops = source_px.saturating_mul(2 * u64::from(self.frames_before));
+        if spec.trim.is_some() {
+            extra_ops = extra_ops.saturating_add(source_px.saturating_mul(20));
+        }
+        if matches!(spec.position, Position::Entropy | Position::Attention) {
+            extra_ops = extra_ops.saturating_add(cost::area(decoded).saturating_mul(20));
+        }
+        let wm = spec.watermark.as_ref();
+        let mark = match (self.mark, wm) {
+            (Some((info, bytes)), Some(wm)) => {
+                let fitted = cost::fitted_mark(info.oriented_size(), output, wm.scale);
+                let need = mark_scale(info.oriented_size(), fitted);
+                Some((decode::decoded_size(bytes, &info, need).0, fitted))
+            }
+            _ => None,
+        };
+        let text = match wm.map(|wm| (&wm.mark, wm.scale)) {
+            Some((WatermarkMark::Text(text), scale)) => {
+                let laid = text::layout_for(text, text_width(output.0, scale), output.1)?;
+                Some((laid.size, laid.coverage))
+            }
+            _ => None,
+        };
+        let request = cost::Request {
+            source: (self.info.width, self.info.height),
+            source_bpp: bpp,
+            decoded,
+            turned: self.info.orientation > 1,
+            frames: self.frames,
+            resized: plan.resize,
+            largest,
+            output,
+            finish_ops,
+            filtered: spec.blur.is_some() || spec.sharpen,
+            format: self.format,
+            webp_effort: limits.webp_effort,
+            encodes: if spec.max_bytes.is_some() { 12 } else { 1 },
+            mark,
+            text,
+            extra_ops,
+        };
+        let bare = cost::Request {
+            mark: None,
+            text: None,
+            ..request
+        };
+        let what = format!(
+            "a {}x{} result{}",
+            output.0,
+            output.1,
+            if self.frames > 1 {
+                format!(" of {} frames", self.frames)
+            } else {
+                String::new()
+            }
+        );
+        cost::within(cost::estimate(&bare), limits, size_name, &what)?;
+        let mark_name = match wm.map(|wm| &wm.mark) {
+            Some(WatermarkMark::Text(_)) => "watermarkText",
+            _ => "watermark",
+        };
+        cost::within(
+            cost::estimate(&request),
+            limits,
+            mark_name,
+            &format!("{what} with its watermark"),
+        )
+    }
+}
+
+/// The width a text watermark is drawn at on an output `width` pixels wide.
+fn text_width(width: u32, scale: f32) -> u32 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let w = (f64::from(width) * f64::from(scale))
+        .round()
+        .clamp(1.0, f64::from(u32::MAX)) as u32;
+    w
+}
+
+/// The share of a `mark`-sized watermark's full size its decode must keep for `fitted`.
+fn mark_scale(mark: (u32, u32), fitted: (u32, u32)) -> f64 {
+    let need_x = f64::from(fitted.0) / f64::from(mark.0.max(1));
+    let need_y = f64::from(fitted.1) / f64::from(mark.1.max(1));
+    need_x.max(need_y).min(1.0)
+}
+
+/// The watermark of one request, made once when the first picture (or frame) is finished and
+/// composited onto every frame after it: all frames are the same size.
+struct Marks<'a> {
+    bytes: Option<&'a [u8]>,
+    limits: &'a Limits,
+    made: Option<image::RgbaImage>,
+}
+
+impl<'a> Marks<'a> {
+    fn new(bytes: Option<&'a [u8]>, limits: &'a Limits) -> Self {
+        Self {
+            bytes,
+            limits,
+            made: None,
+        }
+    }
+
+    /// The mark for a picture of `canvas` size, made on first use; `None` for an image
+    /// watermark whose bytes the caller did not pass.
+    fn get(
+        &mut self,
+        wm: &Watermark,
+        canvas: (u32, u32),
+    ) -> Result<Option<&image::RgbaImage>, PipelineError> {
+        if self.made.is_none() {
+            self.made = match (&wm.mark, self.bytes) {
+                (WatermarkMark::Image(_), Some(bytes)) => {
+                    Some(image_mark(canvas, bytes, wm, self.limits)?)
+                }
+                (WatermarkMark::Image(_), None) => None,
+                (WatermarkMark::Text(text), _) => Some(text::render(
+                    text,
+                    text_width(canvas.0, wm.scale),
+                    canvas.1,
+                )?),
+            };
+        }
+        Ok(self.made.as_ref())
+    }
 }
 
 /// The steps after the resize, on one picture (or one frame): `contain`'s padding to
@@ -323,8 +561,7 @@ fn finish(
     spec: &TransformSpec,
     pad_to: Option<(u32, u32)>,
     bg: [u8; 4],
-    watermark: Option<&[u8]>,
-    limits: &Limits,
+    marks: &mut Marks<'_>,
 ) -> Result<DynamicImage, PipelineError> {
     if let Some(size) = pad_to {
         img = ops::pad(&img, size, bg, spec.position);
@@ -353,17 +590,10 @@ fn finish(
     if let Some(sides) = spec.padding {
         img = ops::extend(&img, sides, bg);
     }
-    if let Some(wm) = &spec.watermark {
-        img = match (&wm.mark, watermark) {
-            (WatermarkMark::Image(_), Some(bytes)) => apply_watermark(img, bytes, wm, limits)?,
-            (WatermarkMark::Image(_), None) => img,
-            (WatermarkMark::Text(text), _) => {
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let width = ((f64::from(img.width()) * f64::from(wm.scale)).round() as u32).max(1);
-                let mark = text::render(text, width, img.height())?;
-                ops::composite(img, &mark, wm.position, wm.opacity)
-            }
-        };
+    if let Some(wm) = &spec.watermark
+        && let Some(mark) = marks.get(wm, (img.width(), img.height()))?
+    {
+        img = ops::composite(img, mark, wm.position, wm.opacity);
     }
     Ok(img)
 }
@@ -666,34 +896,35 @@ fn enlargement_fits(plan: &ops::Plan, crop: (u32, u32), most: f64) -> Result<(),
     })
 }
 
-fn apply_watermark(
-    img: DynamicImage,
+/// Errors of the watermark's own bytes name the `watermark` parameter (400), so they do not
+/// read as if the source were at fault.
+fn unusable_mark(e: PipelineError) -> PipelineError {
+    PipelineError::BadParam {
+        name: "watermark".into(),
+        reason: format!("the watermark image is unusable: {e}"),
+    }
+}
+
+/// The watermark image `bytes` for a picture of `canvas` size: `scale` of its width wide and
+/// fitted inside it both ways (`cost::fitted_mark`), decoded no larger than that needs.
+fn image_mark(
+    canvas: (u32, u32),
     bytes: &[u8],
     wm: &Watermark,
     limits: &Limits,
-) -> Result<DynamicImage, PipelineError> {
-    // Errors of the watermark's own bytes name the `watermark` parameter (400), so they do
-    // not read as if the source were at fault.
-    let unusable = |e: PipelineError| PipelineError::BadParam {
-        name: "watermark".into(),
-        reason: format!("the watermark image is unusable: {e}"),
-    };
-    let info = probe(bytes, limits.max_source_pixels).map_err(unusable)?;
-    let (mw, mh) = info.oriented_size();
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let target_w = ((f64::from(img.width()) * f64::from(wm.scale)).round() as u32).max(1);
-    let target_h = ((f64::from(target_w) * f64::from(mh) / f64::from(mw)).round() as u32).max(1);
-    let need = f64::from(target_w) / f64::from(mw);
-    let (mark, _) = decode::decode(bytes, &info, need.min(1.0)).map_err(unusable)?;
+) -> Result<image::RgbaImage, PipelineError> {
+    let info = probe(bytes, limits.max_source_pixels).map_err(unusable_mark)?;
+    let size = info.oriented_size();
+    let target = cost::fitted_mark(size, canvas, wm.scale);
+    let (mark, _) =
+        decode::decode(bytes, &info, mark_scale(size, target)).map_err(unusable_mark)?;
     let region = ops::Region {
         left: 0.0,
         top: 0.0,
         width: f64::from(mark.width()),
         height: f64::from(mark.height()),
     };
-    let mark =
-        ops::resize(&decode::normalise(mark), region, (target_w, target_h), None)?.to_rgba8();
-    Ok(ops::composite(img, &mark, wm.position, wm.opacity))
+    Ok(ops::resize(&decode::normalise(mark), region, target, None)?.to_rgba8())
 }
 
 /// Refuses an AVIF output of `(width, height)` over `limits.avif_max_pixels`, naming `format`.

@@ -48,6 +48,20 @@ pub struct Limits {
     /// Most frames of an animated source decoded (MAX_ANIMATION_FRAMES); more: 422 before
     /// decoding. Their pixels together are held to `max_source_pixels` too.
     pub max_animation_frames: u32,
+    /// Budget of one request's pixel buffers alive at once, in bytes (MAX_REQUEST_BYTES): the
+    /// decoded source, the intermediates of the steps, every output frame, the scaled
+    /// watermark, the text raster and the encoder's own buffers, estimated from the headers and
+    /// the parameters before anything is decoded (`cost.rs`). Over it: 400 naming the
+    /// parameter that asked for the most. Default 536870912 (512 MiB).
+    pub max_request_bytes: u64,
+    /// Budget of one request's work, in weighted pixel operations (about a nanosecond each on
+    /// one core: WebP at effort 4 costs 40 an output pixel, Lanczos resampling 16), estimated
+    /// like `max_request_bytes` (MAX_REQUEST_PIXEL_OPS). Default 8000000000 (about 8 s).
+    pub max_request_pixel_ops: u64,
+    /// Most pixels an animated result may hold over all its frames, frames x output width x
+    /// output height (MAX_ANIMATION_OUTPUT_PIXELS); more: 400 naming `animated`. Default
+    /// 50000000, as many as MAX_SOURCE_PIXELS lets into the decoder.
+    pub max_animation_output_pixels: u64,
 }
 
 impl Default for Limits {
@@ -61,6 +75,9 @@ impl Default for Limits {
             max_enlarge: None,
             max_grown_output_pixels: None,
             max_animation_frames: 100,
+            max_request_bytes: 512 << 20,
+            max_request_pixel_ops: 8_000_000_000,
+            max_animation_output_pixels: 50_000_000,
         }
     }
 }

@@ -21,6 +21,18 @@ pub const MAX_WATERMARK_TEXT_CHARS: usize = 200;
 /// Smallest text height drawn, in pixels: below it a watermark is unreadable noise.
 const MIN_PX: f32 = 6.0;
 
+/// Most combining marks (Unicode general category M: accents, diacritics, overlays) that may
+/// follow one character; more: 400. Every mark is a glyph drawn over its base at the full
+/// text size, so "." and 199 U+0338 drew 199 glyphs as tall as the picture on one spot (14.8 s
+/// instead of 1.0 s). Written languages stack at most three or four (Vietnamese two, Hebrew
+/// with points and cantillation three, Tibetan four).
+pub const MAX_COMBINING_MARKS: usize = 4;
+
+/// How many times over the glyphs' boxes may cover the text's own box: letters side by side
+/// cover it about once; only marks stacked on one spot (or a font's wide overhangs) cover it
+/// more. More: 400, before anything is drawn.
+pub const MAX_GLYPH_COVERAGE: u64 = 4;
+
 /// Checks a `watermarkText` value: 1..=[`MAX_WATERMARK_TEXT_CHARS`] characters after trimming,
 /// none of them a control character (a line break or tab would not be drawn as the client
 /// meant). Returns the trimmed text.
@@ -47,6 +59,22 @@ pub(crate) fn checked(name: &str, text: &str) -> Result<String, PipelineError> {
             "control character U+{:04X} cannot be drawn: one line of text",
             u32::from(c)
         )));
+    }
+    let mut run = 0_usize;
+    for c in text.chars() {
+        use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+        run = if c.general_category_group() == GeneralCategoryGroup::Mark {
+            run + 1
+        } else {
+            0
+        };
+        if run > MAX_COMBINING_MARKS {
+            return Err(bad(format!(
+                "more than {MAX_COMBINING_MARKS} combining marks (U+{:04X}) on one character: \
+                 each is drawn over it at full size",
+                u32::from(c)
+            )));
+        }
     }
     Ok(text.to_owned())
 }
@@ -75,13 +103,26 @@ fn layout(font: &FontRef<'_>, text: &str, px: f32) -> (Vec<Glyph>, f32) {
     (glyphs, x)
 }
 
-/// Draws `text` (already [`checked`]) about `width` pixels wide, its height following the
+/// A text laid out for drawing: its glyphs at `px` pixels, the raster's size, the shadow's
+/// offset, and how many pixels the glyphs' boxes cover together.
+pub(crate) struct Layout {
+    glyphs: Vec<Glyph>,
+    /// Width and height of the raster, in pixels.
+    pub size: (u32, u32),
+    shadow: f32,
+    /// The sum of the glyphs' pixel boxes: what drawing them visits.
+    pub coverage: u64,
+}
+
+/// Lays `text` (already [`checked`]) out about `width` pixels wide, its height following the
 /// font and at most `max_height` (a long text on a wide, short picture gets smaller letters
-/// instead of leaving the picture). The result is sized to the text plus its shadow.
+/// instead of leaving the picture), without drawing anything.
 ///
 /// # Errors
-/// [`PipelineError::Encode`] when the bundled font cannot be read (a broken build).
-pub(crate) fn render(text: &str, width: u32, max_height: u32) -> Result<RgbaImage, PipelineError> {
+/// [`PipelineError::Encode`] when the bundled font cannot be read (a broken build);
+/// [`PipelineError::BadParam`] naming `watermarkText` when its glyphs would cover the raster
+/// more than [`MAX_GLYPH_COVERAGE`] times over.
+pub(crate) fn layout_for(text: &str, width: u32, max_height: u32) -> Result<Layout, PipelineError> {
     let font = font()?;
     // Measure at 100 px, then scale to the asked width: advances are linear in the size.
     let (_, at_100) = layout(&font, text, 100.0);
@@ -102,15 +143,70 @@ pub(crate) fn render(text: &str, width: u32, max_height: u32) -> Result<RgbaImag
     let scaled = font.as_scaled(PxScale::from(px));
     let shadow = (px / 16.0).round().max(1.0);
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let (w, h) = (
-        (advance + shadow).ceil().max(1.0) as u32,
+    let size = (
+        (advance + shadow).ceil().clamp(1.0, u32::MAX as f32) as u32,
         (scaled.ascent() - scaled.descent() + shadow)
             .ceil()
-            .max(1.0) as u32,
+            .clamp(1.0, u32::MAX as f32) as u32,
     );
+    let coverage = glyphs
+        .iter()
+        .filter_map(|g| font.outline_glyph(g.clone()))
+        .fold(0_u64, |total, outline| {
+            let b = outline.px_bounds();
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let box_area = (f64::from(b.width().max(0.0)) * f64::from(b.height().max(0.0)))
+                .min(u64::MAX as f64) as u64;
+            total.saturating_add(box_area)
+        });
+    let most = crate::cost::area(size).saturating_mul(MAX_GLYPH_COVERAGE);
+    if coverage > most.max(1024) {
+        return Err(PipelineError::BadParam {
+            name: "watermarkText".into(),
+            reason: format!(
+                "its glyphs would cover the text's {}x{} box {} times over, at most \
+                 {MAX_GLYPH_COVERAGE}: fewer marks stacked on one character",
+                size.0,
+                size.1,
+                coverage / crate::cost::area(size).max(1)
+            ),
+        });
+    }
+    Ok(Layout {
+        glyphs,
+        size,
+        shadow,
+        coverage,
+    })
+}
+
+/// Draws `text` (already [`checked`]) as [`layout_for`] lays it out. The result is sized to
+/// the text plus its shadow.
+///
+/// # Errors
+/// As [`layout_for`].
+pub(crate) fn render(text: &str, width: u32, max_height: u32) -> Result<RgbaImage, PipelineError> {
+    draw(layout_for(text, width, max_height)?)
+}
+
+/// Draws a laid-out text: white letters over a dark shadow.
+fn draw(laid: Layout) -> Result<RgbaImage, PipelineError> {
+    let font = font()?;
+    let Layout {
+        glyphs,
+        size: (w, h),
+        shadow,
+        ..
+    } = laid;
     // Coverage of the letters and of their shadow, 0..=1 per pixel.
-    let mut fill = vec![0.0_f32; (w as usize) * (h as usize)];
-    let mut dark = vec![0.0_f32; fill.len()];
+    let len = (w as usize)
+        .checked_mul(h as usize)
+        .ok_or_else(|| PipelineError::BadParam {
+            name: "watermarkText".into(),
+            reason: format!("a text raster of {w}x{h} pixels"),
+        })?;
+    let mut fill = crate::cost::buffer(len, 0.0_f32)?;
+    let mut dark = crate::cost::buffer(len, 0.0_f32)?;
     for glyph in glyphs {
         let Some(outline) = font.outline_glyph(glyph) else {
             continue; // a space
@@ -133,7 +229,8 @@ pub(crate) fn render(text: &str, width: u32, max_height: u32) -> Result<RgbaImag
             }
         });
     }
-    let mut out = RgbaImage::new(w, h);
+    let mut out = RgbaImage::from_raw(w, h, crate::cost::buffer(len.saturating_mul(4), 0_u8)?)
+        .ok_or_else(|| PipelineError::Encode("text: bad buffer size".into()))?;
     for (i, pixel) in out.pixels_mut().enumerate() {
         // White letters over a black shadow at 60%: "over" compositing of the two layers.
         let (a_fill, a_dark) = (fill[i], dark[i] * 0.6);
@@ -165,6 +262,25 @@ mod tests {
         let longest = "x".repeat(MAX_WATERMARK_TEXT_CHARS);
         assert!(checked("watermarkText", &longest).is_ok());
         assert!(checked("watermarkText", &format!("{longest}x")).is_err());
+    }
+
+    #[test]
+    fn combining_marks_are_bounded_per_character() {
+        let pile = format!(".{}", "\u{338}".repeat(199));
+        let e = checked("watermarkText", &pile).unwrap_err().to_string();
+        assert!(
+            e.contains("combining marks") && e.contains("watermarkText"),
+            "{e}"
+        );
+        // Vietnamese (two stacked) and four marks pass; five on one character do not.
+        assert!(checked("watermarkText", "Vie\u{323}\u{302}t").is_ok());
+        assert!(checked("watermarkText", &format!("a{}", "\u{301}".repeat(4))).is_ok());
+        assert!(checked("watermarkText", &format!("a{}", "\u{301}".repeat(5))).is_err());
+        // The glyph coverage is checked on its own, before anything is drawn.
+        let started = std::time::Instant::now();
+        assert!(layout_for(&pile, 2000, 3000).is_err());
+        assert!(render(&pile, 2000, 3000).is_err());
+        assert!(started.elapsed().as_millis() < 500);
     }
 
     #[test]

@@ -210,6 +210,34 @@ pub(crate) fn decode(
     Ok((image, scale))
 }
 
+/// The most pixels a [`decode`] at `min_scale` holds, as (width, height) of the stored
+/// orientation, and the bytes of one of them, for the cost model (`cost.rs`): JPEG, PNG (not
+/// interlaced), still WebP and SVG shrink on load, to at most twice the needed size (the
+/// scale steps round up); the other decoders hold the whole picture. A 16-bit PNG or a TIFF
+/// (which may hold 16-bit samples) takes 8 bytes a pixel, the rest 4.
+pub(crate) fn decoded_size(bytes: &[u8], info: &SourceInfo, min_scale: f64) -> ((u32, u32), u64) {
+    let shrinks = match info.format {
+        SourceFormat::Jpeg | SourceFormat::Svg => true,
+        SourceFormat::Png => !png::interlaced(bytes),
+        SourceFormat::Webp => webp::still(bytes).is_some(),
+        _ => false,
+    };
+    let bpp = match info.format {
+        SourceFormat::Tiff => 8,
+        // IHDR's bit depth, at byte 24 of every PNG.
+        SourceFormat::Png if bytes.get(24) == Some(&16) => 8,
+        _ => 4,
+    };
+    let share = if shrinks && min_scale.is_finite() {
+        (min_scale * 2.0).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let side = |v: u32| ((f64::from(v) * share).ceil() + 1.0).min(f64::from(v)) as u32;
+    ((side(info.width), side(info.height)), bpp)
+}
+
 /// Converts any pixel layout to 8-bit RGB, or RGBA when there is an alpha channel.
 pub(crate) fn normalise(img: DynamicImage) -> DynamicImage {
     match img {

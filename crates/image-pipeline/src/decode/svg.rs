@@ -41,6 +41,19 @@ const MAX_XML_NODES: u32 = 1_000_000;
 /// to a few kilobytes.
 const MAX_ENTITY_EXPANSION: usize = 1024 * 1024;
 
+/// Most weighted pixel operations drawing the SVG at its full size may take (about a
+/// nanosecond each): every path's and image's box filled, every layer composited, and every
+/// filter primitive's kernel over its layer (`feMorphology` visits (2r+1)^2 pixels a pixel,
+/// `feConvolveMatrix` its order squared, `feTurbulence` its octaves). A 188-byte file with
+/// `feMorphology radius=50` on a 2000 px canvas took 47 s; this is about 2 s. Over it: 422,
+/// at upload and at every resize, before any pixel is drawn.
+pub(crate) const MAX_SVG_RENDER_OPS: u64 = 2_000_000_000;
+
+/// Most bytes of layers (groups with opacity, masks, clip paths and filters, each a canvas of
+/// its own as large as its box, up to 25 times the canvas) alive at once while drawing the SVG
+/// at its full size, besides the canvas itself. Over it: 422.
+pub(crate) const MAX_SVG_LAYER_BYTES: u64 = 256 << 20;
+
 /// libvips' `svgload` density (sharp's default), in dots per inch: 1 px = 1/72 in.
 const DPI: f32 = 72.0;
 
@@ -97,7 +110,10 @@ fn parse(bytes: &[u8]) -> Result<usvg::Tree, PipelineError> {
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|_| PipelineError::Undecodable("the SVG is not UTF-8 text".into()))?;
-    if entity_expansion(text) > MAX_ENTITY_EXPANSION {
+    let expansion = entity_expansion(text).ok_or_else(|| {
+        PipelineError::Undecodable("the SVG's document type declaration cannot be read".into())
+    })?;
+    if expansion > MAX_ENTITY_EXPANSION {
         return Err(PipelineError::Undecodable(format!(
             "the SVG's entity references expand to more than {MAX_ENTITY_EXPANSION} bytes"
         )));
@@ -123,38 +139,138 @@ fn parse(bytes: &[u8]) -> Result<usvg::Tree, PipelineError> {
         },
         ..usvg::Options::default()
     };
-    usvg::Tree::from_xmltree(&xml, &options)
-        .map_err(|e| PipelineError::Undecodable(format!("the SVG cannot be drawn: {e}")))
+    let tree = usvg::Tree::from_xmltree(&xml, &options)
+        .map_err(|e| PipelineError::Undecodable(format!("the SVG cannot be drawn: {e}")))?;
+    let cost = render_cost(&tree);
+    if cost.ops > MAX_SVG_RENDER_OPS {
+        return Err(PipelineError::Undecodable(format!(
+            "drawing the SVG would take about {} million pixel operations (its filters, \
+             layers and shapes at its full size), above the limit of {} million",
+            cost.ops.div_ceil(1_000_000),
+            MAX_SVG_RENDER_OPS / 1_000_000
+        )));
+    }
+    if cost.bytes > MAX_SVG_LAYER_BYTES {
+        return Err(PipelineError::Undecodable(format!(
+            "drawing the SVG would hold about {} MiB of layers at once (nested groups, masks \
+             and filters), above the limit of {} MiB",
+            cost.bytes.div_ceil(1 << 20),
+            MAX_SVG_LAYER_BYTES >> 20
+        )));
+    }
+    Ok(tree)
 }
 
-/// How many bytes the general entity references of `text` expand to, from the declarations of
-/// its internal subset (`<!ENTITY name "value">`; parameter and external entities, which are
-/// not expanded here, are left out), nested references included; saturating.
-fn entity_expansion(text: &str) -> usize {
-    use std::collections::HashMap;
-    let Some(start) = text.find("<!DOCTYPE") else {
-        return 0;
+/// What drawing `tree` at its full size costs, as resvg draws it: operations summed over the
+/// tree, bytes the deepest stack of layers holds (see [`MAX_SVG_RENDER_OPS`] and
+/// [`MAX_SVG_LAYER_BYTES`]).
+fn render_cost(tree: &usvg::Tree) -> crate::cost::Cost {
+    let size = tree.size();
+    let canvas = f64::from(size.width()) * f64::from(size.height());
+    let mut walk = Walk {
+        canvas,
+        ops: 0.0,
+        peak: 0.0,
     };
-    let doctype = &text[start..];
-    let (Some(open), Some(close)) = (doctype.find('['), doctype.find("]>")) else {
-        return 0;
-    };
-    if open > close {
-        return 0;
+    walk.group(tree.root(), 0.0);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = |v: f64| v.clamp(0.0, u64::MAX as f64) as u64;
+    crate::cost::Cost::new(whole(walk.peak), whole(walk.ops))
+}
+
+/// The walk of [`render_cost`], in `f64` (a hostile tree's sums are far above `u64`).
+struct Walk {
+    /// The canvas's area, in pixels.
+    canvas: f64,
+    ops: f64,
+    peak: f64,
+}
+
+impl Walk {
+    /// A box's area in pixels, at most what resvg draws: the canvas for a shape, 25 canvases
+    /// for a layer (resvg clips layers to twice the canvas beyond each side).
+    fn area(&self, width: f32, height: f32, most: f64) -> f64 {
+        let a = f64::from(width.max(0.0) + 4.0) * f64::from(height.max(0.0) + 4.0);
+        if a.is_finite() { a.min(most) } else { most }
     }
-    let mut values: HashMap<&str, &str> = HashMap::new();
-    for declaration in doctype[open + 1..close].split("<!ENTITY").skip(1) {
-        let declaration = declaration.trim_start();
-        let Some((name, rest)) = declaration.split_once(|c: char| c.is_ascii_whitespace()) else {
-            continue;
-        };
-        let rest = rest.trim_start();
-        let Some(quote) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else {
-            continue; // a parameter (`%`) or external (`SYSTEM`, `PUBLIC`) entity
-        };
-        if let Some(end) = rest[1..].find(quote) {
-            values.insert(name, &rest[1..=end]);
+
+    /// Walks `group`'s children, with `held` bytes of layers alive above it.
+    fn group(&mut self, group: &usvg::Group, held: f64) {
+        for node in group.children() {
+            match node {
+                usvg::Node::Group(g) => {
+                    let mut inner = held;
+                    if g.should_isolate() {
+                        let b = g.abs_layer_bounding_box();
+                        let layer = self.area(b.width(), b.height(), 25.0 * self.canvas);
+                        // The layer, and a mask's or clip path's own canvas of its size.
+                        let extra = f64::from(u8::from(g.mask().is_some()))
+                            + f64::from(u8::from(g.clip_path().is_some()));
+                        inner += layer * 4.0 * (1.0 + extra);
+                        self.ops += layer * (4.0 + 4.0 * extra);
+                        let (sx, sy) = g.abs_transform().get_scale();
+                        for filter in g.filters() {
+                            let primitives = filter.primitives();
+                            // Every primitive's result stays alive until the filter ends.
+                            #[allow(clippy::cast_precision_loss)]
+                            let results = (primitives.len() + 2) as f64;
+                            self.peak = self.peak.max(inner + layer * 4.0 * results);
+                            for p in primitives {
+                                self.ops += layer * kernel(p.kind(), (sx, sy), b);
+                            }
+                        }
+                        self.peak = self.peak.max(inner);
+                    }
+                    node.subroots(|sub| self.group(sub, inner));
+                    self.group(g, inner);
+                }
+                usvg::Node::Path(_) | usvg::Node::Image(_) | usvg::Node::Text(_) => {
+                    let b = node.abs_stroke_bounding_box();
+                    self.ops += self.area(b.width(), b.height(), self.canvas) * 4.0;
+                    node.subroots(|sub| self.group(sub, held));
+                }
+            }
         }
+    }
+}
+
+/// Operations a pixel of a filter primitive's region costs in resvg, its lengths scaled by
+/// the group's transform `(sx, sy)` and held to the layer `b` as resvg holds them.
+fn kernel(kind: &usvg::filter::Kind, (sx, sy): (f32, f32), b: usvg::NonZeroRect) -> f64 {
+    use usvg::filter::Kind;
+    let side = |r: f32, s: f32, most: f32| f64::from((r * s).abs().round().min(most.abs() + 1.0));
+    match kind {
+        Kind::Morphology(m) => {
+            let rx = side(m.radius_x().get(), sx, b.width());
+            let ry = side(m.radius_y().get(), sy, b.height());
+            (2.0 * rx + 1.0) * (2.0 * ry + 1.0)
+        }
+        Kind::ConvolveMatrix(c) => {
+            f64::from(c.matrix().columns()) * f64::from(c.matrix().rows()) + 4.0
+        }
+        Kind::Turbulence(t) => 40.0 * f64::from(t.num_octaves().max(1)),
+        Kind::GaussianBlur(_) | Kind::DropShadow(_) => 16.0,
+        Kind::DiffuseLighting(_) | Kind::SpecularLighting(_) => 40.0,
+        _ => 8.0,
+    }
+}
+
+/// How many bytes the entity references of `text` expand to, from the declarations of its
+/// internal subset, nested references included; saturating. `None` when the document type
+/// declaration cannot be read, so that what this scan cannot follow is refused, not parsed.
+///
+/// The prolog is read as roxmltree's tokenizer reads it (the parser that expands the
+/// entities): the XML declaration (its quoted values may hold `?>`), comments and processing
+/// instructions (which may hold `<!DOCTYPE x []>`), then the one `<!DOCTYPE`, whose quoted
+/// literals and entity values may hold `]>`. Parameter entities (`<!ENTITY % x "...">`) are
+/// counted too: roxmltree keeps them with the general ones, and `&x;` expands them. Of two
+/// declarations of one name the first counts, as in roxmltree.
+fn entity_expansion(text: &str) -> Option<usize> {
+    use std::collections::HashMap;
+    let (entities, body) = internal_subset(text)?;
+    let mut values: HashMap<&str, &str> = HashMap::new();
+    for (name, value) in entities {
+        values.entry(name).or_insert(value);
     }
     // Expanded sizes, deepest first; a reference deeper than the parser allows (10) counts as
     // over the limit, as it will be refused anyway.
@@ -187,12 +303,116 @@ fn entity_expansion(text: &str) -> usize {
         })
     }
     let mut memo = HashMap::new();
-    let body = &doctype[close..];
-    references(body)
-        .filter(|name| values.contains_key(name))
-        .fold(0usize, |total, name| {
-            total.saturating_add(size(name, &values, &mut memo, 0))
-        })
+    Some(
+        references(body)
+            .filter(|name| values.contains_key(name))
+            .fold(0usize, |total, name| {
+                total.saturating_add(size(name, &values, &mut memo, 0))
+            }),
+    )
+}
+
+/// The entity declarations (name, quoted value) of `text`'s internal subset, in order, and
+/// the text after the document type declaration (all of it when there is none); `None` when
+/// the prolog or the declaration cannot be read (see [`entity_expansion`]).
+fn internal_subset(text: &str) -> Option<(Vec<(&str, &str)>, &str)> {
+    let mut s = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let mut entities = Vec::new();
+    /// `s` after the first `end`.
+    fn past<'a>(s: &'a str, end: &str) -> Option<&'a str> {
+        s.find(end).map(|i| &s[i + end.len()..])
+    }
+    /// `s` after its quoted literal (it starts with the quote); the literal.
+    fn quoted(s: &str) -> Option<(&str, &str)> {
+        let quote = s.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+        let end = s[1..].find(quote)? + 1;
+        Some((&s[end + 1..], &s[1..end]))
+    }
+    /// `s` after the next `>` outside quoted literals.
+    fn past_tag(mut s: &str) -> Option<&str> {
+        loop {
+            let i = s.find(['>', '"', '\''])?;
+            if s[i..].starts_with('>') {
+                return Some(&s[i + 1..]);
+            }
+            s = quoted(&s[i..])?.0;
+        }
+    }
+    if s.starts_with("<?xml") && s[5..].starts_with(|c: char| c.is_ascii_whitespace()) {
+        // The declaration's values are quoted: `?>` ends it only outside them.
+        let mut rest = &s[5..];
+        s = loop {
+            let i = rest.find(['?', '"', '\''])?;
+            if rest[i..].starts_with("?>") {
+                break &rest[i + 2..];
+            }
+            rest = if rest[i..].starts_with('?') {
+                &rest[i + 1..]
+            } else {
+                quoted(&rest[i..])?.0
+            };
+        };
+    }
+    loop {
+        s = s.trim_start_matches(|c: char| c.is_ascii_whitespace());
+        if s.starts_with("<!--") {
+            s = past(&s[4..], "-->")?;
+        } else if s.starts_with("<?") {
+            s = past(&s[2..], "?>")?;
+        } else if let Some(rest) = s.strip_prefix("<!DOCTYPE") {
+            // The name and external ID up to `[` or `>`, outside quoted literals.
+            let mut d = rest;
+            loop {
+                let i = d.find(['[', '>', '"', '\''])?;
+                match d.as_bytes()[i] {
+                    b'>' => return Some((entities, &d[i + 1..])),
+                    b'[' => {
+                        d = &d[i + 1..];
+                        break;
+                    }
+                    _ => d = quoted(&d[i..])?.0,
+                }
+            }
+            loop {
+                d = d.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                if let Some(rest) = d.strip_prefix("<!ENTITY") {
+                    let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                    let rest = rest
+                        .strip_prefix('%')
+                        .unwrap_or(rest)
+                        .trim_start_matches(|c: char| c.is_ascii_whitespace());
+                    let end = rest.find(|c: char| c.is_ascii_whitespace())?;
+                    let (name, rest) = rest.split_at(end);
+                    let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                    if rest.starts_with(['"', '\'']) {
+                        let (after, value) = quoted(rest)?;
+                        entities.push((name, value));
+                        d = past_tag(after)?;
+                    } else {
+                        // SYSTEM or PUBLIC: never loaded.
+                        d = past_tag(rest)?;
+                    }
+                } else if d.starts_with("<!--") {
+                    d = past(&d[4..], "-->")?;
+                } else if d.starts_with("<?") {
+                    d = past(&d[2..], "?>")?;
+                } else if let Some(rest) = d.strip_prefix(']') {
+                    let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                    return Some((entities, rest.strip_prefix('>')?));
+                } else if ["<!ELEMENT", "<!ATTLIST", "<!NOTATION"]
+                    .iter()
+                    .any(|k| d.starts_with(k))
+                {
+                    d = past(d, ">")?;
+                } else {
+                    return None;
+                }
+            }
+        } else {
+            // The root element: no document type declaration.
+            return Some((entities, s));
+        }
+    }
 }
 
 /// An embedded raster image: kept when its bytes (not its declared type) are PNG, JPEG, GIF or
@@ -289,6 +509,100 @@ pub(super) fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A billion-laughs document: `levels` entities each naming the one before `fan` times.
+    fn laughs(prefix: &str, levels: usize, fan: usize) -> String {
+        let mut dtd = String::from("<!ENTITY l0 \"lol\">");
+        for i in 1..=levels {
+            let refs = format!("&l{};", i - 1).repeat(fan);
+            dtd.push_str(&format!("<!ENTITY l{i} \"{refs}\">"));
+        }
+        format!(
+            "{prefix}<!DOCTYPE svg [{dtd}]><svg xmlns='http://www.w3.org/2000/svg' \
+             width='10' height='10'><text>&l{levels};</text></svg>"
+        )
+    }
+
+    fn refused(text: &str) -> bool {
+        matches!(parse(text.as_bytes()), Err(PipelineError::Undecodable(_)))
+    }
+
+    #[test]
+    fn nested_entities_are_refused_before_parsing() {
+        assert!(refused(&laughs("", 6, 10)));
+        let started = std::time::Instant::now();
+        assert!(refused(&laughs("", 9, 10)));
+        assert!(started.elapsed().as_secs() < 2);
+    }
+
+    #[test]
+    fn a_doctype_in_a_comment_does_not_hide_the_real_one() {
+        assert!(refused(&laughs("<!-- <!DOCTYPE x []> -->\n", 7, 10)));
+        assert!(refused(&laughs(
+            "<?xml version='1.0' encoding='UTF-8'?><?pi <!DOCTYPE y []>?>",
+            7,
+            10
+        )));
+    }
+
+    #[test]
+    fn a_bracket_inside_an_entity_value_does_not_end_the_subset() {
+        let text = laughs("", 7, 10).replacen("\"lol\"", "\"lol]>\"", 1);
+        assert!(refused(&text));
+        let text =
+            laughs("", 7, 10).replacen("<!ENTITY l0", "<!ENTITY early \"]>\"><!ENTITY l0", 1);
+        assert!(refused(&text));
+    }
+
+    #[test]
+    fn parameter_entities_count_as_roxmltree_expands_them() {
+        let text = laughs("", 7, 10).replace("<!ENTITY l", "<!ENTITY % l");
+        assert!(refused(&text));
+    }
+
+    #[test]
+    fn namespace_entities_still_parse() {
+        let ok = "<?xml version='1.0'?><!-- Illustrator --><!DOCTYPE svg PUBLIC '-//W3C//DTD SVG 1.1//EN' \
+                  'http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd' [<!ENTITY ns_svg \"http://www.w3.org/2000/svg\">]>\
+                  <svg xmlns='&ns_svg;' width='20' height='10'><rect width='5' height='5'/></svg>";
+        assert!(parse(ok.as_bytes()).is_ok());
+        assert_eq!(entity_expansion(ok), Some(26));
+        assert_eq!(entity_expansion("<svg/>"), Some(0));
+        assert_eq!(entity_expansion("<!DOCTYPE svg [<!BOGUS>]><svg/>"), None);
+    }
+
+    #[test]
+    fn expensive_filters_are_refused_before_drawing() {
+        let morph = |r: u32| {
+            format!(
+                "<svg xmlns='http://www.w3.org/2000/svg' width='2000' height='2000'><filter id='f'>\
+                 <feMorphology operator='dilate' radius='{r}'/></filter>\
+                 <rect width='2000' height='2000' filter='url(#f)'/></svg>"
+            )
+        };
+        let started = std::time::Instant::now();
+        assert!(refused(&morph(50)));
+        assert!(refused(&morph(500)));
+        assert!(started.elapsed().as_secs() < 2);
+        assert!(parse(morph(2).as_bytes()).is_ok());
+        let convolve = "<svg xmlns='http://www.w3.org/2000/svg' width='2000' height='2000'><filter id='f'>\
+             <feConvolveMatrix order='50' kernelMatrix='1'/></filter>\
+             <rect width='2000' height='2000' filter='url(#f)'/></svg>";
+        // An order of 50 with one value is invalid (usvg drops it); the cost is not the point.
+        let _ = parse(convolve.as_bytes());
+    }
+
+    #[test]
+    fn deeply_nested_layers_are_refused() {
+        let mut text =
+            String::from("<svg xmlns='http://www.w3.org/2000/svg' width='2000' height='2000'>");
+        for _ in 0..40 {
+            text.push_str("<g opacity='0.9'><rect width='2000' height='2000'/>");
+        }
+        text.push_str(&"</g>".repeat(40));
+        text.push_str("</svg>");
+        assert!(refused(&text));
+    }
 
     #[test]
     fn svg_is_sniffed_by_its_root_element_after_the_prologue() {
