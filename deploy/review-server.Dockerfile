@@ -29,7 +29,13 @@ COPY --from=build /usr/local/bin/review-server /usr/local/bin/review-server
 USER 10002
 WORKDIR /var/lib/review-server
 # review.db, the cached clones, transcripts and skills live in DATA_DIR: keep it on a volume.
+# LISTEN is 0.0.0.0 so the published port reaches it; then /api (the stored API keys among it)
+# answers only with the OAuth gate on: set AUTH_SECRET, FORGE_APP_CLIENT_ID and
+# FORGE_APP_CLIENT_SECRET at `docker run` (all three or none: a partial set refuses to start).
+# Without them every /api request is 403 open_api_refused, unless ALLOW_OPEN_API=true, which
+# only belongs behind a proxy that authenticates every request (docs/security.md, "Sign-in").
 ENV LISTEN=0.0.0.0:8080 \
+    ALLOW_OPEN_API=false \
     DATA_DIR=/var/lib/review-server \
     RUST_LOG=info
 VOLUME ["/var/lib/review-server"]

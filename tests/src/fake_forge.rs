@@ -127,7 +127,22 @@ impl FakeForge {
             .route("/login/oauth/authorize", get(oauth_authorize))
             .route("/login/oauth/access_token", post(oauth_access_token))
             .route("/user", get(oauth_user))
-            .fallback(|| async { (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))) })
+            .fallback(
+                |State(s): State<Shared>,
+                 method: axum::http::Method,
+                 uri: axum::http::Uri,
+                 headers: HeaderMap| async move {
+                    // Recorded too, so a test can assert that no call went anywhere else.
+                    let _ = s.check(
+                        method.as_str(),
+                        uri.path().to_owned(),
+                        &headers,
+                        Value::Null,
+                        false,
+                    );
+                    (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"})))
+                },
+            )
             .with_state(shared.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

@@ -2,7 +2,7 @@
 //! (docs/configuration.md). Secrets are `SecretString` and never printed.
 
 use clap::{Args, Parser, Subcommand};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -227,6 +227,34 @@ pub struct Config {
     /// 403, which stops DNS rebinding (docs/security.md, HTTP).
     #[arg(long, env = "ALLOWED_HOSTS", value_delimiter = ',')]
     pub allowed_hosts: Vec<String>,
+    /// Serve `/api` without the OAuth gate on a LISTEN address that is not loopback. Default
+    /// false: with the gate off and LISTEN on a non-loopback address, every `/api` request is
+    /// answered 403 `open_api_refused` (docs/security.md, "Sign-in"). Set it only when a proxy
+    /// in front authenticates every request.
+    #[arg(long, env = "ALLOW_OPEN_API", default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_open_api: bool,
+    /// Seconds a request body may take to arrive once the headers are in; a body still
+    /// arriving after it is answered 408 `body_timeout` and its connection closed. Default 10.
+    #[arg(long, env = "BODY_TIMEOUT_SECS", default_value_t = 10)]
+    pub body_timeout_secs: u64,
+    /// Webhook bodies read at once (each up to 25 MiB); one more is answered 503
+    /// `webhook_busy` with Retry-After, so concurrent large deliveries cannot grow memory
+    /// without bound. Default 4.
+    #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_BODIES", default_value_t = 4)]
+    pub webhook_max_concurrent_bodies: usize,
+}
+
+/// How the dashboard API is exposed, decided once at start (docs/security.md, "Sign-in").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiExposure {
+    /// The OAuth gate is on: every `/api` request but sign-in needs a session.
+    Gated,
+    /// The gate is off and LISTEN is a loopback address: only this machine can reach `/api`.
+    OpenOnLoopback,
+    /// The gate is off on a non-loopback LISTEN and ALLOW_OPEN_API=true: open by opt-in.
+    OpenByOptIn,
+    /// The gate is off on a non-loopback LISTEN without the opt-in: `/api` answers 403.
+    Refused,
 }
 
 impl Config {
@@ -262,6 +290,58 @@ impl Config {
         git_cache::Limits {
             max_entries: self.review_max_tree_entries,
             max_bytes: self.review_max_tree_bytes,
+        }
+    }
+
+    /// The sign-in variables that are set (non-empty) and those missing: the OAuth gate needs
+    /// AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET together
+    /// (docs/review-service.md §5 rule 1). Some but not all is a start-up error naming the
+    /// missing ones, never a silently open API.
+    pub fn check_sign_in(&self) -> anyhow::Result<()> {
+        let set = [
+            (
+                "AUTH_SECRET",
+                self.auth_secret
+                    .as_ref()
+                    .is_some_and(|s| !s.expose_secret().trim().is_empty()),
+            ),
+            (
+                "FORGE_APP_CLIENT_ID",
+                self.app_client_id
+                    .as_deref()
+                    .is_some_and(|s| !s.trim().is_empty()),
+            ),
+            (
+                "FORGE_APP_CLIENT_SECRET",
+                self.app_client_secret
+                    .as_ref()
+                    .is_some_and(|s| !s.expose_secret().trim().is_empty()),
+            ),
+        ];
+        let missing: Vec<&str> = set.iter().filter(|(_, on)| !on).map(|(n, _)| *n).collect();
+        if missing.is_empty() || missing.len() == set.len() {
+            return Ok(());
+        }
+        let given: Vec<&str> = set.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect();
+        anyhow::bail!(
+            "incomplete sign-in configuration: {} set but {} missing; the OAuth gate needs all \
+             three of AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET (or none, \
+             with LISTEN on loopback or ALLOW_OPEN_API=true)",
+            given.join(" and "),
+            missing.join(" and ")
+        )
+    }
+
+    /// How `/api` is exposed, given whether the OAuth gate is on.
+    pub fn api_exposure(&self, gate_on: bool) -> ApiExposure {
+        if gate_on {
+            ApiExposure::Gated
+        } else if self.listen.ip().is_loopback() {
+            ApiExposure::OpenOnLoopback
+        } else if self.allow_open_api {
+            ApiExposure::OpenByOptIn
+        } else {
+            ApiExposure::Refused
         }
     }
 

@@ -43,10 +43,14 @@ pub enum ErrorCode {
     CrossSite,
     /// 403: internal route called from a peer that is not loopback.
     NotLoopback,
+    /// 403: `/api` while the OAuth gate is off on a non-loopback LISTEN (no ALLOW_OPEN_API).
+    OpenApiRefused,
     /// 404: no such route, or no such skill.
     NotFound,
     /// 405: the route exists, but not for this method.
     MethodNotAllowed,
+    /// 408: the body did not arrive within BODY_TIMEOUT_SECS.
+    BodyTimeout,
     /// 413: the body is over its limit.
     PayloadTooLarge,
     /// 422: the body is not JSON or breaks the route's rules (the message names the field).
@@ -59,11 +63,13 @@ pub enum ErrorCode {
     InternalError,
     /// 502: the forge cannot be reached or cannot give the PR (retry).
     ForgeUnavailable,
+    /// 503: WEBHOOK_MAX_CONCURRENT_BODIES webhook bodies are already being read (retry).
+    WebhookBusy,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the table in docs/review-service.md §7.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 23] = [
         Self::InvalidPayload,
         Self::MissingEvent,
         Self::UnreadableBody,
@@ -76,14 +82,17 @@ impl ErrorCode {
         Self::ForbiddenHost,
         Self::CrossSite,
         Self::NotLoopback,
+        Self::OpenApiRefused,
         Self::NotFound,
         Self::MethodNotAllowed,
+        Self::BodyTimeout,
         Self::PayloadTooLarge,
         Self::InvalidBody,
         Self::SkillInstallFailed,
         Self::RateLimited,
         Self::InternalError,
         Self::ForgeUnavailable,
+        Self::WebhookBusy,
     ];
 
     /// The status every error of this code is answered with.
@@ -97,14 +106,18 @@ impl ErrorCode {
             | Self::QuestionTooLong
             | Self::ModelNotConfigured => StatusCode::BAD_REQUEST,
             Self::InvalidSignature | Self::BadInternalSecret => StatusCode::UNAUTHORIZED,
-            Self::ForbiddenHost | Self::CrossSite | Self::NotLoopback => StatusCode::FORBIDDEN,
+            Self::ForbiddenHost | Self::CrossSite | Self::NotLoopback | Self::OpenApiRefused => {
+                StatusCode::FORBIDDEN
+            }
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidBody | Self::SkillInstallFailed => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
             Self::ForgeUnavailable => StatusCode::BAD_GATEWAY,
+            Self::WebhookBusy => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -123,14 +136,17 @@ impl ErrorCode {
             Self::ForbiddenHost => "forbidden_host",
             Self::CrossSite => "cross_site",
             Self::NotLoopback => "not_loopback",
+            Self::OpenApiRefused => "open_api_refused",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
+            Self::BodyTimeout => "body_timeout",
             Self::PayloadTooLarge => "payload_too_large",
             Self::InvalidBody => "invalid_body",
             Self::SkillInstallFailed => "skill_install_failed",
             Self::RateLimited => "rate_limited",
             Self::InternalError => "internal_error",
             Self::ForgeUnavailable => "forge_unavailable",
+            Self::WebhookBusy => "webhook_busy",
         }
     }
 }

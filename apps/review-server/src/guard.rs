@@ -14,6 +14,17 @@
 //! 3. **Body size.** 25 MiB for the webhook (GitHub's cap), 1 MiB for everything else; over
 //!    it, 413 `payload_too_large` before the handler runs.
 //!
+//! 4. **Open API.** With the OAuth gate off and LISTEN on an address that is not loopback,
+//!    every `/api` request is 403 `open_api_refused` unless ALLOW_OPEN_API=true: a partial or
+//!    forgotten sign-in configuration never serves the stored API keys to the network.
+//! 5. **The settings test is same-site.** `GET /api/settings/test` spends a model call, so it
+//!    is refused like a write (rule 2) when cross-site: an `<img src>` on another page must
+//!    not spend the operator's money.
+//! 6. **Body time and webhook concurrency.** A body must arrive within BODY_TIMEOUT_SECS
+//!    (408 `body_timeout`), and at most WEBHOOK_MAX_CONCURRENT_BODIES webhook bodies are read
+//!    at once (503 `webhook_busy`, with Retry-After): a client that stalls or sends many 25 MiB
+//!    bodies holds neither a connection nor memory for long.
+//!
 //! Refusals are JSON `{"error", "code"}` with the codes of docs/review-service.md §7.
 //!
 //! The webhook and the internal route are exempt from 1 and 2: the forge sends its own Host,
@@ -28,6 +39,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt;
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// Largest webhook delivery: GitHub caps payloads at 25 MiB.
 pub const WEBHOOK_BODY_LIMIT: usize = 25 * 1024 * 1024;
@@ -37,12 +51,33 @@ pub const API_BODY_LIMIT: usize = 1024 * 1024;
 
 /// The hosts a request may name besides IP literals and `localhost`: AUTH_URL's host and
 /// ALLOWED_HOSTS, lower-cased, without ports.
-#[derive(Debug, Clone, Default)]
+/// The guard's whole policy: allowed hosts (rule 1), whether `/api` is refused (rule 4) and
+/// the body limits (rules 3 and 6).
+#[derive(Debug, Clone)]
 pub struct HostPolicy {
     names: Vec<String>,
     any: bool,
     /// AUTH_URL's origin (`scheme://host[:port]`, lower-cased), accepted as `Origin`.
     public_origin: Option<String>,
+    /// Rule 4: the gate is off on a non-loopback LISTEN without ALLOW_OPEN_API.
+    refuse_api: bool,
+    /// Rule 6: how long a body may take to arrive.
+    body_timeout: Duration,
+    /// Rule 6: one permit per webhook body being read.
+    webhook_bodies: Arc<Semaphore>,
+}
+
+impl Default for HostPolicy {
+    fn default() -> Self {
+        HostPolicy {
+            names: Vec::new(),
+            any: false,
+            public_origin: None,
+            refuse_api: false,
+            body_timeout: Duration::from_secs(10),
+            webhook_bodies: Arc::new(Semaphore::new(4)),
+        }
+    }
 }
 
 impl HostPolicy {
@@ -70,7 +105,21 @@ impl HostPolicy {
             names,
             any,
             public_origin,
+            ..HostPolicy::default()
         }
+    }
+
+    /// With rule 4 (`refuse_api`: answer every `/api` request 403) and the limits of rule 6.
+    pub fn with_limits(
+        mut self,
+        refuse_api: bool,
+        body_timeout: Duration,
+        webhook_bodies: usize,
+    ) -> Self {
+        self.refuse_api = refuse_api;
+        self.body_timeout = body_timeout;
+        self.webhook_bodies = Arc::new(Semaphore::new(webhook_bodies.max(1)));
+        self
     }
 
     /// Whether a request naming `host` (a Host header value) is let through.
@@ -96,23 +145,72 @@ pub async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) ->
             );
         }
     }
+    if hosts.refuse_api && is_api(path) {
+        return error_response(
+            ErrorCode::OpenApiRefused,
+            "the dashboard API is off: the OAuth gate is off and LISTEN is not a loopback \
+             address. Set AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET to turn \
+             the gate on, bind LISTEN to 127.0.0.1, or set ALLOW_OPEN_API=true when a proxy in \
+             front authenticates every request",
+        );
+    }
     if !exempt
         && is_api(path)
-        && is_write(req.method())
+        && (is_write(req.method()) || path == SETTINGS_TEST)
         && let Some(why) = cross_site(req.headers(), request_host(&req), &hosts)
     {
         return error_response(ErrorCode::CrossSite, why);
     }
-    let limit = if path.starts_with("/webhook/") {
+    let webhook = path.starts_with("/webhook/");
+    let _permit = if webhook {
+        match hosts.webhook_bodies.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                let mut resp = error_response(
+                    ErrorCode::WebhookBusy,
+                    "too many webhook deliveries are being read at once; retry shortly",
+                );
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+                resp.headers_mut().insert(
+                    header::CONNECTION,
+                    header::HeaderValue::from_static("close"),
+                );
+                return resp;
+            }
+        }
+    } else {
+        None
+    };
+    let limit = if webhook {
         WEBHOOK_BODY_LIMIT
     } else {
         API_BODY_LIMIT
     };
-    match limit_body(req, limit).await {
-        Ok(req) => next.run(req).await,
-        Err(resp) => resp,
+    let read = tokio::time::timeout(hosts.body_timeout, limit_body(req, limit)).await;
+    drop(_permit);
+    match read {
+        Ok(Ok(req)) => next.run(req).await,
+        Ok(Err(resp)) => resp,
+        Err(_) => {
+            let mut resp = error_response(
+                ErrorCode::BodyTimeout,
+                format!(
+                    "the request body did not arrive within {} s",
+                    hosts.body_timeout.as_secs_f64()
+                ),
+            );
+            resp.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            resp
+        }
     }
 }
+
+/// The one GET that spends money (a model call): refused cross-site like a write (rule 5).
+const SETTINGS_TEST: &str = "/api/settings/test";
 
 fn is_api(path: &str) -> bool {
     path == "/api" || path.starts_with("/api/")

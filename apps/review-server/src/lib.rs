@@ -51,6 +51,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// replica's part in the work queue (docs/architecture.md, "Many replicas": reviews a dead
 /// process left running are failed once its lease lapses, waiting ones are run).
 pub async fn build(config: Config) -> anyhow::Result<AppState> {
+    config.check_sign_in()?;
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
     let records = Records::new(Store::open(&config.database_url()).await?, EventBus::new());
@@ -64,6 +65,15 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     let forge = GitHubForge::new(&config.forge_api_url, app_credentials(&config)?)?;
     let secret: [u8; 32] = rand::random();
     let mirror = transcript_mirror(&records);
+    let auth = auth::Auth::from_config(&config).map(Arc::new);
+    let exposure = config.api_exposure(auth.is_some());
+    log_exposure(exposure, &config);
+    let hosts = guard::HostPolicy::new(config.auth_url.as_deref(), &config.allowed_hosts)
+        .with_limits(
+            exposure == config::ApiExposure::Refused,
+            Duration::from_secs(config.body_timeout_secs.max(1)),
+            config.webhook_max_concurrent_bodies,
+        );
     let app = App {
         records,
         forge: Arc::new(forge),
@@ -79,9 +89,9 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
         replica,
         queue_wake: tokio::sync::Notify::new(),
         inbox_wake: tokio::sync::Notify::new(),
-        auth: auth::Auth::from_config(&config).map(Arc::new),
+        auth,
         chat_turns: Arc::new(Semaphore::new(config.chat_max_concurrent.max(1))),
-        hosts: guard::HostPolicy::new(config.auth_url.as_deref(), &config.allowed_hosts),
+        hosts,
         config,
     };
     let app = Arc::new(app);
@@ -89,6 +99,30 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     review::sweep_orphans(&app).await;
     review::spawn_replica_tasks(&app);
     Ok(app)
+}
+
+/// The boot log line saying how `/api` is exposed (docs/security.md, "Sign-in").
+fn log_exposure(exposure: config::ApiExposure, config: &Config) {
+    let listen = config.listen;
+    match exposure {
+        config::ApiExposure::Gated => {
+            tracing::info!(%listen, "dashboard API: OAuth gate on (sign-in required)")
+        }
+        config::ApiExposure::OpenOnLoopback => tracing::info!(
+            %listen,
+            "dashboard API: OAuth gate off, open on loopback only"
+        ),
+        config::ApiExposure::OpenByOptIn => tracing::warn!(
+            %listen,
+            "dashboard API: OAuth gate off, open to the network by ALLOW_OPEN_API=true"
+        ),
+        config::ApiExposure::Refused => tracing::warn!(
+            %listen,
+            "dashboard API: OAuth gate off on a non-loopback LISTEN: every /api request is refused \
+             (403 open_api_refused); set AUTH_SECRET, FORGE_APP_CLIENT_ID and \
+             FORGE_APP_CLIENT_SECRET, or ALLOW_OPEN_API=true"
+        ),
+    }
 }
 
 /// This replica's name in the work queue's leases: `<host>-<random>`, kept in

@@ -183,6 +183,12 @@ fn encode_path(path: &str) -> String {
     out
 }
 
+/// Percent-encode one path segment (an owner or repository name from a URL people paste):
+/// `/` is encoded too, so the value can never name another API path.
+fn encode_segment(segment: &str) -> String {
+    encode_path(segment).replace('/', "%2F")
+}
+
 /// GitHub's error text: `message`, plus the first entry of `errors` when present (that is
 /// where a 422 says which review comment was outside the diff).
 fn github_message(body: &str) -> String {
@@ -421,8 +427,8 @@ impl Forge for GitHubForge {
     async fn resolve_commit(&self, repo: &RepoRead, git_ref: &str) -> Result<String, ForgeError> {
         let path = format!(
             "/repos/{}/{}/commits/{}",
-            repo.owner,
-            repo.name,
+            encode_segment(&repo.owner),
+            encode_segment(&repo.name),
             encode_path(git_ref)
         );
         let v = self.read(repo, &path).await?;
@@ -443,8 +449,8 @@ impl Forge for GitHubForge {
     ) -> Result<Contents, ForgeError> {
         let api_path = format!(
             "/repos/{}/{}/contents/{}?ref={}",
-            repo.owner,
-            repo.name,
+            encode_segment(&repo.owner),
+            encode_segment(&repo.name),
             encode_path(path.trim_matches('/')),
             encode_path(sha)
         );

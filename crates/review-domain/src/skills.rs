@@ -113,6 +113,14 @@ pub fn parse_tree_url(forge_url: &str, url: &str) -> Result<TreeUrl, SkillUrlErr
     {
         return Err(expected());
     }
+    // A segment is one path segment on the forge's API too: one that decodes to a separator or
+    // an escape (`..%2F..%2Fuser`, `%252F`) would reach another API path with the token.
+    if let Some(bad) = segments.iter().find(|s| s.contains(['/', '\\', '%'])) {
+        return Err(SkillUrlError(format!(
+            "url: the segment {bad:?} decodes to '/', '\\' or '%'; write a ref or path that \
+             holds '/' as separate segments, unescaped"
+        )));
+    }
     let tree = TreeUrl {
         owner: segments[0].clone(),
         repo: segments[1].trim_end_matches(".git").to_owned(),

@@ -50,9 +50,10 @@ use utoipa::{Modify, OpenApi};
 )]
 pub struct ApiDoc;
 
-/// Adds the request guard's 413 `payload_too_large` to every operation that takes a body: the
-/// guard refuses an over-limit body before any handler runs (1 MiB, 25 MiB for the webhook;
-/// docs/review-service.md §7), so no handler annotation can name it.
+/// Adds the request guard's 413 `payload_too_large` and 408 `body_timeout` to every operation
+/// that takes a body: the guard refuses an over-limit or stalled body before any handler runs
+/// (1 MiB, 25 MiB for the webhook; BODY_TIMEOUT_SECS; docs/review-service.md §7), so no
+/// handler annotation can name them.
 struct BodyLimit;
 
 impl Modify for BodyLimit {
@@ -75,20 +76,31 @@ fn add_payload_too_large(operation: &mut Operation) {
     if operation.request_body.is_none() {
         return;
     }
-    let response = ResponseBuilder::new()
-        .description("the body is over the route's limit (`payload_too_large`)")
-        .content(
-            "application/json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("ErrorBody")))
-                .build(),
-        )
-        .build();
-    operation
-        .responses
-        .responses
-        .entry("413".to_string())
-        .or_insert_with(|| response.into());
+    for (status, description) in [
+        (
+            "413",
+            "the body is over the route's limit (`payload_too_large`)",
+        ),
+        (
+            "408",
+            "the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`)",
+        ),
+    ] {
+        let response = ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build();
+        operation
+            .responses
+            .responses
+            .entry(status.to_string())
+            .or_insert_with(|| response.into());
+    }
 }
 
 pub fn router() -> Router<AppState> {

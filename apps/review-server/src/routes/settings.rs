@@ -202,7 +202,8 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
 /// setting, else the AGENT_MODEL default). Failures (no key, unknown provider, provider error)
 /// are reported in the body with status 200.
 #[utoipa::path(get, path = "/api/settings/test",
-    responses((status = 200, description = "ok true with text, or ok false with error", body = SettingsTest)))]
+    responses((status = 200, description = "ok true with text, or ok false with error", body = SettingsTest),
+        (status = 403, description = "a cross-site request (`cross_site`): the test spends a model call", body = crate::error::ErrorBody)))]
 pub async fn test_settings(State(app): State<AppState>) -> Result<Json<SettingsTest>, ApiError> {
     let model = app.global_model().await?;
     let failed = |model: Option<String>, error: String| SettingsTest {

@@ -81,7 +81,8 @@ struct EnvelopeRepository<'a> {
 /// POST /webhook/github (see the module docs).
 #[utoipa::path(post, path = "/webhook/github", request_body(content = Object, description = "the forge's payload, signed"),
     params(("X-Hub-Signature-256" = String, Header), ("X-GitHub-Event" = Option<String>, Header), ("X-Forge-Event" = Option<String>, Header)),
-    responses((status = 200, body = super::bodies::Ack), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = super::bodies::Ack), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody),
+        (status = 503, description = "WEBHOOK_MAX_CONCURRENT_BODIES bodies are being read (`webhook_busy`, Retry-After)", body = crate::error::ErrorBody)))]
 pub async fn receive(
     State(app): State<AppState>,
     headers: HeaderMap,
