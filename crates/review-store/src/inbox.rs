@@ -20,7 +20,16 @@ use sqlx::Row;
 
 /// The advisory lock key promoters hold on PostgreSQL (any constant unique to this use: the
 /// bytes of "rvinbox1").
-const PROMOTE_LOCK: i64 = 0x7276_696e_626f_7831;
+pub const PROMOTE_LOCK: i64 = 0x7276_696e_626f_7831;
+
+/// How long a promoter waits for [`PROMOTE_LOCK`] before it gives up this attempt
+/// (`lock_timeout`). Another promoter holds it for milliseconds; a longer wait means a session
+/// kept it (issue 26: a chat query's `pg_try_advisory_lock` once did, and intake stopped).
+pub const PROMOTE_LOCK_TIMEOUT_MS: u64 = 2_000;
+
+/// Attempts of one promotion to take [`PROMOTE_LOCK`], each waiting [`PROMOTE_LOCK_TIMEOUT_MS`],
+/// with a warning after each that failed; the poll then tries again.
+const PROMOTE_LOCK_ATTEMPTS: u32 = 3;
 
 /// The columns an accepted delivery writes, in the order [`bind_inbox_row`] binds them.
 const INBOX_COLUMNS: &str =
@@ -191,13 +200,7 @@ impl Store {
         if waiting.is_none() {
             return Ok(Vec::new());
         }
-        let mut tx = self.pool.begin().await?;
-        if self.backend == Backend::Postgres {
-            sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(PROMOTE_LOCK)
-                .execute(&mut *tx)
-                .await?;
-        }
+        let mut tx = self.begin_promotion().await?;
         // The DELETE comes first: on SQLite it takes the write lock at once, so a concurrent
         // promoter waits instead of failing to upgrade a read.
         let taken = sqlx::query(
@@ -236,6 +239,46 @@ impl Store {
         }
         tx.commit().await?;
         Ok(promoted)
+    }
+
+    /// The promotion's transaction; on PostgreSQL holding [`PROMOTE_LOCK`], waited for at most
+    /// [`PROMOTE_LOCK_TIMEOUT_MS`] per attempt, [`PROMOTE_LOCK_ATTEMPTS`] attempts, each failed
+    /// one logged as a warning.
+    ///
+    /// Errors: the last attempt's lock timeout (55P03), or any other database error.
+    async fn begin_promotion(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        let mut attempt = 1;
+        loop {
+            let mut tx = self.pool.begin().await?;
+            if self.backend == Backend::Sqlite {
+                return Ok(tx);
+            }
+            let timeout = format!("SET LOCAL lock_timeout = {PROMOTE_LOCK_TIMEOUT_MS}");
+            sqlx::query(&timeout).execute(&mut *tx).await?;
+            let locked = sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(PROMOTE_LOCK)
+                .execute(&mut *tx)
+                .await;
+            match locked {
+                Ok(_) => return Ok(tx),
+                Err(e)
+                    if e.as_database_error()
+                        .and_then(|d| d.code())
+                        .is_some_and(|c| c == "55P03") =>
+                {
+                    tracing::warn!(
+                        attempt,
+                        waited_ms = PROMOTE_LOCK_TIMEOUT_MS,
+                        "the webhook inbox's promoter lock is held by another session; accepted deliveries wait until it is free"
+                    );
+                    if attempt >= PROMOTE_LOCK_ATTEMPTS {
+                        return Err(e.into());
+                    }
+                    attempt += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// How many accepted deliveries wait in the inbox (for tests and the operations docs).

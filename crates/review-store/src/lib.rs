@@ -23,7 +23,7 @@ mod skills;
 mod stats;
 
 pub use deliveries::DELIVERY_WINDOW_SECS;
-pub use inbox::PromotedReview;
+pub use inbox::{PROMOTE_LOCK, PROMOTE_LOCK_TIMEOUT_MS, PromotedReview};
 pub use queue::{ClaimedRetry, ClaimedReview, HeldLease};
 pub use reviews::{Completion, NewReview};
 /// The LISTEN connection of [`Store::listener`].
@@ -32,7 +32,8 @@ pub use stats::*;
 
 pub use read_query::{
     HIDDEN_TABLES, READ_QUERY_CELL_CHARS, READ_QUERY_MAX_ROWS, READ_QUERY_MAX_SQL_BYTES,
-    READ_QUERY_MAX_VALUE_BYTES, READ_QUERY_TIMEOUT, REFUSED_FUNCTIONS, ReadQueryResult,
+    READ_QUERY_MAX_VALUE_BYTES, READ_QUERY_TIMEOUT, READABLE_TABLE_PREFIX, READABLE_TABLES,
+    REFUSED_FUNCTIONS, ReadQueryResult,
 };
 pub use skills::NewSkill;
 

@@ -42,6 +42,15 @@ pub const READ_QUERY_MAX_SQL_BYTES: i32 = 100_000;
 /// §2).
 pub const HIDDEN_TABLES: &[&str] = &["settings"];
 
+/// The tables the chat's reader role is granted on PostgreSQL, and nothing else (issue 26: an
+/// allow-list, so a table added later is unreadable until it is named here): the four the
+/// chat's system prompt describes, plus the stats rollups (`stats_*`), which hold only sums.
+/// The queue, the inbox, retries, deliveries and transcripts are not the chat's business.
+pub const READABLE_TABLES: &[&str] = &["repos", "reviews", "findings", "skills"];
+
+/// The name prefix of the rollup tables the reader role may read besides [`READABLE_TABLES`].
+pub const READABLE_TABLE_PREFIX: &str = "stats_";
+
 /// The answer of [`Store::read_query`], serialized as the chat tool's output.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReadQueryResult {

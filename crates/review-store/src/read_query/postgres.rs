@@ -3,9 +3,11 @@
 //! The guard is PostgreSQL's own privilege system, not a scanner of ours:
 //! 1. the query runs on its own pool, logged in as the reader role of this database
 //!    (`review_chat_<database>`), created at the first start with a random password kept in the
-//!    `chat_reader` table, which the role cannot read. At every start the role is given
-//!    `SELECT` on every table of the schema except [`HIDDEN_TABLES`] and `chat_reader`, and
-//!    nothing else: it owns nothing and is a member of no role, so `SET ROLE`, `RESET ROLE`
+//!    `chat_reader` table, which the role cannot read. At every start the role's grants are
+//!    revoked and given again from an allow-list: `SELECT` on [`READABLE_TABLES`] and the
+//!    `stats_*` rollups only ([`HIDDEN_TABLES`] and `chat_reader` are never among them), with
+//!    `work_mem` and `temp_file_limit` bounded ([`READER_WORK_MEM`], [`READER_TEMP_FILE_LIMIT`]),
+//!    and nothing else: it owns nothing and is a member of no role, so `SET ROLE`, `RESET ROLE`
 //!    or `set_config('role', ...)` inside a query can only make it itself again (a `SET ROLE`
 //!    on the writer's connection would not hold: `set_config('role', 'none', ...)` returns to
 //!    the session user). `pg_read_file` and the other server-file functions need superuser or
@@ -17,7 +19,13 @@
 //! 3. it runs in a `READ ONLY` transaction that is rolled back, with `statement_timeout` at
 //!    [`READ_QUERY_TIMEOUT`] (armed when the statement starts, so a `set_config` inside the
 //!    statement cannot lift it), and the client gives up a little later as a second line;
-//! 4. at most [`READ_QUERY_MAX_ROWS`] + 1 rows leave the server, each turned into JSON by
+//! 4. a query cannot leave anything behind on its pooled connection: session-level advisory
+//!    locks (`pg_try_advisory_lock` in a SELECT survives the rollback; one on the inbox
+//!    promoter's key stopped review intake, issue 26) are released by
+//!    `pg_advisory_unlock_all()` every time a connection goes back to the pool, and a
+//!    connection that cannot be reset is closed instead (which ends its session). GUCs set by
+//!    `set_config` inside the transaction are undone by the rollback;
+//! 5. at most [`READ_QUERY_MAX_ROWS`] + 1 rows leave the server, each turned into JSON by
 //!    PostgreSQL (`row_to_json`, so every column type reads), and a row whose JSON is over
 //!    [`READ_QUERY_MAX_VALUE_BYTES`] is not sent but refused. Unlike SQLite's length limit this
 //!    does not stop the server from building the value: the time cap bounds that.
@@ -30,7 +38,7 @@ use sqlx::{AnyPool, Column, Executor, Row, Statement};
 
 use super::{
     HIDDEN_TABLES, READ_QUERY_MAX_ROWS, READ_QUERY_MAX_SQL_BYTES, READ_QUERY_MAX_VALUE_BYTES,
-    READ_QUERY_TIMEOUT, ReadQueryResult, cut,
+    READ_QUERY_TIMEOUT, READABLE_TABLE_PREFIX, READABLE_TABLES, ReadQueryResult, cut,
 };
 use crate::{Result, StoreError};
 
@@ -48,6 +56,16 @@ const CLIENT_GRACE: Duration = Duration::from_secs(2);
 
 /// Key of the advisory lock under which replicas create the reader role one at a time.
 const SETUP_LOCK: i64 = 0x7265_7669_6577_6368;
+
+/// `work_mem` of the reader role: memory one sort or hash of a chat query may use before it
+/// spills to a temporary file (PostgreSQL's default is 4MB; stated so it cannot grow with the
+/// server's).
+pub(crate) const READER_WORK_MEM: &str = "4MB";
+
+/// `temp_file_limit` of the reader role: temporary-file space one chat query may use. Setting
+/// it needs a superuser (or `GRANT SET ON PARAMETER temp_file_limit`); without that right the
+/// start logs a warning and the time cap alone bounds the spill.
+pub(crate) const READER_TEMP_FILE_LIMIT: &str = "64MB";
 
 /// The reader pool of a PostgreSQL store (module docs, layer 1).
 #[derive(Debug, Clone)]
@@ -71,6 +89,19 @@ impl Reader {
         let pool = PgPoolOptions::new()
             .max_connections(READER_CONNECTIONS)
             .min_connections(0)
+            // Module docs, layer 4: every return to the pool drops the session's advisory
+            // locks; a connection that cannot be reset is closed, ending its session.
+            .after_release(|conn, _meta| {
+                Box::pin(async move {
+                    match conn.execute("SELECT pg_advisory_unlock_all()").await {
+                        Ok(_) => Ok(true),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a chat reader connection could not be reset; closing it");
+                            Ok(false)
+                        }
+                    }
+                })
+            })
             .connect_lazy_with(options.username(&role).password(&password));
         if let Err(e) = pool.acquire().await {
             tracing::warn!(role, error = %e, "the chat tool's reader role cannot log in; its SQL tool will fail until it can (docs/operations.md, PostgreSQL)");
@@ -130,15 +161,37 @@ impl Reader {
              UNION ALL SELECT format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM %I', $1::text)
              UNION ALL SELECT format('GRANT USAGE ON SCHEMA public TO %I', $1::text)
              UNION ALL SELECT format('ALTER ROLE %I SET default_transaction_read_only = on', $1::text)
+             UNION ALL SELECT format('ALTER ROLE %I SET work_mem = %L', $1::text, $2::text)
              UNION ALL SELECT format('GRANT SELECT ON %I TO %I', tablename, $1::text)
-                 FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ({})",
+                 FROM pg_tables WHERE schemaname = 'public'
+                 AND (tablename IN ({}) OR starts_with(tablename, $3::text))
+                 AND tablename NOT IN ({})",
+            quoted(READABLE_TABLES),
             unreadable_tables()
         ))
         .bind(&role)
+        .bind(READER_WORK_MEM)
+        .bind(READABLE_TABLE_PREFIX)
         .fetch_all(&mut *tx)
         .await?;
         for grant in &grants {
             (&mut *tx).execute(grant.as_str()).await?;
+        }
+        // temp_file_limit is a superuser setting: try it in a savepoint, so that a writer
+        // without that right still starts (with a warning).
+        let temp_limit: String = sqlx::query_scalar(
+            "SELECT format('ALTER ROLE %I SET temp_file_limit = %L', $1::text, $2::text)",
+        )
+        .bind(&role)
+        .bind(READER_TEMP_FILE_LIMIT)
+        .fetch_one(&mut *tx)
+        .await?;
+        (&mut *tx).execute("SAVEPOINT temp_file_limit").await?;
+        if let Err(e) = (&mut *tx).execute(temp_limit.as_str()).await {
+            (&mut *tx)
+                .execute("ROLLBACK TO SAVEPOINT temp_file_limit")
+                .await?;
+            tracing::warn!(role, error = %e, "cannot set temp_file_limit on the chat reader role (needs a superuser or GRANT SET ON PARAMETER temp_file_limit); its queries' temporary files are bounded by the time cap only");
         }
         tx.commit().await?;
         Ok((role, password))
@@ -184,7 +237,8 @@ impl Reader {
     /// a text that compiles alone but not as a subquery is a statement other than a query.
     async fn fetch(&self, text: &str) -> Result<(Vec<String>, Vec<Option<String>>)> {
         let fail = |e: sqlx::Error| database_error(&e);
-        let mut tx = self.pool.begin().await?;
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         (&mut *tx)
             .execute("SET TRANSACTION READ ONLY")
             .await
@@ -228,16 +282,26 @@ impl Reader {
         .await
         .map_err(fail)?;
         tx.rollback().await?;
+        // Layer 4 on the answering path; the pool's after_release covers every other one.
+        (&mut *conn)
+            .execute("SELECT pg_advisory_unlock_all()")
+            .await?;
         Ok((columns, rows))
     }
 }
 
-/// Tables the reader role gets no grant on, as an SQL list of string literals:
-/// [`HIDDEN_TABLES`] and its own password table (plain lower-case names, no quotes inside).
+/// Tables the reader role never gets a grant on, as an SQL list of string literals:
+/// [`HIDDEN_TABLES`] and its own password table.
 fn unreadable_tables() -> String {
-    HIDDEN_TABLES
+    let mut names = HIDDEN_TABLES.to_vec();
+    names.push(READER_TABLE);
+    quoted(&names)
+}
+
+/// `names` as an SQL list of string literals (plain lower-case names, no quotes inside).
+fn quoted(names: &[&str]) -> String {
+    names
         .iter()
-        .chain(&[READER_TABLE])
         .map(|t| format!("'{t}'"))
         .collect::<Vec<_>>()
         .join(", ")
