@@ -61,39 +61,22 @@ const DPI: f32 = 72.0;
 /// declaration, comments, processing instructions and document type declaration (within the
 /// first 64 KiB), the first element is `svg`.
 pub(super) fn sniff(bytes: &[u8]) -> bool {
-    let mut rest = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    rest = &rest[..rest.len().min(64 * 1024)];
-    loop {
-        rest = rest.trim_ascii_start();
-        let skip_to = |rest: &[u8], end: &[u8]| {
-            rest.windows(end.len())
-                .position(|w| w == end)
-                .map(|i| i + end.len())
-        };
-        let next = if rest.starts_with(b"<?") {
-            skip_to(rest, b"?>")
-        } else if rest.starts_with(b"<!--") {
-            skip_to(rest, b"-->")
-        } else if rest.starts_with(b"<!DOCTYPE") {
-            // An internal subset (`[...]`) may hold `>` in its declarations.
-            match (
-                rest.iter().position(|&b| b == b'['),
-                rest.iter().position(|&b| b == b'>'),
-            ) {
-                (Some(open), Some(close)) if open < close => skip_to(rest, b"]>"),
-                (_, close) => close.map(|i| i + 1),
-            }
-        } else {
-            return rest.starts_with(b"<svg")
-                && rest
-                    .get(4)
-                    .is_some_and(|&b| b.is_ascii_whitespace() || b == b'>' || b == b'/');
-        };
-        match next {
-            Some(n) => rest = &rest[n..],
-            None => return false,
-        }
-    }
+    let window = &bytes[..bytes.len().min(64 * 1024)];
+    // The window may cut a character in two: what is valid before it.
+    let text = match std::str::from_utf8(window) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    // The prolog as the parser reads it (`internal_subset`): a `]>` or `>` inside a quoted
+    // entity value does not end the declaration.
+    internal_subset(text).is_some_and(|(_, rest)| {
+        rest.strip_prefix("<svg").is_some_and(|after| {
+            after
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_whitespace() || b == b'>' || b == b'/')
+        })
+    })
 }
 
 /// Parses `bytes` into a render tree with the sanitising options above.
@@ -318,26 +301,7 @@ fn entity_expansion(text: &str) -> Option<usize> {
 fn internal_subset(text: &str) -> Option<(Vec<(&str, &str)>, &str)> {
     let mut s = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut entities = Vec::new();
-    /// `s` after the first `end`.
-    fn past<'a>(s: &'a str, end: &str) -> Option<&'a str> {
-        s.find(end).map(|i| &s[i + end.len()..])
-    }
-    /// `s` after its quoted literal (it starts with the quote); the literal.
-    fn quoted(s: &str) -> Option<(&str, &str)> {
-        let quote = s.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-        let end = s[1..].find(quote)? + 1;
-        Some((&s[end + 1..], &s[1..end]))
-    }
-    /// `s` after the next `>` outside quoted literals.
-    fn past_tag(mut s: &str) -> Option<&str> {
-        loop {
-            let i = s.find(['>', '"', '\''])?;
-            if s[i..].starts_with('>') {
-                return Some(&s[i + 1..]);
-            }
-            s = quoted(&s[i..])?.0;
-        }
-    }
+    let mut seen_doctype = false;
     if s.starts_with("<?xml") && s[5..].starts_with(|c: char| c.is_ascii_whitespace()) {
         // The declaration's values are quoted: `?>` ends it only outside them.
         let mut rest = &s[5..];
@@ -360,57 +324,89 @@ fn internal_subset(text: &str) -> Option<(Vec<(&str, &str)>, &str)> {
         } else if s.starts_with("<?") {
             s = past(&s[2..], "?>")?;
         } else if let Some(rest) = s.strip_prefix("<!DOCTYPE") {
-            // The name and external ID up to `[` or `>`, outside quoted literals.
-            let mut d = rest;
-            loop {
-                let i = d.find(['[', '>', '"', '\''])?;
-                match d.as_bytes()[i] {
-                    b'>' => return Some((entities, &d[i + 1..])),
-                    b'[' => {
-                        d = &d[i + 1..];
-                        break;
-                    }
-                    _ => d = quoted(&d[i..])?.0,
-                }
+            if seen_doctype {
+                return None;
             }
-            loop {
-                d = d.trim_start_matches(|c: char| c.is_ascii_whitespace());
-                if let Some(rest) = d.strip_prefix("<!ENTITY") {
-                    let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
-                    let rest = rest
-                        .strip_prefix('%')
-                        .unwrap_or(rest)
-                        .trim_start_matches(|c: char| c.is_ascii_whitespace());
-                    let end = rest.find(|c: char| c.is_ascii_whitespace())?;
-                    let (name, rest) = rest.split_at(end);
-                    let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
-                    if rest.starts_with(['"', '\'']) {
-                        let (after, value) = quoted(rest)?;
-                        entities.push((name, value));
-                        d = past_tag(after)?;
-                    } else {
-                        // SYSTEM or PUBLIC: never loaded.
-                        d = past_tag(rest)?;
-                    }
-                } else if d.starts_with("<!--") {
-                    d = past(&d[4..], "-->")?;
-                } else if d.starts_with("<?") {
-                    d = past(&d[2..], "?>")?;
-                } else if let Some(rest) = d.strip_prefix(']') {
-                    let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
-                    return Some((entities, rest.strip_prefix('>')?));
-                } else if ["<!ELEMENT", "<!ATTLIST", "<!NOTATION"]
-                    .iter()
-                    .any(|k| d.starts_with(k))
-                {
-                    d = past(d, ">")?;
-                } else {
-                    return None;
-                }
-            }
+            seen_doctype = true;
+            s = doctype(rest, &mut entities)?;
         } else {
-            // The root element: no document type declaration.
+            // The root element.
             return Some((entities, s));
+        }
+    }
+}
+
+/// `s` after the first `end`.
+fn past<'a>(s: &'a str, end: &str) -> Option<&'a str> {
+    s.find(end).map(|i| &s[i + end.len()..])
+}
+
+/// `s` after its quoted literal (it starts with the quote); the literal.
+fn quoted(s: &str) -> Option<(&str, &str)> {
+    let quote = s.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let end = s[1..].find(quote)? + 1;
+    Some((&s[end + 1..], &s[1..end]))
+}
+
+/// Reads a document type declaration after its `<!DOCTYPE`, pushing its entity
+/// declarations onto `entities`; the text after it, or `None` when it cannot be read.
+fn doctype<'a>(rest: &'a str, entities: &mut Vec<(&'a str, &'a str)>) -> Option<&'a str> {
+    /// `s` after the next `>` outside quoted literals.
+    fn past_tag(mut s: &str) -> Option<&str> {
+        loop {
+            let i = s.find(['>', '"', '\''])?;
+            if s[i..].starts_with('>') {
+                return Some(&s[i + 1..]);
+            }
+            s = quoted(&s[i..])?.0;
+        }
+    }
+    // The name and external ID up to `[` or `>`, outside quoted literals.
+    let mut d = rest;
+    loop {
+        let i = d.find(['[', '>', '"', '\''])?;
+        match d.as_bytes()[i] {
+            b'>' => return Some(&d[i + 1..]),
+            b'[' => {
+                d = &d[i + 1..];
+                break;
+            }
+            _ => d = quoted(&d[i..])?.0,
+        }
+    }
+    loop {
+        d = d.trim_start_matches(|c: char| c.is_ascii_whitespace());
+        if let Some(rest) = d.strip_prefix("<!ENTITY") {
+            let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+            let rest = rest
+                .strip_prefix('%')
+                .unwrap_or(rest)
+                .trim_start_matches(|c: char| c.is_ascii_whitespace());
+            let end = rest.find(|c: char| c.is_ascii_whitespace())?;
+            let (name, rest) = rest.split_at(end);
+            let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+            if rest.starts_with(['"', '\'']) {
+                let (after, value) = quoted(rest)?;
+                entities.push((name, value));
+                d = past_tag(after)?;
+            } else {
+                // SYSTEM or PUBLIC: never loaded.
+                d = past_tag(rest)?;
+            }
+        } else if d.starts_with("<!--") {
+            d = past(&d[4..], "-->")?;
+        } else if d.starts_with("<?") {
+            d = past(&d[2..], "?>")?;
+        } else if let Some(rest) = d.strip_prefix(']') {
+            let rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+            return rest.strip_prefix('>');
+        } else if ["<!ELEMENT", "<!ATTLIST", "<!NOTATION"]
+            .iter()
+            .any(|k| d.starts_with(k))
+        {
+            d = past(d, ">")?;
+        } else {
+            return None;
         }
     }
 }
