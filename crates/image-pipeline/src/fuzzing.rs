@@ -114,3 +114,80 @@ fn check_capped(query: &str, source: &[u8], mark: Option<&[u8]>, limits: &Limits
         out.height
     );
 }
+
+/// Longest a hostile input may take in [`check_hostile`], in seconds: generous for a sanitizer
+/// build (ten times slower); the release pipeline's own budget is a few seconds.
+pub const HOSTILE_MAX_SECONDS: u64 = 10;
+
+/// The limits of [`check_hostile`]: outputs up to 2048 px a side and a budget of 64 MiB and
+/// two billion pixel operations, so that the budget, not the size cap, is what holds.
+pub fn hostile_limits() -> Limits {
+    Limits {
+        max_output_dimension: 2048,
+        max_request_bytes: 64 << 20,
+        max_request_pixel_ops: 2_000_000_000,
+        ..Limits::default()
+    }
+}
+
+/// The cost-model target (issue 26): `data[0]` picks what the rest is, and the transform must
+/// finish within [`HOSTILE_MAX_SECONDS`] (the fuzz target also holds its peak allocation):
+/// - 0 mod 3: an SVG source (entities, filters, layers), resized to `width=256` PNG;
+/// - 1 mod 3: the rest of a query after `watermark=m&` (`watermark_scale`, `width`, `height`,
+///   `fit`, `rotate`, `padding`...), applied to `source` with a tall, narrow 2x600 PNG mark;
+/// - 2 mod 3: a `watermarkText` (the rest as UTF-8), on `source` at `width=1024`.
+///
+/// Returns whether an output was made; panics when a property fails.
+pub fn check_hostile(data: &[u8], source: &[u8]) -> bool {
+    use std::sync::OnceLock;
+    static MARK: OnceLock<Vec<u8>> = OnceLock::new();
+    let Some((&pick, rest)) = data.split_first() else {
+        return false;
+    };
+    let limits = hostile_limits();
+    let started = std::time::Instant::now();
+    let made = match pick % 3 {
+        0 => TransformSpec::from_query(pairs("width=256&format=png"), &limits)
+            .ok()
+            .and_then(|spec| transform(rest, &spec, OutputFormat::Png, None, &limits).ok()),
+        1 => {
+            let Ok(tail) = std::str::from_utf8(rest) else {
+                return false;
+            };
+            let query = format!("watermark=m&{tail}");
+            let mark = MARK.get_or_init(|| {
+                crate::samples::png(&image::RgbaImage::from_pixel(
+                    2,
+                    600,
+                    image::Rgba([255, 0, 0, 200]),
+                ))
+            });
+            TransformSpec::from_query(pairs(&query), &limits)
+                .ok()
+                .and_then(|spec| {
+                    let format = spec.output_format("image/webp");
+                    transform(source, &spec, format, Some(mark), &limits).ok()
+                })
+        }
+        _ => {
+            let Ok(text) = std::str::from_utf8(rest) else {
+                return false;
+            };
+            let text: String = text.chars().filter(|c| !matches!(c, '&' | '=')).collect();
+            let query = format!("width=1024&format=jpeg&watermarkText={text}");
+            TransformSpec::from_query(pairs(&query), &limits)
+                .ok()
+                .and_then(|spec| transform(source, &spec, OutputFormat::Jpeg, None, &limits).ok())
+        }
+    };
+    let took = started.elapsed();
+    assert!(
+        took.as_secs() < HOSTILE_MAX_SECONDS,
+        "mode {}: {took:?}",
+        pick % 3
+    );
+    if let Some(out) = &made {
+        assert_eq!(OutputFormat::of(&out.bytes), Some(out.format));
+    }
+    made.is_some()
+}

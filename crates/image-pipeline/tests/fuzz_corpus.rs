@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use image_pipeline::fuzzing::{check_query, check_transform};
+use image_pipeline::fuzzing::{check_hostile, check_query, check_transform};
 use image_pipeline::{Limits, PipelineError, probe};
 
 fn fuzz_dir() -> PathBuf {
@@ -88,5 +88,16 @@ fn an_overlay_canvas_over_the_pixel_limit_is_refused_from_the_header() {
             assert_eq!((width, height), (8508, 6974));
         }
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hostile_corpus_holds_its_time_bound() {
+    let source = std::fs::read(fuzz_dir().join("seeds/query_source.jpg")).unwrap();
+    let seeds = inputs("corpus", "hostile");
+    assert!(seeds.len() >= 6, "the seed corpus is missing");
+    for (name, data) in seeds.iter().chain(&inputs("regressions", "hostile")) {
+        let outcome = std::panic::catch_unwind(|| check_hostile(data, &source));
+        assert!(outcome.is_ok(), "{name}");
     }
 }
