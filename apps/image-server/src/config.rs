@@ -141,6 +141,12 @@ pub struct Config {
     #[arg(long, env = "TRANSFORM_QUEUE_SIZE", default_value_t = 64)]
     pub transform_queue_size: usize,
 
+    /// How long a shutdown (SIGTERM, Ctrl-C) waits for requests in flight, in seconds; then
+    /// the transformations still running are cancelled (answered 503) and the process exits a
+    /// moment later, whatever its blocking threads are doing. Default 30.
+    #[arg(long, env = "SHUTDOWN_DRAIN_SECS", default_value_t = 30)]
+    pub shutdown_drain_secs: u64,
+
     /// How long a source's ETag is remembered before the store is asked again, in
     /// milliseconds; uploads through this server invalidate it at once. Default 1000.
     #[arg(long, env = "SOURCE_ETAG_TTL_MS", default_value_t = 1000)]

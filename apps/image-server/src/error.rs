@@ -124,6 +124,8 @@ impl From<PipelineError> for ApiError {
             PipelineError::TooManyFrames { .. } => Self::TooManyFrames(e.to_string()),
             PipelineError::Undecodable(_) => Self::Unprocessable(e.to_string()),
             PipelineError::Encode(m) => Self::Internal(m),
+            // Stopped at the deadline, or at shutdown: the request ran out of time.
+            PipelineError::Cancelled => Self::Timeout(crate::REQUEST_DEADLINE.as_secs()),
         }
     }
 }

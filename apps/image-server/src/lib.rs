@@ -146,7 +146,12 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         signer,
         limits,
         resize_limits,
-        transforms: transform::Transforms::new(workers, queue_size, Arc::clone(&metrics)),
+        transforms: transform::Transforms::new(
+            workers,
+            queue_size,
+            Arc::clone(&metrics),
+            REQUEST_DEADLINE,
+        ),
         metrics,
         etags,
         presets,
@@ -192,9 +197,9 @@ fn unsigned_caps(config: &Config, limits: image_pipeline::Limits) -> image_pipel
     }
 }
 
-/// How long one request may take before it is answered 503 (the transformation it started
-/// still finishes, and its result is cached).
-const REQUEST_DEADLINE: Duration = Duration::from_secs(120);
+/// How long one request may take before it is answered 503; the transformation it started is
+/// cancelled at the same deadline (its blocking job checks it between stages).
+pub(crate) const REQUEST_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Middleware: answers 503 `{"error"}` when a request takes longer than [`REQUEST_DEADLINE`].
 async fn deadline(request: Request, next: axum::middleware::Next) -> axum::response::Response {
@@ -270,11 +275,40 @@ where
         None => None,
     };
     tracing::info!(%addr, %storage, version = VERSION, "image-server listening");
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("serving HTTP");
-    state.cache.flush(Duration::from_secs(30)).await;
+    let drain = Duration::from_secs(state.config.shutdown_drain_secs);
+    let signalled = Arc::new(tokio::sync::Notify::new());
+    let graceful = {
+        let signalled = Arc::clone(&signalled);
+        async move {
+            shutdown.await;
+            signalled.notify_one();
+        }
+    };
+    let serving = axum::serve(listener, app)
+        .with_graceful_shutdown(graceful)
+        .into_future();
+    tokio::pin!(serving);
+    // The drain is bounded: after SHUTDOWN_DRAIN_SECS the running transformations are
+    // cancelled (their requests answered 503), and a moment later serving stops whatever is
+    // left (a connection that never closes).
+    let served = tokio::select! {
+        served = &mut serving => served,
+        () = async {
+            signalled.notified().await;
+            tokio::time::sleep(drain).await;
+        } => {
+            tracing::warn!(
+                drain_secs = drain.as_secs(),
+                "drain timeout: cancelling the transformations still running"
+            );
+            state.transforms.cancel_all();
+            tokio::time::timeout(Duration::from_secs(2), &mut serving)
+                .await
+                .unwrap_or(Ok(()))
+        }
+    }
+    .context("serving HTTP");
+    state.cache.flush(drain.min(Duration::from_secs(30))).await;
     if let Some(task) = metrics_task {
         task.abort();
     }

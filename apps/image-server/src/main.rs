@@ -7,10 +7,15 @@ use tracing_subscriber::EnvFilter;
 fn main() -> anyhow::Result<()> {
     // Before the runtime starts its threads, so that every heap they create sees it.
     let mmap_threshold = tune_allocator();
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?
-        .block_on(run(mmap_threshold))
+        .build()?;
+    let result = runtime.block_on(run(mmap_threshold));
+    // Dropping the runtime would wait for every blocking thread: a transformation cancelled
+    // at the drain timeout stops at its next stage, but one stage can be long. Give them a
+    // moment, then exit anyway (the process ends with main).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    result
 }
 
 async fn run(mmap_threshold: Option<usize>) -> anyhow::Result<()> {

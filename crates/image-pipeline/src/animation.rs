@@ -71,6 +71,7 @@ pub(crate) fn frames(
         _ => return Err(undecodable("not an animation")),
     };
     Ok(frames.map(|frame| {
+        crate::cancel::check()?;
         let frame = frame.map_err(undecodable)?;
         let (numer, denom) = frame.delay().numer_denom_ms();
         let ms = numer.checked_div(denom).unwrap_or(0);

@@ -38,4 +38,8 @@ pub enum PipelineError {
     /// Encoding the output failed (HTTP 500).
     #[error("encoding the output failed: {0}")]
     Encode(String),
+    /// The job was stopped through its [`crate::Cancel`]: the client left, the server is
+    /// shutting down, or the request's deadline passed (HTTP 503).
+    #[error("the transformation was cancelled")]
+    Cancelled,
 }

@@ -16,6 +16,7 @@
 
 mod animation;
 mod budget;
+mod cancel;
 mod colour;
 mod cost;
 mod decode;
@@ -34,6 +35,7 @@ mod trim;
 
 use image::DynamicImage;
 
+pub use cancel::Cancel;
 pub use decode::{SourceFormat, SourceInfo, probe, sniff, verify};
 pub use error::PipelineError;
 pub use info::{ExifFields, ImageInfo, info};
@@ -209,6 +211,7 @@ pub fn transform(
         mark: mark_info,
     };
     budget.check(spec, limits)?;
+    cancel::check()?;
     let job = ResizeJob {
         source,
         info: &info,
@@ -227,6 +230,7 @@ pub fn transform(
             None => job.decode_and_resize()?,
         },
     };
+    cancel::check()?;
 
     // format=auto does not flatten transparency: a client that accepts neither AVIF nor WebP
     // gets PNG for a picture with a transparent pixel (as Cloudinary's f_auto does), and JPEG
@@ -247,6 +251,7 @@ pub fn transform(
     let bg = spec.background.map_or(default_bg, |c| c.0);
     let mut marks = Marks::new(watermark, limits);
     img = finish(img, spec, plan.pad_to, bg, &mut marks)?;
+    cancel::check()?;
     if matches!(format, OutputFormat::Blurhash | OutputFormat::Lqip) {
         let bytes = if format == OutputFormat::Blurhash {
             placeholder::blurhash(&img, spec.blurhash_components)?

@@ -3,8 +3,9 @@
 //! (needs the key), docs/image-service.md §4.
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -66,16 +67,41 @@ struct ClearParams {
     pattern: Option<String>,
 }
 
+/// The largest JSON body of a clear (`{"pattern": "..."}`): larger is 413.
+const CLEAR_BODY_LIMIT: usize = 64 * 1024;
+
 /// Deletes persisted results (optionally only for sources matching `pattern`, from the query
 /// or a JSON body) and empties the memory tier: `{"success": true, "count": N}`.
+///
+/// The key is checked before a byte of the body is read (issue 26, finding 6: the body was
+/// buffered, up to 33 MiB, before the key): a wrong key is answered 401 at once and the
+/// connection closed; with the key, at most [`CLEAR_BODY_LIMIT`] bytes are read.
 async fn clear(
-    State(app): State<AppState>,
+    state: State<crate::AppState>,
     headers: HeaderMap,
     query: Result<Query<ClearParams>, QueryRejection>,
-    body: axum::body::Bytes,
+    request: Request,
+) -> Response {
+    if let Err(e) = auth::require_key(&headers, &state.api_key) {
+        let mut response = e.into_response();
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    match clear_with_key(state, query, request).await {
+        Ok(reply) => reply.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn clear_with_key(
+    State(app): State<crate::AppState>,
+    query: Result<Query<ClearParams>, QueryRejection>,
+    request: Request,
 ) -> Result<Json<Value>, ApiError> {
-    auth::require_key(&headers, &app.api_key)?;
-    // After the key, so a client without it learns nothing else; in JSON like every other 400.
+    let body =
+        super::images::read_body(request.into_body(), CLEAR_BODY_LIMIT, CLEAR_BODY_LIMIT).await?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
     let from_body = if body.is_empty() {
         ClearParams::default()

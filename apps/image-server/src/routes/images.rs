@@ -193,7 +193,7 @@ async fn resize(
     let make = {
         let app = Arc::clone(&app);
         async move {
-            let _admitted = app.transforms.admit()?;
+            let admitted = app.transforms.admit()?;
             let source = fetch(&app, &path, "image not found:").await?;
             let mark = match &watermark_path {
                 Some(p) => Some(fetch(&app, p, "watermark not found:").await?),
@@ -201,7 +201,7 @@ async fn resize(
             };
             let out = app
                 .transforms
-                .resize(source, spec, format, mark, app.resize_limits)
+                .resize(admitted, source, spec, format, mark, app.resize_limits)
                 .await?;
             Ok(CachedImage {
                 bytes: Bytes::from(out.bytes),
@@ -245,7 +245,11 @@ pub(crate) fn raw_body_limit(limit: usize) -> usize {
 
 /// Collects up to `max` bytes of `body`. Beyond that it keeps reading and discarding (up to
 /// four times `max`, then gives up) and answers [`ApiError::TooLarge`] naming `limit`.
-async fn read_body(body: axum::body::Body, max: usize, limit: usize) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(
+    body: axum::body::Body,
+    max: usize,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     use futures::StreamExt;
     let mut stream = body.into_data_stream();
     let mut buf = Vec::new();
