@@ -211,6 +211,48 @@ async fn the_gate_on_a_non_loopback_listen_asks_for_a_session() {
     );
 }
 
+#[tokio::test]
+async fn sign_in_secrets_reach_no_log_line() {
+    const AUTH: &str = "canary-auth-secret-0f3e9b77";
+    const CLIENT: &str = "canary-client-secret-c0ffee";
+    // The refusal of a partial configuration names variables, never values.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("partial.log");
+    let mut child = spawn(
+        &format!("127.0.0.1:{}", free_port()),
+        dir.path(),
+        &log,
+        &[("AUTH_SECRET", AUTH.into()), ("RUST_LOG", "debug".into())],
+    );
+    assert!(!child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("AUTH_SECRET set but"), "{text}");
+    assert!(!text.contains(AUTH), "{text}");
+    // A gated server at debug level, asked with and without a session.
+    let s = start_on(
+        "0.0.0.0",
+        &[
+            ("AUTH_SECRET", AUTH.into()),
+            ("FORGE_APP_CLIENT_ID", "Iv1.canary".into()),
+            ("FORGE_APP_CLIENT_SECRET", CLIENT.into()),
+            ("RUST_LOG", "debug".into()),
+        ],
+    )
+    .await;
+    assert_eq!(get(&format!("{}/api/settings", s.url), &[]).await.0, 401);
+    let r = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{}/api/auth/signin?callbackUrl=/", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let text = std::fs::read_to_string(&s.log).unwrap();
+    assert!(!text.contains(AUTH) && !text.contains(CLIENT), "{text}");
+}
+
 // ---- finding 8: the settings test is same-site --------------------------------------------
 
 #[tokio::test]

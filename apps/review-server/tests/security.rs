@@ -526,9 +526,10 @@ async fn a_full_review_at_debug_level_logs_and_records_no_secret() {
         ("AGENT_API_KEY", "sk-ant-canary-agent-key-5d1f0c"),
         ("SECOND_API_KEY", "canary-second-key-9a7e21"),
         ("THIRD_API_KEY", "sk-canary-third-key-41b7d2"),
-        ("AUTH_SECRET", "canary-auth-secret-0f3e9b77"),
-        ("FORGE_APP_CLIENT_SECRET", "canary-client-secret-c0ffee"),
     ];
+    // AUTH_SECRET and the OAuth client secret turn the gate on (with the client id), which this
+    // review's API calls cannot pass; and one of them alone is a start-up error. Their canaries
+    // run in tests/hostile_http.rs (`sign_in_secrets_reach_no_log_line`).
     let mut env: Vec<(&str, String)> = canaries.iter().map(|(k, v)| (*k, v.to_string())).collect();
     env.push(("RUST_LOG", "debug".to_owned()));
     let w = World::start_with(

@@ -84,6 +84,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description the body is over the route's limit (`payload_too_large`) */
                 413: {
                     headers: {
@@ -278,6 +287,15 @@ export interface paths {
                         "application/json": components["schemas"]["RepoRow"];
                     };
                 };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description the body is over the route's limit (`payload_too_large`) */
                 413: {
                     headers: {
@@ -380,6 +398,15 @@ export interface paths {
                     };
                     content: {
                         "text/plain": unknown;
+                    };
+                };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description the body is over the route's limit (`payload_too_large`) */
@@ -947,6 +974,15 @@ export interface paths {
                         "application/json": components["schemas"]["SettingsUpdate"];
                     };
                 };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description the body is over the route's limit (`payload_too_large`) */
                 413: {
                     headers: {
@@ -1003,6 +1039,15 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["SettingsTest"];
+                    };
+                };
+                /** @description a cross-site request (`cross_site`): the test spends a model call */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -1067,6 +1112,15 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["SkillMetaRow"];
+                    };
+                };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description the body is over the route's limit (`payload_too_large`) */
@@ -1136,6 +1190,15 @@ export interface paths {
                 };
                 /** @description {"error":"not found"} */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1389,8 +1452,26 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description the body is over the route's limit (`payload_too_large`) */
                 413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description WEBHOOK_MAX_CONCURRENT_BODIES bodies are being read (`webhook_busy`, Retry-After) */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1490,7 +1571,7 @@ export interface components {
          *     their status and meaning, §9 their stability).
          * @enum {string}
          */
-        ErrorCode: "invalid_payload" | "missing_event" | "unreadable_body" | "invalid_query" | "no_question" | "question_too_long" | "model_not_configured" | "invalid_signature" | "bad_internal_secret" | "forbidden_host" | "cross_site" | "not_loopback" | "not_found" | "method_not_allowed" | "payload_too_large" | "invalid_body" | "skill_install_failed" | "rate_limited" | "internal_error" | "forge_unavailable";
+        ErrorCode: "invalid_payload" | "missing_event" | "unreadable_body" | "invalid_query" | "no_question" | "question_too_long" | "model_not_configured" | "invalid_signature" | "bad_internal_secret" | "forbidden_host" | "cross_site" | "not_loopback" | "open_api_refused" | "not_found" | "method_not_allowed" | "body_timeout" | "payload_too_large" | "invalid_body" | "skill_install_failed" | "rate_limited" | "internal_error" | "forge_unavailable" | "webhook_busy";
         /** @description A recorded finding (docs/review-service.md §2, FindingRow). */
         FindingRow: {
             body: string;
