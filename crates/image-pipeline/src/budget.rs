@@ -34,6 +34,8 @@ pub(crate) fn encode_within(
     max_bytes: u64,
 ) -> Result<(Vec<u8>, DynamicImage), PipelineError> {
     let encode_at = |img: &DynamicImage, quality: u8| {
+        // Each try is a whole encode: a cancelled job stops between them.
+        crate::cancel::check()?;
         encode::encode(
             img,
             format,
