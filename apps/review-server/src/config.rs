@@ -237,9 +237,9 @@ pub struct Config {
     /// arriving after it is answered 408 `body_timeout` and its connection closed. Default 10.
     #[arg(long, env = "BODY_TIMEOUT_SECS", default_value_t = 10)]
     pub body_timeout_secs: u64,
-    /// Webhook bodies read at once (each up to 25 MiB); one more is answered 503
-    /// `webhook_busy` with Retry-After, so concurrent large deliveries cannot grow memory
-    /// without bound. Default 4.
+    /// Webhook bodies over 1 MiB (or without a Content-Length) read at once, each up to 25 MiB;
+    /// one more is answered 503 `webhook_busy` with Retry-After, so concurrent large deliveries
+    /// cannot grow memory without bound. Smaller bodies are not counted. Default 4.
     #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_BODIES", default_value_t = 4)]
     pub webhook_max_concurrent_bodies: usize,
 }

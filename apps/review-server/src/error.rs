@@ -63,7 +63,8 @@ pub enum ErrorCode {
     InternalError,
     /// 502: the forge cannot be reached or cannot give the PR (retry).
     ForgeUnavailable,
-    /// 503: WEBHOOK_MAX_CONCURRENT_BODIES webhook bodies are already being read (retry).
+    /// 503: WEBHOOK_MAX_CONCURRENT_BODIES webhook bodies over 1 MiB are already being read
+    /// (retry).
     WebhookBusy,
 }
 

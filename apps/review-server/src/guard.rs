@@ -21,9 +21,10 @@
 //!    is refused like a write (rule 2) when cross-site: an `<img src>` on another page must
 //!    not spend the operator's money.
 //! 6. **Body time and webhook concurrency.** A body must arrive within BODY_TIMEOUT_SECS
-//!    (408 `body_timeout`), and at most WEBHOOK_MAX_CONCURRENT_BODIES webhook bodies are read
-//!    at once (503 `webhook_busy`, with Retry-After): a client that stalls or sends many 25 MiB
-//!    bodies holds neither a connection nor memory for long.
+//!    (408 `body_timeout`), and at most WEBHOOK_MAX_CONCURRENT_BODIES webhook bodies over 1 MiB
+//!    (or without a Content-Length) are read at once (503 `webhook_busy`, with Retry-After): a
+//!    client that stalls or sends many 25 MiB bodies holds neither a connection nor memory for
+//!    long. Bodies that declare at most 1 MiB, every ordinary delivery, are not counted.
 //!
 //! Refusals are JSON `{"error", "code"}` with the codes of docs/review-service.md §7.
 //!
@@ -162,7 +163,7 @@ pub async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) ->
         return error_response(ErrorCode::CrossSite, why);
     }
     let webhook = path.starts_with("/webhook/");
-    let _permit = if webhook {
+    let _permit = if webhook && !declared_small(req.headers()) {
         match hosts.webhook_bodies.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             Err(_) => {
@@ -207,6 +208,17 @@ pub async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) ->
             resp
         }
     }
+}
+
+/// Whether the body declares (Content-Length) at most [`API_BODY_LIMIT`] bytes: such a webhook
+/// body needs no permit of rule 6, so a burst of ordinary deliveries (a few KB each) is never
+/// turned away; only large or unannounced ones are counted.
+fn declared_small(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n <= API_BODY_LIMIT as u64)
 }
 
 /// The one GET that spends money (a model call): refused cross-site like a write (rule 5).

@@ -420,17 +420,19 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
     ])
     .await;
     let url = s.url.clone();
-    let held = tokio::task::spawn_blocking(move || stalled_delivery(&url, 1_000_000))
+    let held = tokio::task::spawn_blocking(move || stalled_delivery(&url, 2_000_000))
         .await
         .unwrap();
-    // The stalled body holds the one permit; a second delivery is turned away at once.
+    // The stalled 2 MB body holds the one permit; a second large delivery is turned away at
+    // once, while ordinary small ones (a declared length of at most 1 MiB) still go through.
+    let large = vec![b' '; 1024 * 1024 + 1];
     let mut answer = None;
     for _ in 0..50 {
         let r = s
             .http
             .post(format!("{}/webhook/github", s.url))
             .header("x-github-event", "ping")
-            .body("{}")
+            .body(large.clone())
             .send()
             .await
             .unwrap();
@@ -446,6 +448,15 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
         Some("5")
     );
     assert_eq!(r.json::<Value>().await.unwrap()["code"], "webhook_busy");
+    let small = s
+        .http
+        .post(format!("{}/webhook/github", s.url))
+        .header("x-github-event", "ping")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(small.status(), 401, "a small delivery is not counted");
     drop(held);
     // Once the stalled connection is gone the permit is back.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -454,7 +465,7 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
             .http
             .post(format!("{}/webhook/github", s.url))
             .header("x-github-event", "ping")
-            .body("{}")
+            .body(large.clone())
             .send()
             .await
             .unwrap();
