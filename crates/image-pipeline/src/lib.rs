@@ -221,7 +221,7 @@ pub fn transform(
         min_scale,
     };
     if animate {
-        return animated(&job, spec, moving_format, watermark, limits);
+        return animated(&job, spec, moving_format, watermark, limits, frames);
     }
     let mut img = match decoded.or_else(|| picked.map(|frame| (frame, (1.0, 1.0)))) {
         Some((full, scale)) => job.resize(&full, scale)?,
@@ -318,6 +318,7 @@ fn animated(
     format: OutputFormat,
     watermark: Option<&[u8]>,
     limits: &Limits,
+    frames: u32,
 ) -> Result<Output, PipelineError> {
     if spec.max_bytes.is_some() {
         return Err(PipelineError::BadParam {
@@ -335,7 +336,8 @@ fn animated(
     };
     let mut marks = Marks::new(watermark, limits);
     let frames = animation::frames(job.source, job.info.format)?
-        .take(limits.max_animation_frames as usize)
+        // No more than were counted (and budgeted) before decoding.
+        .take(frames as usize)
         .map(|frame| {
             let (frame, delay) = frame?;
             let img = job.resize(&frame, (1.0, 1.0))?;
