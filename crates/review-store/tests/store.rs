@@ -356,7 +356,12 @@ on_both_backends! {
             .read_query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
             .await
             .unwrap_err();
-        assert!(matches!(err, StoreError::QueryTimeout(_)), "{err}");
+        // Stopped by the time cap, or on PostgreSQL by the reader role's temp_file_limit when
+        // the recursion spills faster than the clock runs (issue 26), whichever comes first.
+        assert!(
+            matches!(err, StoreError::QueryTimeout(_)) || err.to_string().contains("temp_file_limit"),
+            "{err}"
+        );
         assert!(started.elapsed() < std::time::Duration::from_secs(8));
         // The store still works afterwards.
         assert_eq!(

@@ -359,6 +359,10 @@ fn database_error(e: &sqlx::Error) -> StoreError {
                 "{message}: query the tables described in the instructions"
             )),
         },
+        // configuration_limit_exceeded: the role's temp_file_limit (READER_TEMP_FILE_LIMIT).
+        Some("53400") => StoreError::Query(format!(
+            "{message}: a chat query may spill at most {READER_TEMP_FILE_LIMIT} to temporary files; aggregate more narrowly"
+        )),
         // read_only_sql_transaction.
         Some("25006") => {
             StoreError::QueryRefused("only reads are allowed: send one SELECT statement".into())
