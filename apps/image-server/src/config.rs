@@ -147,6 +147,13 @@ pub struct Config {
     #[arg(long, env = "SHUTDOWN_DRAIN_SECS", default_value_t = 30)]
     pub shutdown_drain_secs: u64,
 
+    /// How long a request may take, in seconds, counted from its arrival; then it is answered
+    /// 503 `request_timeout`, and the transformation it started is cancelled at the same
+    /// instant (at its next stage boundary; one still waiting for a slot never starts).
+    /// Default 120.
+    #[arg(long, env = "REQUEST_TIMEOUT_SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout_secs: u64,
+
     /// How long a source's ETag is remembered before the store is asked again, in
     /// milliseconds; uploads through this server invalidate it at once. Default 1000.
     #[arg(long, env = "SOURCE_ETAG_TTL_MS", default_value_t = 1000)]

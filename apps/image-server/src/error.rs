@@ -124,8 +124,9 @@ impl From<PipelineError> for ApiError {
             PipelineError::TooManyFrames { .. } => Self::TooManyFrames(e.to_string()),
             PipelineError::Undecodable(_) => Self::Unprocessable(e.to_string()),
             PipelineError::Encode(m) => Self::Internal(m),
-            // Stopped at the deadline, or at shutdown: the request ran out of time.
-            PipelineError::Cancelled => Self::Timeout(crate::REQUEST_DEADLINE.as_secs()),
+            // Only a job under the transform service is cancelled, and it answers
+            // `Failure::Timeout` with its request's deadline; anything else is a bug.
+            PipelineError::Cancelled => Self::Internal("cancelled outside a request".into()),
         }
     }
 }

@@ -26,6 +26,10 @@ pub(crate) enum Failure {
     /// 503: the object store failed.
     #[error("storage: {0}")]
     Storage(Arc<object_store::Error>),
+    /// 503: the transformation was cancelled at its request's deadline (REQUEST_TIMEOUT_SECS,
+    /// given) or at shutdown, or its deadline passed before it could start.
+    #[error("cancelled at the request deadline of {0} s")]
+    Timeout(u64),
     /// 500: anything else; the message is logged, not sent.
     #[error("{0}")]
     Internal(String),
@@ -41,6 +45,7 @@ impl From<Failure> for ApiError {
                 store: "object store",
                 source: Box::new(e),
             }),
+            Failure::Timeout(secs) => Self::Timeout(secs),
             Failure::Internal(m) => Self::Internal(m),
         }
     }

@@ -137,6 +137,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         .build();
     // Base64 JSON bodies are 4/3 of the image; the handler enforces the decoded limit (413).
     let body_limit = routes::images::raw_body_limit(config.max_upload_bytes);
+    let timeout_secs = config.request_timeout_secs;
     let metrics = Arc::new(metrics::Metrics::new());
     let state: AppState = Arc::new(App {
         config,
@@ -146,12 +147,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         signer,
         limits,
         resize_limits,
-        transforms: transform::Transforms::new(
-            workers,
-            queue_size,
-            Arc::clone(&metrics),
-            REQUEST_DEADLINE,
-        ),
+        transforms: transform::Transforms::new(workers, queue_size, Arc::clone(&metrics)),
         metrics,
         etags,
         presets,
@@ -175,7 +171,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
             metrics::track,
         ))
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(axum::middleware::from_fn(deadline))
+        .layer(axum::middleware::from_fn_with_state(timeout_secs, deadline))
         .layer(CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
                 use axum::response::IntoResponse;
@@ -197,16 +193,22 @@ fn unsigned_caps(config: &Config, limits: image_pipeline::Limits) -> image_pipel
     }
 }
 
-/// How long one request may take before it is answered 503; the transformation it started is
-/// cancelled at the same deadline (its blocking job checks it between stages).
-pub(crate) const REQUEST_DEADLINE: Duration = Duration::from_secs(120);
-
-/// Middleware: answers 503 `{"error"}` when a request takes longer than [`REQUEST_DEADLINE`].
-async fn deadline(request: Request, next: axum::middleware::Next) -> axum::response::Response {
+/// Middleware: fixes the request's [`transform::Deadline`] (REQUEST_TIMEOUT_SECS from now) as
+/// it arrives, hands it to the handlers in the request's extensions (a transformation the
+/// request starts is cancelled at the same instant), and answers 503 `{"error"}` when the
+/// request is not done by then.
+async fn deadline(
+    axum::extract::State(timeout_secs): axum::extract::State<u64>,
+    mut request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
     use axum::response::IntoResponse;
-    match tokio::time::timeout(REQUEST_DEADLINE, next.run(request)).await {
+    let deadline = transform::Deadline::from_now(timeout_secs);
+    request.extensions_mut().insert(deadline);
+    let at = tokio::time::Instant::from_std(deadline.at);
+    match tokio::time::timeout_at(at, next.run(request)).await {
         Ok(response) => response,
-        Err(_) => ApiError::Timeout(REQUEST_DEADLINE.as_secs()).into_response(),
+        Err(_) => ApiError::Timeout(deadline.secs).into_response(),
     }
 }
 

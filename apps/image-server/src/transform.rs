@@ -14,8 +14,10 @@
 //!    the request's future is dropped: a client that hangs up cannot free a slot while its
 //!    transformation runs on, so at most TRANSFORM_CONCURRENCY jobs run whatever the clients
 //!    do (issue 26, finding 2);
-//! 5. cancellation: each job has an [`image_pipeline::Cancel`] with the request deadline,
-//!    checked by the pipeline between stages and per animation frame. It is set when the
+//! 5. cancellation: each job has an [`image_pipeline::Cancel`] with its request's [`Deadline`]
+//!    (fixed when the request arrived, the instant the deadline middleware answers 503), checked
+//!    before the job starts (a job whose slot came too late never starts) and by the pipeline
+//!    between stages and per animation frame. It is set when the
 //!    request's future is dropped (the client left, or the deadline middleware gave up): an
 //!    abandoned job stops at its next stage boundary instead of finishing for nobody (its result
 //!    would not be cached, since the cache's loader is the dropped future); and by
@@ -37,6 +39,35 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::failure::Failure;
 use crate::metrics::Metrics;
 
+/// When a request must be answered: fixed once as it arrives (the deadline middleware), the
+/// same instant for the 503 and for the cancellation of the transformation it started.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    /// The instant the request runs out of time.
+    pub(crate) at: Instant,
+    /// REQUEST_TIMEOUT_SECS, for the 503's message.
+    pub(crate) secs: u64,
+}
+
+impl Deadline {
+    /// A deadline `secs` seconds from now.
+    pub(crate) fn from_now(secs: u64) -> Self {
+        Self {
+            at: Instant::now() + Duration::from_secs(secs),
+            secs,
+        }
+    }
+
+    /// The deadline the middleware put in `extensions`, or one from now when the request did
+    /// not pass the middleware.
+    pub(crate) fn of(extensions: &axum::http::Extensions, timeout_secs: u64) -> Self {
+        extensions
+            .get::<Self>()
+            .copied()
+            .unwrap_or_else(|| Self::from_now(timeout_secs))
+    }
+}
+
 /// The semaphores of the policy and the metrics they report to.
 pub(crate) struct Transforms {
     /// TRANSFORM_CONCURRENCY slots.
@@ -46,8 +77,6 @@ pub(crate) struct Transforms {
     /// Tickets for resize misses (`None`: TRANSFORM_QUEUE_SIZE is 0, no limit).
     admission: Option<Arc<Semaphore>>,
     metrics: Arc<Metrics>,
-    /// How long a job may run: the request deadline.
-    deadline: Duration,
     /// The cancellation tokens of the jobs running now, by a serial number.
     jobs: Arc<Jobs>,
 }
@@ -83,24 +112,21 @@ impl Drop for CancelOnDrop {
 }
 
 /// A resize miss's place in the queue, held from before its source is fetched until its
-/// transformation ends (it moves into the blocking job).
-pub(crate) struct Admitted(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+/// transformation ends (it moves into the blocking job), and its request's deadline.
+pub(crate) struct Admitted {
+    #[allow(dead_code)]
+    ticket: Option<OwnedSemaphorePermit>,
+    deadline: Deadline,
+}
 
 impl Transforms {
     /// `workers` slots and, when `queue_size` > 0, `workers + queue_size` admission tickets.
-    /// Each job is cancelled once it has run for `deadline`.
-    pub(crate) fn new(
-        workers: usize,
-        queue_size: usize,
-        metrics: Arc<Metrics>,
-        deadline: Duration,
-    ) -> Self {
+    pub(crate) fn new(workers: usize, queue_size: usize, metrics: Arc<Metrics>) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(workers)),
             heif: Arc::new(Semaphore::new(1)),
             admission: (queue_size > 0).then(|| Arc::new(Semaphore::new(workers + queue_size))),
             metrics,
-            deadline,
             jobs: Arc::default(),
         }
     }
@@ -116,18 +142,20 @@ impl Transforms {
         }
     }
 
-    /// Admits a resize miss, without waiting.
+    /// Admits a resize miss whose request must be answered by `deadline`, without waiting.
     ///
     /// # Errors
     /// [`Failure::Busy`] (429) when every ticket is taken.
-    pub(crate) fn admit(&self) -> Result<Admitted, Failure> {
-        match &self.admission {
-            Some(tickets) => Arc::clone(tickets)
-                .try_acquire_owned()
-                .map(|t| Admitted(Some(t)))
-                .map_err(|_| Failure::Busy),
-            None => Ok(Admitted(None)),
-        }
+    pub(crate) fn admit(&self, deadline: Deadline) -> Result<Admitted, Failure> {
+        let ticket = match &self.admission {
+            Some(tickets) => Some(
+                Arc::clone(tickets)
+                    .try_acquire_owned()
+                    .map_err(|_| Failure::Busy)?,
+            ),
+            None => None,
+        };
+        Ok(Admitted { ticket, deadline })
     }
 
     /// Transforms `source` as [`image_pipeline::transform`] does, under the policy, and
@@ -165,7 +193,8 @@ impl Transforms {
     /// refused before decoding), then the whole picture at a small scale
     /// ([`image_pipeline::verify`]), both on a blocking thread under the policy (no admission:
     /// uploads need the key), since parsing an SVG's markup or a large header is CPU work that
-    /// must not hold an async worker (issue 26: two slow uploads froze /health).
+    /// must not hold an async worker (issue 26: two slow uploads froze /health). It is
+    /// cancelled at the upload request's `deadline`.
     ///
     /// # Errors
     /// [`Failure::Pipeline`] for a non-image (415), a bomb or an undecodable body (422).
@@ -173,9 +202,14 @@ impl Transforms {
         &self,
         bytes: bytes::Bytes,
         max_source_pixels: u64,
+        deadline: Deadline,
     ) -> Result<SourceInfo, Failure> {
         let sniffed = image_pipeline::sniff(&bytes);
-        self.run(sniffed, Admitted(None), move || {
+        let admitted = Admitted {
+            ticket: None,
+            deadline,
+        };
+        self.run(sniffed, admitted, move || {
             let info = image_pipeline::probe(&bytes, max_source_pixels)?;
             image_pipeline::verify(&bytes, &info).map(|()| info)
         })
@@ -184,7 +218,9 @@ impl Transforms {
 
     /// Runs `job` on a blocking thread once the HEIF gate (for a HEIF `format`) and a slot
     /// are held; the job owns them, `admitted` and the running gauge until it ends, and runs
-    /// under a [`Cancel`] that this future sets when it is dropped.
+    /// under a [`Cancel`] with the request's deadline (`admitted`'s) that this future also sets
+    /// when it is dropped. A job whose deadline has passed by the time it could start does not
+    /// start.
     async fn run<T: Send + 'static>(
         &self,
         format: Option<SourceFormat>,
@@ -208,10 +244,12 @@ impl Transforms {
             .await
             .map_err(closed)?;
         drop(waiting);
-        if self.jobs.stopped.load(Ordering::SeqCst) {
-            return Err(Failure::Pipeline(PipelineError::Cancelled));
+        let deadline = admitted.deadline;
+        let timed_out = Failure::Timeout(deadline.secs);
+        let cancel = Cancel::new().with_deadline(deadline.at);
+        if self.jobs.stopped.load(Ordering::SeqCst) || cancel.is_cancelled() {
+            return Err(timed_out);
         }
-        let cancel = Cancel::new().with_deadline(Instant::now() + self.deadline);
         let id = self.jobs.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut running) = self.jobs.running.lock() {
             running.insert(id, cancel.clone());
@@ -223,10 +261,59 @@ impl Transforms {
             // Released when the work ends, in this order: the gauge, the slot, the gate, the
             // ticket.
             let _held = (running, slot, heif, admitted, registered);
+            // The blocking pool may have queued the job: check once more before any work.
+            if cancel.is_cancelled() {
+                return Err(PipelineError::Cancelled);
+            }
             cancel.run(job)
         })
         .await
         .map_err(|e| Failure::Internal(format!("transform task: {e}")))?
-        .map_err(Failure::Pipeline)
+        .map_err(|e| match e {
+            PipelineError::Cancelled => timed_out,
+            e => Failure::Pipeline(e),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job whose request's deadline passes while it waits for a slot never starts: it
+    /// answers [`Failure::Timeout`] once the slot is free, without running.
+    #[tokio::test]
+    async fn a_job_whose_deadline_passed_before_its_slot_never_starts() {
+        let transforms = Arc::new(Transforms::new(1, 0, Arc::new(Metrics::new())));
+        let admitted = |ms| Admitted {
+            ticket: None,
+            deadline: Deadline {
+                at: Instant::now() + Duration::from_millis(ms),
+                secs: 7,
+            },
+        };
+        let first = {
+            let (transforms, admitted) = (Arc::clone(&transforms), admitted(10_000));
+            tokio::spawn(async move {
+                transforms
+                    .run(None, admitted, || {
+                        std::thread::sleep(Duration::from_millis(300));
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let second = transforms
+            .run(None, admitted(100), move || {
+                flag.store(true, Ordering::SeqCst);
+                Ok(())
+            })
+            .await;
+        assert!(matches!(first.await, Ok(Ok(()))));
+        assert!(matches!(second, Err(Failure::Timeout(7))), "{second:?}");
+        assert!(!ran.load(Ordering::SeqCst), "the late job ran");
     }
 }

@@ -395,3 +395,122 @@ async fn slow_upload_checks_do_not_block_health() {
         seen.slowest_health
     );
 }
+
+/// The CPU time the process has used so far (utime + stime of /proc/<pid>/stat, at the
+/// kernel's usual 100 ticks a second).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name (which may hold spaces) in its parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// A job's deadline was counted from when it got its slot, and fixed at 120 s: a job queued
+/// behind others could run for up to 120 s after its request had been answered 503. Now the
+/// deadline is the request's own, fixed as it arrives (REQUEST_TIMEOUT_SECS): with one slot
+/// and four heavy misses sent at once, each is answered 503 `request_timeout` within the
+/// deadline and a margin, the queued ones never start, and the server's CPU work stops soon
+/// after the deadline (the running job at its next stage boundary). The bounds after the
+/// deadline are in CPU seconds: on a loaded machine (the other tests of this file run at the
+/// same time) one stage can take several seconds of wall time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_heavy_misses_stop_at_their_requests_deadline() {
+    const TIMEOUT_SECS: u64 = 2;
+    const MARGIN: Duration = Duration::from_millis(1500);
+    let s = Server::start(&[
+        ("REQUEST_TIMEOUT_SECS", TIMEOUT_SECS.to_string()),
+        ("TRANSFORM_CONCURRENCY", "1".to_owned()),
+    ])
+    .await;
+    s.put("big.jpg", &photo());
+    let deadline = Duration::from_secs(TIMEOUT_SECS);
+    let cpu_before = cpu_seconds(s.pid());
+    let started = Instant::now();
+    let requests: Vec<_> = (0..4)
+        .map(|n| {
+            let url = format!("{}/images/resize/big.jpg?{}", s.base, heavy(100 + n));
+            tokio::spawn(async move {
+                let sent = Instant::now();
+                let r = reqwest::Client::new()
+                    .get(url)
+                    .timeout(Duration::from_secs(60))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                let body: serde_json::Value = r.json().await.unwrap_or_default();
+                let code = body["code"].as_str().unwrap_or("").to_owned();
+                (status, code, sent.elapsed())
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for r in requests {
+        answers.push(r.await.unwrap());
+    }
+    let cpu_answered = cpu_seconds(s.pid());
+    // The running gauge, until it is back to 0.
+    let client = reqwest::Client::new();
+    let mut idle_after = None;
+    while started.elapsed() < deadline + Duration::from_secs(10) {
+        let text = client
+            .get(&s.metrics)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if running(&text) == 0.0 {
+            idle_after = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cpu_idle = cpu_seconds(s.pid());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let cpu_later = cpu_seconds(s.pid());
+    eprintln!(
+        "answers {answers:?}; running back to 0 after {idle_after:?}; CPU {:.2} s until the \
+         answers, {:.2} s more until then, {:.2} s in the second after",
+        cpu_answered - cpu_before,
+        cpu_idle - cpu_answered,
+        cpu_later - cpu_idle
+    );
+    for (status, code, took) in &answers {
+        assert_eq!(
+            (*status, code.as_str()),
+            (503, "request_timeout"),
+            "{answers:?}"
+        );
+        assert!(*took < deadline + MARGIN, "answered after {took:?}");
+    }
+    assert!(
+        idle_after.is_some(),
+        "transformations still running {:?} after the requests",
+        deadline + Duration::from_secs(10)
+    );
+    // One slot: one job ran, and stopped at its next stage boundary after the deadline; the
+    // three queued behind it never started.
+    assert!(
+        cpu_idle - cpu_answered < 2.0,
+        "{:.2} CPU seconds of work after the deadline",
+        cpu_idle - cpu_answered
+    );
+    assert!(
+        cpu_idle - cpu_before < (deadline + Duration::from_secs(2)).as_secs_f64(),
+        "{:.2} CPU seconds for requests of a {TIMEOUT_SECS} s deadline",
+        cpu_idle - cpu_before
+    );
+    assert!(
+        cpu_later - cpu_idle < 0.3,
+        "the server still worked {:.2} CPU seconds after its jobs had stopped",
+        cpu_later - cpu_idle
+    );
+}

@@ -20,6 +20,7 @@ use crate::cache::{CacheKey, CachedImage};
 use crate::error::ApiError;
 use crate::failure::Failure;
 use crate::storage::{is_unusable_path, object_path};
+use crate::transform::Deadline;
 use crate::{App, AppState, auth};
 
 pub(crate) fn router() -> Router<AppState> {
@@ -134,7 +135,9 @@ async fn resize(
     raw_path: Result<Path<String>, PathRejection>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
     headers: HeaderMap,
+    extensions: axum::http::Extensions,
 ) -> Result<Response, ApiError> {
+    let deadline = Deadline::of(&extensions, app.config.request_timeout_secs);
     if let Some(signer) = &app.signer {
         let target = uri.path().strip_prefix(RESIZE_PREFIX).unwrap_or("");
         signer.verify(target, uri.query())?;
@@ -193,7 +196,7 @@ async fn resize(
     let make = {
         let app = Arc::clone(&app);
         async move {
-            let admitted = app.transforms.admit()?;
+            let admitted = app.transforms.admit(deadline)?;
             let source = fetch(&app, &path, "image not found:").await?;
             let mark = match &watermark_path {
                 Some(p) => Some(fetch(&app, p, "watermark not found:").await?),
@@ -341,6 +344,7 @@ async fn store_upload(
     request: Request,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let limit = app.config.max_upload_bytes;
+    let deadline = Deadline::of(request.extensions(), app.config.request_timeout_secs);
     let (parts, body) = request.into_parts();
     // The key first: a client without it gets nothing buffered. What it is still sending is
     // read and dropped (bounded), so the 401 reaches it instead of a reset connection.
@@ -421,7 +425,7 @@ async fn store_upload(
     };
     let info = app
         .transforms
-        .verify(bytes.clone(), app.limits.max_source_pixels)
+        .verify(bytes.clone(), app.limits.max_source_pixels, deadline)
         .await?;
     let path = match named {
         Some(p) => p,
