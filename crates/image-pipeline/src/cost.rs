@@ -282,6 +282,88 @@ pub(crate) fn buffer<T: Clone>(len: usize, fill: T) -> Result<Vec<T>, PipelineEr
     Ok(v)
 }
 
+/// The number of samples of a `width` x `height` buffer of `channels` samples a pixel, computed
+/// with checked arithmetic: a product that does not fit in `usize` is an error of the request
+/// (500), never a wrapped size.
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the product overflows.
+pub(crate) fn samples(
+    width: usize,
+    height: usize,
+    channels: usize,
+) -> Result<usize, PipelineError> {
+    width
+        .checked_mul(height)
+        .and_then(|n| n.checked_mul(channels))
+        .ok_or_else(|| {
+            PipelineError::Encode(format!(
+                "cannot reserve a buffer of {width}x{height} pixels of {channels} samples: its \
+                 size overflows"
+            ))
+        })
+}
+
+/// A `width` x `height` picture of `fill`, its size computed with checked arithmetic and its
+/// pixels reserved fallibly ([`buffer`]): a size that overflows or an allocation the system
+/// refuses is an error of the request (500), where `ImageBuffer::new` or `from_pixel` would
+/// panic or abort the process. Every picture the pipeline itself makes at a size that depends
+/// on the request or the source (the canvases of `contain`, `padding` and `rotate`, the
+/// Lanczos resize's output, the flattened JPEG) is made here, and the JPEG and WebP decoders'
+/// buffers with [`samples`] and [`buffer`].
+///
+/// Allocations inside the libraries the pipeline calls (the `image` crate's conversions such
+/// as `to_rgba8`, its right-angle rotations, crops and placeholder resizes, the codecs,
+/// `fast_image_resize`'s scratch buffers, resvg) cannot be made fallible from outside: they
+/// are bounded instead by the cost model above, which refuses a request over the budget
+/// before any pixel is decoded.
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the size overflows or the memory cannot be reserved.
+pub(crate) fn canvas<P: image::Pixel>(
+    width: u32,
+    height: u32,
+    fill: P,
+) -> Result<image::ImageBuffer<P, Vec<P::Subpixel>>, PipelineError> {
+    let channels = fill.channels();
+    let len = samples(width as usize, height as usize, channels.len())?;
+    let mut raw = buffer(len, channels[0])?;
+    if channels.iter().any(|c| *c != channels[0]) {
+        for px in raw.chunks_exact_mut(channels.len()) {
+            px.copy_from_slice(channels);
+        }
+    }
+    image::ImageBuffer::from_raw(width, height, raw)
+        .ok_or_else(|| PipelineError::Encode(format!("bad canvas size {width}x{height}")))
+}
+
+/// A `width` x `height` picture of `color`, all samples zero, made by [`canvas`]: the
+/// fallible `DynamicImage::new`. A colour type this build of `image` adds later falls back to
+/// `DynamicImage::new`.
+///
+/// # Errors
+/// As [`canvas`].
+pub(crate) fn dynamic_canvas(
+    width: u32,
+    height: u32,
+    color: image::ColorType,
+) -> Result<image::DynamicImage, PipelineError> {
+    use image::{ColorType as C, DynamicImage as D, Luma, LumaA, Rgb, Rgba};
+    Ok(match color {
+        C::L8 => D::ImageLuma8(canvas(width, height, Luma([0_u8]))?),
+        C::La8 => D::ImageLumaA8(canvas(width, height, LumaA([0_u8; 2]))?),
+        C::Rgb8 => D::ImageRgb8(canvas(width, height, Rgb([0_u8; 3]))?),
+        C::Rgba8 => D::ImageRgba8(canvas(width, height, Rgba([0_u8; 4]))?),
+        C::L16 => D::ImageLuma16(canvas(width, height, Luma([0_u16]))?),
+        C::La16 => D::ImageLumaA16(canvas(width, height, LumaA([0_u16; 2]))?),
+        C::Rgb16 => D::ImageRgb16(canvas(width, height, Rgb([0_u16; 3]))?),
+        C::Rgba16 => D::ImageRgba16(canvas(width, height, Rgba([0_u16; 4]))?),
+        C::Rgb32F => D::ImageRgb32F(canvas(width, height, Rgb([0_f32; 3]))?),
+        C::Rgba32F => D::ImageRgba32F(canvas(width, height, Rgba([0_f32; 4]))?),
+        other => D::new(width, height, other),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +407,45 @@ mod tests {
     fn an_impossible_buffer_is_an_error_not_an_abort() {
         assert!(buffer(usize::MAX / 2, 0_u64).is_err());
         assert_eq!(buffer(3, 7_u8).ok(), Some(vec![7, 7, 7]));
+    }
+
+    #[test]
+    fn an_impossible_canvas_is_an_error_not_an_abort() {
+        use image::{ColorType, Rgb, Rgba};
+        // u32::MAX squared times 4 overflows usize: refused before any reservation.
+        let e = canvas(u32::MAX, u32::MAX, Rgba([0_u8; 4]));
+        assert!(
+            matches!(&e, Err(PipelineError::Encode(m)) if m.contains("overflows")),
+            "{e:?}"
+        );
+        assert!(samples(usize::MAX, 2, 1).is_err());
+        // A size that fits in usize but whose bytes exceed isize::MAX: try_reserve refuses it
+        // deterministically, whatever the machine's memory and overcommit.
+        let e = canvas(u32::MAX, u32::MAX / 4, Rgba([0_u8; 4]));
+        assert!(
+            matches!(&e, Err(PipelineError::Encode(m)) if m.contains("cannot reserve")),
+            "{e:?}"
+        );
+        assert!(dynamic_canvas(u32::MAX, u32::MAX, ColorType::Rgba16).is_err());
+        assert!(dynamic_canvas(u32::MAX, u32::MAX, ColorType::L8).is_err());
+        // A small one is the picture `from_pixel` makes.
+        let bg = Rgba([10, 20, 30, 40]);
+        assert_eq!(
+            canvas(3, 2, bg).ok(),
+            Some(image::RgbaImage::from_pixel(3, 2, bg))
+        );
+        let grey = Rgb([9_u8; 3]);
+        assert_eq!(
+            canvas(2, 5, grey).ok(),
+            Some(image::RgbImage::from_pixel(2, 5, grey))
+        );
+        assert_eq!(canvas(0, 7, bg).map(|c| c.dimensions()).ok(), Some((0, 7)));
+        let d = dynamic_canvas(4, 3, ColorType::La16).ok();
+        assert_eq!(
+            d.as_ref().map(|d| (d.width(), d.height(), d.color())),
+            Some((4, 3, ColorType::La16))
+        );
+        assert!(d.is_some_and(|d| d.as_bytes().iter().all(|&b| b == 0)));
     }
 
     #[test]

@@ -266,7 +266,7 @@ pub fn transform(
         });
     }
     if format == OutputFormat::Jpeg && img.color().has_alpha() {
-        img = flatten(&img, bg);
+        img = flatten(&img, bg)?;
     }
     // format=auto: an AVIF over the cap goes out as WebP (an explicit one was refused above).
     let format = match format {
@@ -571,10 +571,10 @@ fn finish(
     marks: &mut Marks<'_>,
 ) -> Result<DynamicImage, PipelineError> {
     if let Some(size) = pad_to {
-        img = ops::pad(&img, size, bg, spec.position);
+        img = ops::pad(&img, size, bg, spec.position)?;
     }
     if spec.rotate != 0.0 {
-        img = ops::rotate(img, spec.rotate, bg);
+        img = ops::rotate(img, spec.rotate, bg)?;
     }
     if spec.flip {
         img = img.fliph();
@@ -583,7 +583,7 @@ fn finish(
         img = img.flipv();
     }
     if let Some(sigma) = spec.blur {
-        img = ops::blur(img, sigma);
+        img = ops::blur(img, sigma)?;
     }
     if spec.sharpen {
         img = ops::sharpen(img);
@@ -595,7 +595,7 @@ fn finish(
         img = ops::grayscale(img);
     }
     if let Some(sides) = spec.padding {
-        img = ops::extend(&img, sides, bg);
+        img = ops::extend(&img, sides, bg)?;
     }
     if let Some(wm) = &spec.watermark
         && let Some(mark) = marks.get(wm, (img.width(), img.height()))?
@@ -959,8 +959,9 @@ fn has_transparency(img: &DynamicImage) -> bool {
     }
 }
 
-fn flatten(img: &DynamicImage, bg: [u8; 4]) -> DynamicImage {
-    let mut rgb = image::RgbImage::new(img.width(), img.height());
+/// `img` over `bg`, without alpha (a JPEG's); its picture reserved fallibly ([`cost::canvas`]).
+fn flatten(img: &DynamicImage, bg: [u8; 4]) -> Result<DynamicImage, PipelineError> {
+    let mut rgb = cost::canvas(img.width(), img.height(), image::Rgb([0_u8; 3]))?;
     let bg_a = f32::from(bg[3]) / 255.0;
     for (dst, src) in rgb.pixels_mut().zip(img.to_rgba8().pixels()) {
         let a = f32::from(src.0[3]) / 255.0;
@@ -973,7 +974,7 @@ fn flatten(img: &DynamicImage, bg: [u8; 4]) -> DynamicImage {
             *d = v;
         }
     }
-    DynamicImage::ImageRgb8(rgb)
+    Ok(DynamicImage::ImageRgb8(rgb))
 }
 
 /// Decodes any supported image to RGBA with its orientation applied, at full size.

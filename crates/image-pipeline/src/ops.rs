@@ -247,7 +247,7 @@ pub(crate) fn resize(
             .ok_or_else(|| PipelineError::Encode("resize: bad buffer size".into()))?;
         return Ok(DynamicImage::ImageRgb8(out));
     }
-    let mut out = DynamicImage::new(dst.0, dst.1, src.color());
+    let mut out = crate::cost::dynamic_canvas(dst.0, dst.1, src.color())?;
     let options = ResizeOptions::new()
         .resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3))
         .crop(
@@ -296,28 +296,52 @@ pub(crate) fn reduction(
 }
 
 /// Pads `img` onto a `w` x `h` canvas of `bg` at `position`.
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the canvas cannot be reserved ([`crate::cost::canvas`]).
 pub(crate) fn pad(
     img: &DynamicImage,
     (w, h): (u32, u32),
     bg: [u8; 4],
     position: Position,
-) -> DynamicImage {
-    let mut canvas = RgbaImage::from_pixel(w, h, Px(bg));
+) -> Result<DynamicImage, PipelineError> {
+    let mut canvas = crate::cost::canvas(w, h, Px(bg))?;
     let (fx, fy) = position.fractions();
     #[allow(clippy::cast_possible_truncation)]
     let x = (f64::from(w.saturating_sub(img.width())) * fx).round() as i64;
     #[allow(clippy::cast_possible_truncation)]
     let y = (f64::from(h.saturating_sub(img.height())) * fy).round() as i64;
     image::imageops::overlay(&mut canvas, &img.to_rgba8(), x, y);
-    keep_alpha_only_if_needed(canvas, img.color().has_alpha() || bg[3] != 255)
+    Ok(keep_alpha_only_if_needed(
+        canvas,
+        img.color().has_alpha() || bg[3] != 255,
+    ))
 }
 
 /// Adds `[top, right, bottom, left]` pixels of `bg` around `img` (`padding`).
-pub(crate) fn extend(img: &DynamicImage, [t, r, b, l]: [u32; 4], bg: [u8; 4]) -> DynamicImage {
-    let (w, h) = (img.width() + l + r, img.height() + t + b);
-    let mut canvas = RgbaImage::from_pixel(w, h, Px(bg));
+///
+/// # Errors
+/// [`PipelineError::Encode`] when a side of the result overflows `u32` or the canvas cannot
+/// be reserved ([`crate::cost::canvas`]).
+pub(crate) fn extend(
+    img: &DynamicImage,
+    [t, r, b, l]: [u32; 4],
+    bg: [u8; 4],
+) -> Result<DynamicImage, PipelineError> {
+    let side = |n: u32, a: u32, b: u32| {
+        n.checked_add(a)
+            .and_then(|n| n.checked_add(b))
+            .ok_or_else(|| {
+                PipelineError::Encode(format!("padding: a side of {n} + {a} + {b} px overflows"))
+            })
+    };
+    let (w, h) = (side(img.width(), l, r)?, side(img.height(), t, b)?);
+    let mut canvas = crate::cost::canvas(w, h, Px(bg))?;
     image::imageops::overlay(&mut canvas, &img.to_rgba8(), i64::from(l), i64::from(t));
-    keep_alpha_only_if_needed(canvas, img.color().has_alpha() || bg[3] != 255)
+    Ok(keep_alpha_only_if_needed(
+        canvas,
+        img.color().has_alpha() || bg[3] != 255,
+    ))
 }
 
 /// Pixelates `img` in `block` x `block` squares from the top-left corner, each the mean of its
@@ -377,15 +401,24 @@ pub(crate) fn rotated_size((w, h): (u32, u32), degrees: f32) -> (u32, u32) {
     )
 }
 
-pub(crate) fn rotate(img: DynamicImage, degrees: f32, bg: [u8; 4]) -> DynamicImage {
+/// Rotates clockwise by `degrees`, onto the canvas of [`rotated_size`].
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the enlarged canvas cannot be reserved
+/// ([`crate::cost::canvas`]).
+pub(crate) fn rotate(
+    img: DynamicImage,
+    degrees: f32,
+    bg: [u8; 4],
+) -> Result<DynamicImage, PipelineError> {
     if degrees == 90.0 {
-        return img.rotate90();
+        return Ok(img.rotate90());
     }
     if degrees == 180.0 {
-        return img.rotate180();
+        return Ok(img.rotate180());
     }
     if degrees == 270.0 {
-        return img.rotate270();
+        return Ok(img.rotate270());
     }
     let src = img.to_rgba8();
     let (sw, sh) = (f64::from(src.width()), f64::from(src.height()));
@@ -394,7 +427,7 @@ pub(crate) fn rotate(img: DynamicImage, degrees: f32, bg: [u8; 4]) -> DynamicIma
     let (ow, oh) = rotated_size((src.width(), src.height()), degrees);
     let (cx, cy) = (sw / 2.0, sh / 2.0);
     let (ocx, ocy) = (f64::from(ow) / 2.0, f64::from(oh) / 2.0);
-    let mut out = RgbaImage::from_pixel(ow, oh, Px(bg));
+    let mut out = crate::cost::canvas(ow, oh, Px(bg))?;
     let max_x = src.width() as i64 - 1;
     let max_y = src.height() as i64 - 1;
     let fetch = |x: i64, y: i64| -> [f64; 4] {
@@ -432,7 +465,10 @@ pub(crate) fn rotate(img: DynamicImage, degrees: f32, bg: [u8; 4]) -> DynamicIma
             px.0[ch] = v;
         }
     }
-    keep_alpha_only_if_needed(out, img.color().has_alpha() || bg[3] != 255)
+    Ok(keep_alpha_only_if_needed(
+        out,
+        img.color().has_alpha() || bg[3] != 255,
+    ))
 }
 
 /// Box sizes whose three passes approximate a gaussian of `sigma` (Kovesi's method).
@@ -529,19 +565,22 @@ fn box_pass_columns(src: &[u8], dst: &mut [u8], row_len: usize, r: usize) {
 /// Each box pass keeps a running sum along the line, so the blur costs a fixed number of steps
 /// per pixel and channel whatever `sigma` is: its cost is bounded by the output's area, which
 /// image-server bounds for unsigned URLs (README "Deployment").
-pub(crate) fn blur(img: DynamicImage, sigma: f32) -> DynamicImage {
+///
+/// # Errors
+/// [`PipelineError::Encode`] when its scratch copy cannot be reserved ([`crate::cost::buffer`]).
+pub(crate) fn blur(img: DynamicImage, sigma: f32) -> Result<DynamicImage, PipelineError> {
     let ch = usize::from(img.color().channel_count());
     let w = img.width() as usize;
     let mut img = img;
     let buf: &mut [u8] = match &mut img {
         DynamicImage::ImageRgb8(b) => b.as_mut(),
         DynamicImage::ImageRgba8(b) => b.as_mut(),
-        _ => return img,
+        _ => return Ok(img),
     };
     if buf.is_empty() {
-        return img;
+        return Ok(img);
     }
-    let mut tmp = vec![0u8; buf.len()];
+    let mut tmp = crate::cost::buffer(buf.len(), 0_u8)?;
     for r in box_radii(sigma) {
         if r == 0 {
             continue;
@@ -549,7 +588,7 @@ pub(crate) fn blur(img: DynamicImage, sigma: f32) -> DynamicImage {
         box_pass_rows(buf, &mut tmp, w, ch, r);
         box_pass_columns(&tmp, buf, w * ch, r);
     }
-    img
+    Ok(img)
 }
 
 /// A fast, mild sharpen (3x3 kernel, as sharp's `sharpen()` without options).
@@ -758,7 +797,7 @@ mod tests {
             40,
             image::Rgb([10, 200, 30]),
         ));
-        let out = blur(img, 3.0).to_rgb8();
+        let out = blur(img, 3.0).map(|b| b.to_rgb8()).unwrap_or_default();
         assert!(out.pixels().all(|p| p.0 == [10, 200, 30]));
     }
 }

@@ -58,7 +58,7 @@ pub(super) fn decode(bytes: &[u8], min_scale: f64) -> Result<(DynamicImage, f64)
     d.set_scaling_factor(factor).map_err(undecodable)?;
     let scaled = header.scaled(factor);
     let (w, h) = (scaled.width, scaled.height);
-    let mut pixels = vec![0u8; w * h * channels];
+    let mut pixels = crate::cost::buffer(crate::cost::samples(w, h, channels)?, 0_u8)?;
     let out = turbojpeg::Image {
         pixels: pixels.as_mut_slice(),
         width: w,

@@ -54,7 +54,10 @@ pub(super) fn decode(
         dim(sh.unsigned_abs() as usize)?,
     );
     let stride = width as usize * channels;
-    let mut pixels = vec![0u8; stride * height as usize];
+    let mut pixels = crate::cost::buffer(
+        crate::cost::samples(width as usize, height as usize, channels)?,
+        0_u8,
+    )?;
     // SAFETY: `config` is plain old data initialised by WebPInitDecoderConfig. The output
     // buffer is ours (`is_external_memory`), `stride * height` bytes for a `sw` x `sh` picture
     // of `channels` bytes per pixel, which is what libwebp writes for that size and mode; it
