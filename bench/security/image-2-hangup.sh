@@ -9,22 +9,12 @@
 # then SIGTERM with 30 heavy misses in flight (clients connected, SHUTDOWN_DRAIN_SECS=5).
 # The server is killed if its RSS passes 2 GiB (so the machine is not taken down): "KILLED".
 # Usage: BIN=path bench/security/image-2-hangup.sh (only 127.0.0.1 is contacted).
-set -euo pipefail
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/image-server}
-[ -x "$BIN" ] || { echo "no binary at $BIN (set BIN=path)" >&2; exit 2; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
 LIMIT_KB=$((2 * 1024 * 1024))
 HEAVY='width=4000&trim=5&blur=20&sharpen&format=webp'
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b-a}'; }
-cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14+$15)/hz}' "/proc/$1/stat" 2>/dev/null || echo "-"; }
-row() { printf '| %s | %s | %s s | %s | %s | %s |\n' "$@"; }
 
 start_server() {
   local port mport; port=$(free_port); mport=$(free_port)
@@ -101,9 +91,12 @@ t0=$(now)
 kill -TERM "$SERVER_PID"
 exited="no exit within 120 s"
 for _ in $(seq 1 1200); do
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then exited="exited"; break; fi
-  hwm=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER_PID/status" 2>/dev/null || echo "$hwm")
-  cpu1=$(cpu_secs "$SERVER_PID")
+  # An exited server stays a zombie until reaped: /proc still answers, without its numbers.
+  state=$(ps -o stat= -p "$SERVER_PID" 2>/dev/null || true)
+  if [ -z "$state" ] || [ "${state:0:1}" = Z ]; then exited="exited"; break; fi
+  new=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER_PID/status" 2>/dev/null || true)
+  [ -n "$new" ] && hwm=$new
+  new=$(cpu_secs "$SERVER_PID"); [ "$new" != "-" ] && [ -n "$new" ] && cpu1=$new
   sleep 0.1
 done
 row "2 (SIGTERM, 30 heavy misses in flight, drain 5 s)" "$exited" "$(elapsed "$t0")" \

@@ -6,20 +6,9 @@
 # Rows: a wrong key with the headers of a 32 MiB body and the body stalled (time to the
 # answer, 10 s at most); then 8 clients sending a wrong key and a whole 32 MiB body at once.
 # Usage: BIN=path bench/security/image-6-admin-body.sh (only 127.0.0.1 is contacted).
-set -euo pipefail
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/image-server}
-[ -x "$BIN" ] || { echo "no binary at $BIN (set BIN=path)" >&2; exit 2; }
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b-a}'; }
-cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14+$15)/hz}' "/proc/$1/stat" 2>/dev/null || echo "-"; }
-peak_rss() { awk '/VmHWM/ {printf "%.0f MB", $2/1024}' "/proc/$1/status" 2>/dev/null || echo "-"; }
-row() { printf '| %s | %s | %s s | %s | %s | %s |\n' "$@"; }
 alive() { if kill -0 "$SERVER_PID" 2>/dev/null && curl -fsS -m 5 -o /dev/null "$URL/admin/health"; then echo alive; else echo DEAD; fi; }
 
 port=$(free_port); URL="http://127.0.0.1:$port"

@@ -3,16 +3,9 @@
 # with a temp image directory, write hostile inputs into it, send one request, and print one
 # markdown table row. Source it; not run alone.
 # BIN=path picks the binary (default $CARGO_TARGET_DIR/release/image-server).
-set -euo pipefail
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/image-server}
-[ -x "$BIN" ] || { echo "no binary at $BIN (set BIN=path)" >&2; exit 2; }
-WORK=$(mktemp -d)
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 mkdir -p "$WORK/images"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_server [VAR=value...]: sets URL, SERVER_PID, SERVER_LOG; images live in $WORK/images.
 start_server() {
@@ -29,15 +22,10 @@ start_server() {
   return 1
 }
 
-cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14+$15)/hz}' "/proc/$1/stat" 2>/dev/null || echo "-"; }
-peak_rss() { awk '/VmHWM/ {printf "%.0f MB", $2/1024}' "/proc/$1/status" 2>/dev/null || echo "-"; }
 alive() {
   if kill -0 "$SERVER_PID" 2>/dev/null && curl -fsS -m 5 -o /dev/null "$URL/admin/health"; then echo alive
   else echo "DEAD ($(grep -m1 -o 'memory allocation[^"]*' "$SERVER_LOG" || tail -c 120 "$SERVER_LOG" | tr -d '\n|'))"; fi
 }
-row() { printf '| %s | %s | %s s | %s | %s | %s |\n' "$@"; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b-a}'; }
 
 # request FINDING PATH QUERY [curl args...]: GETs the resize URL (120 s at most), then prints
 # the row: HTTP status and the start of a JSON error, wall time, the server's CPU seconds
