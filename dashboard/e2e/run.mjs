@@ -372,11 +372,19 @@ async function scenarios() {
     await refused.waitFor();
     check((await refused.textContent()).length > 5, "the 422 message is not shown");
     const skillRow = page.locator('tr[data-skill="rust-errors"]');
-    await skillRow.getByRole("button", { name: "Enable" }).click();
-    await skillRow.getByText("enabled").waitFor();
-    check((await api("/api/skills"))[0].enabled === 1, "enable did not reach the API");
-    await skillRow.getByRole("button", { name: "Disable" }).click();
-    await skillRow.getByText("disabled").waitFor();
+    for (const [button, enabled, shown] of [["Enable", 1, "enabled"], ["Disable", 0, "disabled"]]) {
+      // The PUT's own answer, then the row, then an independent read of the list by name.
+      const put = page.waitForResponse(
+        (r) => r.request().method() === "PUT" && r.url().endsWith("/api/skills/rust-errors"),
+      );
+      await skillRow.getByRole("button", { name: button }).click();
+      const answer = await put;
+      const row = await answer.json();
+      check(answer.status() === 200 && row.enabled === enabled, `${button}: PUT answered ${answer.status()} ${JSON.stringify(row)}`);
+      await skillRow.getByText(shown, { exact: true }).waitFor();
+      const listed = (await api("/api/skills")).find((s) => s.name === "rust-errors");
+      check(listed?.enabled === enabled, `${button} did not reach the API: GET /api/skills lists ${JSON.stringify(listed)}`);
+    }
     page.once("dialog", (d) => d.accept());
     await skillRow.getByRole("button", { name: "Delete" }).click();
     await sees(page, "No skill installed");
