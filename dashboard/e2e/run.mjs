@@ -195,6 +195,10 @@ async function pages(seeded, totalReviews) {
     await sees(page, "The retry loop never backs off");
     await sees(page, "src/http/client.rs:88");
     await sees(page, "src/http/mod.rs:7");
+    // A committable suggestion is shown as the change it proposes, not as its raw fence.
+    await sees(page, "Suggested change");
+    await sees(page, "use std::time::Duration;", "figure.suggestion");
+    check((await page.getByText("```suggestion").count()) === 0, "the suggestion's fence is shown raw");
     const href = await page.getByRole("link", { name: "src/http/client.rs:88" }).getAttribute("href");
     check(href === "https://github.com/acme/gadgets/pull/12#discussion_r9001", `finding link ${href}`);
     await sees(page, "$0.4213");

@@ -57,7 +57,11 @@ FROM reviews,
       UNION ALL SELECT 'inline', 'question', NULL, 'src/http/client.rs', 120,
              'Should the jitter be configurable?', 9003
       UNION ALL SELECT 'inline', 'nit', NULL, 'src/http/mod.rs', 7,
-             'Unused import `std::time::Instant`.', 9004) AS f
+             'Unused import `std::time::Instant`.
+
+```suggestion
+use std::time::Duration;
+```', 9004) AS f
 WHERE reviews.session_id = 'ses_seed_transcript';
 
 -- A nit on a few of the daily reviews, so the severity chart has days.

@@ -453,3 +453,70 @@ async fn an_inline_comment_off_the_diff_is_folded_and_the_review_still_posts() {
         w.upstream.flagged_lines(&base, &head)
     );
 }
+
+/// Issue 27, "Committable suggestions": an inline comment's `suggestion` reaches the PR as
+/// GitHub's suggestion block, and the finding keeps it. One that cannot apply as meant (the same
+/// text as the lines it replaces, a code fence inside) is left out of a comment that is still
+/// posted, and a range across two hunks is folded into the summary without it: never a 422.
+#[tokio::test]
+async fn a_suggestion_is_posted_as_a_suggestion_block_and_one_that_cannot_apply_is_left_out() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    // src/parse.rs is new in the PR (one hunk): line 3 opens parse(), line 4 is the TODO
+    // comment, line 5 is `    i32::from_str(s).unwrap()`.
+    let fix = "    i32::from_str(s).unwrap_or_default()";
+    for comment in [
+        serde_json::json!({"path": "src/parse.rs", "line": 5, "severity": "nit",
+            "body": "Fall back instead of panicking.", "suggestion": fix}),
+        serde_json::json!({"path": "src/parse.rs", "start_line": 3, "line": 4, "severity": "nit",
+            "body": "Same text.",
+            "suggestion": "pub fn parse(s: &str) -> i32 {\n    // TODO: report bad input instead of panicking\n"}),
+        serde_json::json!({"path": "src/parse.rs", "line": 1, "severity": "question",
+            "body": "Fenced.", "suggestion": "```rust\nuse std::str::FromStr;\n```"}),
+        serde_json::json!({"path": "src/lib.rs", "start_line": 2, "line": 12, "severity": "nit",
+            "body": "Across hunks.", "suggestion": "pub mod parse;"}),
+    ] {
+        w.model.push_extra_comment(comment);
+    }
+    let review = w.review_once().await;
+    let body_of = |start: &str| -> String {
+        review["comments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["body"].as_str().unwrap().to_owned())
+            .find(|b| b.starts_with(start))
+            .unwrap_or_else(|| panic!("no inline comment starting {start:?}: {review}"))
+    };
+    assert_eq!(
+        body_of("Fall back"),
+        format!("Fall back instead of panicking.\n\n```suggestion\n{fix}\n```")
+    );
+    assert_eq!(body_of("Same text."), "Same text.");
+    assert_eq!(body_of("Fenced."), "Fenced.");
+    let summary = review["body"].as_str().unwrap();
+    assert!(summary.contains("Across hunks."), "{summary}");
+    assert!(!summary.contains("```suggestion"), "{summary}");
+
+    // The finding records what was posted, the block included.
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    let findings = w
+        .server
+        .get_json(&format!("/api/reviews/{}/findings", rows[0]["id"]))
+        .await;
+    assert!(
+        findings.as_array().unwrap().iter().any(|f| f["body"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("```suggestion\n{fix}\n```"))),
+        "{findings}"
+    );
+    // The model is told which suggestions were left out and why.
+    let told = w.model.requests().iter().any(|r| {
+        r.to_string()
+            .contains("the suggestion on src/parse.rs:4 was left out")
+    });
+    assert!(
+        told,
+        "the tool result does not name the left-out suggestion"
+    );
+}

@@ -178,12 +178,35 @@ function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
                     {path}:{f.line ?? "?"}
                   </a>
                 </p>
-                <p className="prewrap">{f.body}</p>
+                <FindingBody body={f.body} />
               </article>
             ))}
         </section>
       ))}
     </div>
+  );
+}
+
+/** A finding's body split into its text and, when it ends with one, GitHub's committable
+ * suggestion block as post_review appends it (docs/review-service.md, "Suggestions"). */
+function splitSuggestion(body: string): { text: string; suggestion?: string } {
+  const m = /\n\n```suggestion\n([\s\S]*?)\n?```\s*$/.exec(body);
+  return m ? { text: body.slice(0, m.index), suggestion: m[1] } : { text: body };
+}
+
+/** An inline finding's text, then its suggestion as the lines it proposes. */
+function FindingBody({ body }: { body: string }) {
+  const { text, suggestion } = splitSuggestion(body);
+  return (
+    <>
+      <p className="prewrap">{text}</p>
+      {suggestion !== undefined && (
+        <figure className="suggestion">
+          <figcaption className="small muted">Suggested change</figcaption>
+          <pre className="mono">{suggestion}</pre>
+        </figure>
+      )}
+    </>
   );
 }
 

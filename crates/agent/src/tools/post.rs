@@ -3,6 +3,9 @@
 //! post_review first checks every inline comment against the diff's hunks and folds those
 //! outside into the review body, because GitHub rejects a whole review (422) when one comment
 //! is off the diff (docs/background.md, "What users of PR reviewers complain about").
+//! An inline comment may carry a committable `suggestion` (docs/review-service.md,
+//! "Suggestions"): checked against the head's lines and rendered as GitHub's suggestion block,
+//! or left out with a note when it cannot apply, never a 422 for the whole review.
 
 use review_domain::{InlineComment, PostedReview, ReviewEvent, ReviewSubmission, Severity, Side};
 use serde::Deserialize;
@@ -78,6 +81,8 @@ struct CommentIn {
     side: Option<Side>,
     severity: Severity,
     body: String,
+    #[serde(default)]
+    suggestion: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -94,7 +99,7 @@ impl ToolHandler for PostReview {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "post_review".into(),
-            description: "Post the formal review: a summary, the event, and inline comments on lines of the diff. `line` (and `start_line` for a range in the same hunk) are file line numbers on `side`: RIGHT (default) = the new file, for added or context lines; LEFT = the old file, for removed lines. Comments outside the diff are moved into the summary. Call it once.".into(),
+            description: "Post the formal review: a summary, the event, and inline comments on lines of the diff. `line` (and `start_line` for a range in the same hunk) are file line numbers on `side`: RIGHT (default) = the new file, for added or context lines; LEFT = the old file, for removed lines. Comments outside the diff are moved into the summary. `suggestion` (optional) is the exact replacement text for lines `start_line`..`line` (or `line` alone) of the new file: GitHub shows it as a one-click committable change; give one only for a small fix you are certain of, covering whole lines with their indentation. Call it once.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -110,7 +115,8 @@ impl ToolHandler for PostReview {
                                 "start_line": {"type": "integer", "minimum": 1},
                                 "side": {"type": "string", "enum": ["RIGHT", "LEFT"], "default": "RIGHT"},
                                 "severity": {"type": "string", "enum": ["blocking", "nit", "question"]},
-                                "body": {"type": "string"}
+                                "body": {"type": "string"},
+                                "suggestion": {"type": "string", "description": "replacement text for the commented lines on side RIGHT, without a code fence"}
                             },
                             "required": ["path", "line", "severity", "body"],
                             "additionalProperties": false
@@ -136,8 +142,9 @@ impl ToolHandler for PostReview {
         }
         let mut kept = Vec::new();
         let mut folded = Vec::new();
+        let mut notes = Vec::new();
         for c in args.comments {
-            let comment = InlineComment {
+            let mut comment = InlineComment {
                 path: c.path.trim_start_matches("./").to_owned(),
                 line: c.line,
                 start_line: c.start_line.filter(|s| *s != c.line),
@@ -151,7 +158,20 @@ impl ToolHandler for PostReview {
                 comment.start_line,
                 comment.side,
             ) {
-                Ok(()) => kept.push(comment),
+                Ok(()) => {
+                    if let Some(text) = &c.suggestion {
+                        match suggestion_block(ctx, &comment, text).await {
+                            Ok(block) => {
+                                comment.body = format!("{}\n\n{block}", comment.body.trim_end());
+                            }
+                            Err(why) => notes.push(format!(
+                                "the suggestion on {}:{} was left out (the comment is posted without it): {why}",
+                                comment.path, comment.line
+                            )),
+                        }
+                    }
+                    kept.push(comment);
+                }
                 Err(why) => folded.push((comment, why)),
             }
         }
@@ -160,7 +180,6 @@ impl ToolHandler for PostReview {
             .chain(folded.iter().map(|(c, _)| c))
             .any(|c| c.severity == Severity::Blocking);
         let mut event = args.event;
-        let mut notes = Vec::new();
         if any_blocking && event != ReviewEvent::RequestChanges {
             notes.push(format!("event changed from {event} to REQUEST_CHANGES because a comment is blocking (review protocol)"));
             event = ReviewEvent::RequestChanges;
@@ -248,6 +267,68 @@ impl ToolHandler for PostReview {
         }
         Ok(out)
     }
+}
+
+/// The most bytes of a file read to check a suggestion against the lines it replaces.
+const SUGGESTION_READ_CAP_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The longest suggestion accepted, in bytes: a suggestion is a small fix.
+const SUGGESTION_MAX_BYTES: usize = 16 * 1024;
+
+/// GitHub's committable suggestion block for `comment`'s lines (`start_line..=line` on the
+/// RIGHT side of the diff, already checked to lie in one hunk), holding `text`.
+///
+/// Errors, as a reason the model reads, when the block could not apply as meant: a LEFT side,
+/// text over [`SUGGESTION_MAX_BYTES`], a line opening a code fence (it would end the block
+/// early), text equal to the lines it replaces, or lines the head's file does not have
+/// (docs/review-service.md, "Suggestions").
+async fn suggestion_block(
+    ctx: &ToolContext<'_>,
+    comment: &InlineComment,
+    text: &str,
+) -> Result<String, String> {
+    use tokio::io::AsyncReadExt;
+    if comment.side != Side::Right {
+        return Err("a suggestion replaces lines of the new file, so it needs side RIGHT".into());
+    }
+    if text.len() > SUGGESTION_MAX_BYTES {
+        return Err(format!(
+            "it is {} bytes, over the {SUGGESTION_MAX_BYTES}-byte limit for a suggestion",
+            text.len()
+        ));
+    }
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("```") || l.starts_with("~~~")
+    }) {
+        return Err("it holds a code fence, which would end GitHub's suggestion block".into());
+    }
+    let path = ctx.root.resolve(&comment.path)?;
+    let mut head = Vec::new();
+    tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| format!("cannot read {}: {e}", comment.path))?
+        .take(SUGGESTION_READ_CAP_BYTES)
+        .read_to_end(&mut head)
+        .await
+        .map_err(|e| format!("cannot read {}: {e}", comment.path))?;
+    let head = String::from_utf8_lossy(&head);
+    let lines: Vec<&str> = head.lines().collect();
+    let start = comment.start_line.unwrap_or(comment.line);
+    let range = usize::try_from(start - 1)
+        .ok()
+        .zip(usize::try_from(comment.line).ok());
+    let Some(replaced) = range.and_then(|(from, to)| lines.get(from..to)) else {
+        return Err(format!(
+            "{} has no lines {start}..{} in the head commit",
+            comment.path, comment.line
+        ));
+    };
+    if replaced.join("\n") == text {
+        return Err("it is the same as the lines it would replace".into());
+    }
+    Ok(format!("```suggestion\n{text}\n```"))
 }
 
 /// Adds sections to a summary, keeping its verdict line (`Blocking: …`) last when it has one.
