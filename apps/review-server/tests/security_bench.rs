@@ -242,25 +242,27 @@ async fn finding_9_chat_query_takes_the_promoter_lock() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    // The fixed promoter warns when the lock is held elsewhere; the old one waited silently.
     let warned = w
         .server
         .log()
         .lines()
-        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        .filter(|l| l.contains("promoter lock"))
         .count();
     row(
         "9",
         &attack,
         &format!(
-            "chat {answer}; advisory locks left: {locks}; {delivery}; {review}; warnings/errors logged: {warned}"
+            "chat {answer}; advisory locks left: {locks}; {delivery}; {review}; log lines about the promoter lock: {warned}"
         ),
         t0.elapsed(),
         &[w.server.usage()],
     );
 }
 
-/// Peak RSS (VmHWM) of the chat reader's PostgreSQL backends, sampled every 50 ms while
-/// `running` is set and once after: (KiB, backends seen).
+/// Peak RSS (VmHWM) of the chat reader's PostgreSQL backends on the database `admin_url`
+/// names (another case's may still run on the cluster), sampled every 50 ms while `running` is
+/// set and once after: (KiB, backends seen).
 async fn sample_reader_backends(admin_url: String, running: Arc<AtomicBool>) -> (u64, usize) {
     use sqlx::Connection;
     let mut db = sqlx::postgres::PgConnection::connect(&admin_url)
@@ -270,7 +272,8 @@ async fn sample_reader_backends(admin_url: String, running: Arc<AtomicBool>) -> 
     loop {
         let last = !running.load(Ordering::SeqCst);
         let pids: Vec<i32> = sqlx::query_scalar(
-            "SELECT pid FROM pg_stat_activity WHERE usename LIKE 'review_chat_%'",
+            "SELECT pid FROM pg_stat_activity \
+             WHERE usename LIKE 'review_chat_%' AND datname = current_database()",
         )
         .fetch_all(&mut db)
         .await
@@ -289,11 +292,10 @@ async fn sample_reader_backends(admin_url: String, running: Arc<AtomicBool>) -> 
     (peak.values().copied().max().unwrap_or(0), peak.len())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "a measurement: bench/security/review-9-chat-reader.sh"]
-async fn finding_9_chat_query_builds_a_gigabyte_value() {
-    const SQL: &str = "SELECT length(repeat('x', 1000000000))";
-    let attack = format!("chat query `{SQL}` (a 1 GB value in the reader's backend)");
+/// Runs `sql` as a chat query on a fresh server and prints its row: the answer, the peak RSS
+/// of the reader's PostgreSQL backend, and the server's own CPU and peak RSS.
+async fn chat_query_memory(sql: &str, what: &str) {
+    let attack = format!("chat query `{sql}` ({what})");
     let Some(w) = chat_on_postgres(&attack).await else {
         return;
     };
@@ -305,7 +307,7 @@ async fn finding_9_chat_query_builds_a_gigabyte_value() {
         running.clone(),
     ));
     let t0 = Instant::now();
-    let answer = ask_sql(&w.server, SQL).await;
+    let answer = ask_sql(&w.server, sql).await;
     let wall = t0.elapsed();
     running.store(false, Ordering::SeqCst);
     let (backend_kib, backends) = sampler.await.unwrap();
@@ -319,6 +321,26 @@ async fn finding_9_chat_query_builds_a_gigabyte_value() {
         wall,
         &[w.server.usage()],
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement: bench/security/review-9-chat-reader.sh"]
+async fn finding_9_chat_query_builds_a_gigabyte_value() {
+    chat_query_memory(
+        "SELECT length(repeat('x', 1000000000))",
+        "a 1 GB value in the reader's backend",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement: bench/security/review-9-chat-reader.sh"]
+async fn finding_9_chat_query_returns_a_large_value() {
+    chat_query_memory(
+        "SELECT repeat('x', 200000000)",
+        "a 200 MB value sent to the server",
+    )
+    .await;
 }
 
 // ---- 10: what a pull request may change about its own review ------------------------------
@@ -618,7 +640,7 @@ async fn finding_15_no_api_key_for_the_models_provider() {
         .map(|c| {
             format!(
                 "\"{}\"",
-                cut(c.body["body"].as_str().unwrap_or_default(), 80)
+                cut(c.body["body"].as_str().unwrap_or_default(), 120)
             )
         })
         .collect::<Vec<_>>()
@@ -627,7 +649,7 @@ async fn finding_15_no_api_key_for_the_models_provider() {
         "15",
         "no API key for the model's provider (RETRY_DELAY_SECS=1)",
         &format!(
-            "first row after {:.1} s: {}; {} s later: {} row(s) ({}); comments posted: {} {said}",
+            "first row after {:.1} s: {}; {} s later: {} row(s) ({}); comments posted: {}",
             failed_after.as_secs_f64(),
             first.first().map_or_else(
                 || "none".to_owned(),
@@ -639,7 +661,11 @@ async fn finding_15_no_api_key_for_the_models_provider() {
             AFTER.as_secs(),
             rows.len(),
             statuses(&rows),
-            comments.len()
+            if comments.is_empty() {
+                "none".to_owned()
+            } else {
+                format!("{} ({said})", comments.len())
+            }
         ),
         t0.elapsed(),
         &[w.server.usage()],
