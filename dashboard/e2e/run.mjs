@@ -369,6 +369,16 @@ async function scenarios() {
     check((await key.getAttribute("type")) === "text", "reveal did not show the key");
     await page.getByRole("button", { name: "Test the connection" }).click();
     await sees(page, "OK: pong");
+    // The noise settings (issue 27) are saved as their setting values.
+    await page.getByLabel("Least severity posted inline (review_min_severity)").selectOption("question");
+    await page.getByLabel("Post nothing when a review has no finding to post (review_quiet)").check();
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await sees(page, "Saved.");
+    const noise = await api("/api/settings");
+    check(
+      noise.review_min_severity === "question" && noise.review_quiet === "true",
+      `noise settings not saved: ${JSON.stringify(noise)}`,
+    );
     await open(page, "/skills");
     await page.getByLabel("Tree URL").fill("https://example.com/not/a/tree");
     await page.getByRole("button", { name: "Install" }).click();

@@ -6,6 +6,7 @@
 
 use crate::config::Config;
 use agent::{Budget, ProviderSettings};
+use review_domain::Severity;
 use secrecy::SecretString;
 use std::collections::BTreeMap;
 
@@ -63,6 +64,34 @@ pub fn review_budget(config: &Config, stored: &BTreeMap<String, String>) -> Budg
     }
 }
 
+/// What reaches the pull request, per docs/review-service.md, "Minimum severity and quiet reviews":
+/// the `review_min_severity` setting (`nit`, `question` or `blocking`; absent: `nit`,
+/// everything is posted) and `review_quiet` (`true` or `false`; absent: `false`). A stored
+/// value that does not parse is ignored with a warning (PUT /api/settings refuses one).
+pub fn review_noise(stored: &BTreeMap<String, String>) -> (Severity, bool) {
+    let min_severity = match stored.get("review_min_severity").map(|v| v.trim()) {
+        None => Severity::Nit,
+        Some(text) => text.parse().unwrap_or_else(|_| {
+            tracing::warn!(
+                value = text,
+                "ignoring a review_min_severity that is not nit, question or blocking"
+            );
+            Severity::Nit
+        }),
+    };
+    let quiet = match stored.get("review_quiet").map(|v| v.trim()) {
+        None => false,
+        Some(text) => text.parse().unwrap_or_else(|_| {
+            tracing::warn!(
+                value = text,
+                "ignoring a review_quiet that is not true or false"
+            );
+            false
+        }),
+    };
+    (min_severity, quiet)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +103,25 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn noise_settings_default_to_posting_everything_and_ignore_bad_values() {
+        assert_eq!(review_noise(&stored(&[])), (Severity::Nit, false));
+        assert_eq!(
+            review_noise(&stored(&[
+                ("review_min_severity", " question "),
+                ("review_quiet", "true")
+            ])),
+            (Severity::Question, true)
+        );
+        assert_eq!(
+            review_noise(&stored(&[
+                ("review_min_severity", "loud"),
+                ("review_quiet", "yes")
+            ])),
+            (Severity::Nit, false)
+        );
     }
 
     fn shown(key: &Option<SecretString>) -> Option<&str> {

@@ -188,6 +188,33 @@ async fn empty_string_deletes_so_env_fallback_applies() {
     assert_eq!(last["model"], "claude-env");
 }
 
+/// Issue 27: the noise settings take their closed values, and an empty string deletes them
+/// (rule 2) so the defaults (post every severity, never quiet) apply again.
+#[tokio::test]
+async fn noise_settings_store_their_values_and_an_empty_string_deletes_them() {
+    let (_d, s) = start_temp(&[]).await;
+    let (status, body) = put(
+        &s,
+        "/api/settings",
+        json!({"review_min_severity": " blocking ", "review_quiet": "true"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({"review_min_severity": "blocking", "review_quiet": "true"})
+        )
+    );
+    let (status, body) = put(
+        &s,
+        "/api/settings",
+        json!({"review_min_severity": "", "review_quiet": "  "}),
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({})));
+}
+
 #[tokio::test]
 async fn empty_default_prompt_is_a_noop() {
     let (_d, s) = start_temp(&[]).await;
@@ -223,6 +250,11 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
         (json!({"agent_api_key": null}), "agent_api_key"),
         (json!({"agent_api_key": "k", "toggle": "1"}), "toggle"),
         (json!({"refine_model": "no-provider"}), "refine_model"),
+        (
+            json!({"review_min_severity": "loud"}),
+            "review_min_severity",
+        ),
+        (json!({"review_quiet": "yes"}), "review_quiet"),
     ] {
         let (status, err) = put(&s, "/api/settings", body).await;
         assert_eq!(

@@ -520,3 +520,88 @@ async fn a_suggestion_is_posted_as_a_suggestion_block_and_one_that_cannot_apply_
         "the tool result does not name the left-out suggestion"
     );
 }
+
+/// PUT /api/settings on `server`, asserting 200.
+async fn put_settings(server: &Server, body: Value) {
+    let r = reqwest::Client::new()
+        .put(format!("{}/api/settings", server.url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+}
+
+/// Issue 27, "Less noise by setting": with `review_min_severity` at `question`, the reviewer's
+/// nit (the TODO) is not posted inline; the summary and the check run count it.
+#[tokio::test]
+async fn findings_under_the_minimum_severity_are_counted_not_posted() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    put_settings(
+        &w.server,
+        serde_json::json!({"review_min_severity": "question"}),
+    )
+    .await;
+    let review = w.review_once().await;
+    let bodies: Vec<&str> = review["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["body"].as_str().unwrap())
+        .collect();
+    assert!(!bodies.is_empty(), "{review}");
+    assert!(
+        bodies.iter().all(|b| b.starts_with("`unwrap()`")),
+        "{bodies:?}"
+    );
+    let summary = review["body"].as_str().unwrap();
+    assert!(
+        summary
+            .contains("1 finding(s) under the minimum severity `question` were not posted inline"),
+        "{summary}"
+    );
+    let runs = w.forge.completed_check_runs();
+    assert!(
+        runs[0]["output"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("1 finding(s) under the minimum severity were not posted"),
+        "{runs:?}"
+    );
+}
+
+/// Issue 27, `review_quiet`: a review with nothing to post inline posts no review at all; the
+/// row completes and the check run says "No findings". Off, the same change gets its review.
+#[tokio::test]
+async fn review_quiet_posts_nothing_when_there_is_no_finding() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    // The PR becomes a clean change: no unwrap, no TODO.
+    git(&w.upstream.work, &["branch", "-q", "-f", "feature", "main"]);
+    let mul = "pub fn mul(a: i32, b: i32) -> i32 {\n    a * b\n}\n";
+    commit_on(&w.upstream, "feature", &[("src/mul.rs", mul)], "mul");
+    w.upstream.publish_pull(1, "feature");
+    put_settings(&w.server, serde_json::json!({"review_quiet": "true"})).await;
+    w.server.enable(&w.full_name(), None).await;
+    w.deliver_pull_request("opened").await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
+    assert!(w.forge.reviews().is_empty(), "{:?}", w.forge.reviews());
+    let runs = w.forge.completed_check_runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["conclusion"], "success");
+    assert_eq!(runs[0]["output"]["title"], "No findings");
+    let findings = w
+        .server
+        .get_json(&format!("/api/reviews/{}/findings", rows[0]["id"]))
+        .await;
+    assert_eq!(findings, serde_json::json!([]));
+
+    // An empty string deletes the setting (the spec's rule 2): the next push gets its review.
+    put_settings(&w.server, serde_json::json!({"review_quiet": ""})).await;
+    let div = "pub fn div(a: i32, b: i32) -> Option<i32> {\n    a.checked_div(b)\n}\n";
+    commit_on(&w.upstream, "feature", &[("src/div.rs", div)], "div");
+    w.upstream.publish_pull(1, "feature");
+    w.deliver_pull_request("synchronize").await;
+    w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(w.forge.reviews().len(), 1, "{:?}", w.forge.reviews());
+}

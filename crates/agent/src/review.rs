@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use review_domain::{FindingRow, ModelSpec, PullRequest};
+use review_domain::{FindingRow, ModelSpec, PullRequest, Severity};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -60,6 +60,13 @@ pub struct ReviewJob {
     /// earlier on the PR (the caller knows its earlier reviews). Otherwise post_review turns
     /// APPROVE into COMMENT and tells the model (issue 26). Default false.
     pub approve_allowed: bool,
+    /// Inline comments under this severity are not posted, only counted in the summary
+    /// (the `review_min_severity` setting); default [`Severity::Nit`]: all are posted.
+    pub min_severity: Severity,
+    /// When no inline comment is left to post and the event is COMMENT, post no review at all
+    /// (the `review_quiet` setting): the run completes and its check run says "No findings".
+    /// Default false. (docs/review-service.md, "Minimum severity and quiet reviews")
+    pub quiet: bool,
 }
 
 /// The budget of one review (docs/security.md, "Review budget"): once the tokens (input plus
@@ -129,6 +136,8 @@ impl ReviewJob {
             budget: Budget::default(),
             instructions: None,
             approve_allowed: false,
+            min_severity: Severity::Nit,
+            quiet: false,
         }
     }
 }
@@ -158,6 +167,10 @@ pub struct ReviewOutcome {
     pub posted_comments: u32,
     /// Inline comments folded into the body because they were outside the diff.
     pub folded_comments: u32,
+    /// Inline comments not posted because they were under [`ReviewJob::min_severity`].
+    pub below_min_severity: u32,
+    /// No review was posted because [`ReviewJob::quiet`] is on and it had no findings.
+    pub quiet: bool,
     /// The diff was over `diff_cap_bytes` and cut for the model.
     pub diff_capped: bool,
     /// The run reached its budget and stopped calling the model: which limit, in words.
@@ -223,6 +236,8 @@ pub async fn run_review(
         budget_note: Mutex::new(None),
         approve_allowed: job.approve_allowed,
         instruction_changes,
+        min_severity: job.min_severity,
+        quiet: job.quiet,
     };
     let registry = ToolRegistry::review_tools();
     writer.record(json!({"type": "system", "text": system}));
@@ -260,6 +275,8 @@ pub async fn run_review(
         posted_review: state.review,
         posted_comments: state.comments,
         folded_comments: state.folded,
+        below_min_severity: state.below_min_severity,
+        quiet: state.quiet,
         diff_capped,
         cut_short: ctx.budget_note(),
     };
@@ -306,7 +323,7 @@ async fn tool_loop(
     let mut nudged = false;
     loop {
         if *steps >= job.max_steps {
-            return if ctx.state().posted_anything() {
+            return if ctx.state().settled() {
                 Ok(())
             } else {
                 Err(AgentError::StepLimit(job.max_steps))
@@ -342,7 +359,7 @@ async fn tool_loop(
             if let Some(reason) = over_budget {
                 return budget_end(ctx, reason).await;
             }
-            if ctx.state().posted_anything() {
+            if ctx.state().settled() {
                 return Ok(());
             }
             if nudged {
@@ -381,10 +398,10 @@ async fn tool_loop(
 /// could not say so), else [`AgentError::BudgetExceeded`].
 async fn budget_end(ctx: &ToolContext<'_>, reason: String) -> Result<(), AgentError> {
     let state = ctx.state();
-    if !state.posted_anything() {
+    if !state.settled() {
         return Err(AgentError::BudgetExceeded(reason));
     }
-    if !state.budget_noted {
+    if state.posted_anything() && !state.budget_noted {
         let body = format!("_This review was cut short at its budget: {reason}._");
         if let Err(e) = ctx.poster.post_comment(&body).await {
             tracing::warn!(error = %e, "cannot post the budget note");

@@ -134,6 +134,18 @@ string_enum!(
     }
 );
 
+impl Severity {
+    /// The order `review_min_severity` compares by: nit (0) < question (1) < blocking (2)
+    /// (docs/review-service.md, "Minimum severity and quiet reviews").
+    pub fn rank(self) -> u8 {
+        match self {
+            Severity::Nit => 0,
+            Severity::Question => 1,
+            Severity::Blocking => 2,
+        }
+    }
+}
+
 string_enum!(
     /// The event of a formal review, as the forge names it (docs/review-service.md §2,
     /// FindingRow.event).

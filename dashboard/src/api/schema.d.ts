@@ -1862,6 +1862,17 @@ export interface components {
              *     empty: REVIEW_MAX_TOKENS applies (unset: no limit).
              */
             review_max_tokens?: string;
+            /**
+             * @description Inline findings under this severity are not posted, only counted in the summary:
+             *     `nit` (everything is posted), `question` or `blocking`; empty: `nit`
+             *     (docs/review-service.md, "Minimum severity and quiet reviews").
+             */
+            review_min_severity?: string;
+            /**
+             * @description `true`: a review with no inline finding to post and a COMMENT event posts nothing; the
+             *     check run says "No findings". `false` or empty: it is posted.
+             */
+            review_quiet?: string;
             second_api_key?: string;
             third_api_key?: string;
         };

@@ -1,6 +1,6 @@
 // Settings: keys masked with a reveal control, the model fields with the picker, the default
 // prompt, the connection test; and the reviewer skills.
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient, type UseMutationResult } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, unwrap, type Skill } from "../api/client";
 import { q } from "../api/queries";
@@ -21,6 +21,13 @@ const MODELS: [string, string][] = [
 
 export function SettingsPage() {
   const settings = useQuery(q.settings());
+  const client = useQueryClient();
+  // Owned here, not by the form: a save replaces the stored settings, which remounts the form
+  // (its key), and the "Saved." status must outlive that.
+  const save = useMutation({
+    mutationFn: async (body: Record<string, string>) => unwrap(await api.PUT("/api/settings", { body })),
+    onSuccess: (data) => client.setQueryData(q.settings().queryKey, data as Record<string, string>),
+  });
   return (
     <>
       <header className="page-head">
@@ -28,23 +35,20 @@ export function SettingsPage() {
         <p className="muted">Empty a field to fall back to the environment or the built-in default.</p>
       </header>
       <Query q={settings} what="Loading settings">
-        {(s) => <SettingsForm key={JSON.stringify(s)} stored={s} />}
+        {(s) => <SettingsForm key={JSON.stringify(s)} stored={s} save={save} />}
       </Query>
       <ConnectionTest />
     </>
   );
 }
 
-function SettingsForm({ stored }: { stored: Record<string, string> }) {
-  const client = useQueryClient();
+type SaveSettings = UseMutationResult<unknown, Error, Record<string, string>>;
+
+function SettingsForm({ stored, save }: { stored: Record<string, string>; save: SaveSettings }) {
   const [draft, setDraft] = useState<Record<string, string>>(stored);
-  const save = useMutation({
-    mutationFn: async (body: Record<string, string>) => unwrap(await api.PUT("/api/settings", { body })),
-    onSuccess: (data) => client.setQueryData(q.settings().queryKey, data as Record<string, string>),
-  });
   const changed = () => {
     const body: Record<string, string> = {};
-    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""]]) {
+    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""]]) {
       if (k && (draft[k] ?? "") !== (stored[k] ?? "")) body[k] = draft[k] ?? "";
     }
     return body;
@@ -75,6 +79,27 @@ function SettingsForm({ stored }: { stored: Record<string, string> }) {
       <Card title="Default prompt">
         <label htmlFor="default_prompt">The review focus used by repositories without their own prompt</label>
         <textarea id="default_prompt" rows={10} value={draft.default_prompt ?? ""} onChange={(e) => set("default_prompt")(e.target.value)} />
+      </Card>
+      <Card title="What is posted">
+        <div className="grid two">
+          <div>
+            <label htmlFor="review_min_severity">Least severity posted inline (review_min_severity)</label>
+            <select id="review_min_severity" value={draft.review_min_severity ?? ""} onChange={(e) => set("review_min_severity")(e.target.value)}>
+              <option value="">nit: all (default)</option>
+              <option value="question">question and blocking</option>
+              <option value="blocking">blocking only</option>
+            </select>
+          </div>
+          <div>
+            <input
+              id="review_quiet"
+              type="checkbox"
+              checked={draft.review_quiet === "true"}
+              onChange={(e) => set("review_quiet")(e.target.checked ? "true" : "")}
+            />{" "}
+            <label htmlFor="review_quiet">Post nothing when a review has no finding to post (review_quiet)</label>
+          </div>
+        </div>
       </Card>
       <div className="row">
         <button type="submit" className="btn primary" disabled={save.isPending}>

@@ -390,14 +390,23 @@ async fn record_end(
                 "Model {}: {} tokens, ${:.4}; {} inline comment(s) folded into the summary.",
                 outcome.model, outcome.tokens, outcome.cost, outcome.folded_comments
             );
+            if outcome.below_min_severity > 0 {
+                summary.push_str(&format!(
+                    " {} finding(s) under the minimum severity were not posted.",
+                    outcome.below_min_severity
+                ));
+            }
             if let Some(reason) = &outcome.cut_short {
                 summary.push_str(&format!(" Cut short at its budget: {reason}."));
             }
-            (
-                CheckConclusion::Success,
-                "Review posted".to_owned(),
-                summary,
-            )
+            // docs/review-service.md, "Minimum severity and quiet reviews".
+            let title = if outcome.quiet && !outcome.posted_review {
+                summary.insert_str(0, "No findings: nothing was posted (review_quiet). ");
+                "No findings"
+            } else {
+                "Review posted"
+            };
+            (CheckConclusion::Success, title.to_owned(), summary)
         }
         Ok(Finished::Skipped(skip)) => {
             log_store_error(id, &app.records.skip(id, skip.patch_id.as_deref()).await);

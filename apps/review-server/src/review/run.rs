@@ -7,7 +7,7 @@ use super::RunError;
 use super::poster::ForgePoster;
 use super::prepare::Checkout;
 use crate::job::PrJob;
-use crate::run_settings::{provider_settings, review_budget};
+use crate::run_settings::{provider_settings, review_budget, review_noise};
 use crate::state::AppState;
 use agent::{CancellationToken, ReviewJob, ReviewOutcome};
 use anyhow::anyhow;
@@ -63,6 +63,7 @@ pub async fn run_agent(
     agent_job.skills =
         crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;
     agent_job.budget = review_budget(&app.config, &settings);
+    (agent_job.min_severity, agent_job.quiet) = review_noise(&settings);
 
     let providers = provider_settings(&app.config, &settings);
     let poster = ForgePoster {

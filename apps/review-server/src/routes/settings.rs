@@ -6,7 +6,8 @@
 //! a value that is empty after trimming counts as empty (rule 2: the row is deleted so the
 //! fallback applies; rule 3: a no-op for `default_prompt`); the four model fields must read as
 //! `<provider>/<model>` so a typo cannot break every later review; the two budget keys must be
-//! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`).
+//! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`);
+//! `review_min_severity` one of the three severities and `review_quiet` `true` or `false`.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -14,7 +15,7 @@ use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::routing::get;
 use axum::{Json, Router};
-use review_domain::ModelSpec;
+use review_domain::{ModelSpec, Severity};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -22,7 +23,7 @@ use std::collections::BTreeMap;
 /// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
 /// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
 /// REVIEW_MAX_COST.
-pub const SETTING_KEYS: [&str; 10] = [
+pub const SETTING_KEYS: [&str; 12] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -33,6 +34,8 @@ pub const SETTING_KEYS: [&str; 10] = [
     "improver_model",
     "review_max_tokens",
     "review_max_cost",
+    "review_min_severity",
+    "review_quiet",
 ];
 
 /// Keys whose value is a model spec `<provider>/<model>`.
@@ -95,6 +98,15 @@ pub struct SettingsUpdate {
         pattern = "^$|^[1-9][0-9]{0,8}(\\.[0-9]{1,6})?$|^0\\.[0-9]{0,5}[1-9]$"
     )]
     pub review_max_cost: Option<String>,
+    /// Inline findings under this severity are not posted, only counted in the summary:
+    /// `nit` (everything is posted), `question` or `blocking`; empty: `nit`
+    /// (docs/review-service.md, "Minimum severity and quiet reviews").
+    #[schema(nullable = false, pattern = "^$|^(nit|question|blocking)$")]
+    pub review_min_severity: Option<String>,
+    /// `true`: a review with no inline finding to post and a COMMENT event posts nothing; the
+    /// check run says "No findings". `false` or empty: it is posted.
+    #[schema(nullable = false, pattern = "^$|^(true|false)$")]
+    pub review_quiet: Option<String>,
 }
 
 /// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
@@ -185,6 +197,16 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
         {
             return Err(ApiError::Unprocessable(format!(
                 "{key}: expected a positive cost in USD, got {text:?}"
+            )));
+        }
+        if key == "review_min_severity" && text.trim().parse::<Severity>().is_err() {
+            return Err(ApiError::Unprocessable(format!(
+                "{key}: expected nit, question or blocking, got {text:?}"
+            )));
+        }
+        if key == "review_quiet" && text.trim().parse::<bool>().is_err() {
+            return Err(ApiError::Unprocessable(format!(
+                "{key}: expected true or false, got {text:?}"
             )));
         }
         let stored = if key == "default_prompt" {

@@ -27,12 +27,22 @@ pub struct PostState {
     pub folded: u32,
     /// The review's summary says the run was cut short at its budget.
     pub budget_noted: bool,
+    /// Inline comments left out for being under the minimum severity.
+    pub below_min_severity: u32,
+    /// post_review decided to post nothing: `review_quiet` and no findings.
+    pub quiet: bool,
 }
 
 impl PostState {
     /// Whether anything reached the forge.
     pub fn posted_anything(&self) -> bool {
         self.review || self.comments > 0
+    }
+
+    /// Whether the run's posting is done: something reached the forge, or post_review chose
+    /// to post nothing ([`PostState::quiet`]).
+    pub fn settled(&self) -> bool {
+        self.posted_anything() || self.quiet
     }
 }
 
@@ -58,6 +68,10 @@ pub struct ToolContext<'a> {
     /// Files of the diff that change the review's instructions or attributes
     /// ([`crate::prompt::instruction_changes`]); post_review says so in the summary.
     pub instruction_changes: Vec<String>,
+    /// [`crate::ReviewJob::min_severity`].
+    pub min_severity: review_domain::Severity,
+    /// [`crate::ReviewJob::quiet`].
+    pub quiet: bool,
 }
 
 impl ToolContext<'_> {
@@ -209,6 +223,8 @@ mod tests {
             budget_note: Default::default(),
             approve_allowed: false,
             instruction_changes: Vec::new(),
+            min_severity: review_domain::Severity::Nit,
+            quiet: false,
         };
         let reg = ToolRegistry::review_tools();
         let abs = outer.path().join("secret.txt");

@@ -143,7 +143,12 @@ impl ToolHandler for PostReview {
         let mut kept = Vec::new();
         let mut folded = Vec::new();
         let mut notes = Vec::new();
+        let mut below_min = 0u32;
         for c in args.comments {
+            if c.severity.rank() < ctx.min_severity.rank() {
+                below_min += 1;
+                continue;
+            }
             let mut comment = InlineComment {
                 path: c.path.trim_start_matches("./").to_owned(),
                 line: c.line,
@@ -190,7 +195,31 @@ impl ToolHandler for PostReview {
             notes.push("event changed from APPROVE to COMMENT: APPROVE only clears a REQUEST_CHANGES this reviewer posted earlier on the pull request, and there is none".to_owned());
             event = ReviewEvent::Comment;
         }
+        if ctx.quiet && kept.is_empty() && folded.is_empty() && event == ReviewEvent::Comment {
+            // docs/review-service.md, "Minimum severity and quiet reviews": nothing to say, so
+            // nothing is posted; the check run says "No findings".
+            ctx.update(|s| {
+                s.quiet = true;
+                s.below_min_severity += below_min;
+            });
+            let mut out = String::from(
+                "nothing posted: review_quiet is on and this review has no inline finding to post, so the check run reports no findings",
+            );
+            if below_min > 0 {
+                out.push_str(&format!(
+                    " ({below_min} under the minimum severity {} were left out)",
+                    ctx.min_severity
+                ));
+            }
+            return Ok(out);
+        }
         let mut extra = Vec::new();
+        if below_min > 0 {
+            extra.push(format!(
+                "_{below_min} finding(s) under the minimum severity `{}` were not posted inline (review_min_severity)._",
+                ctx.min_severity
+            ));
+        }
         if !folded.is_empty() {
             let mut s = String::from(
                 "**Comments outside the diff** (GitHub accepts inline comments only on lines of the diff):\n",
@@ -242,6 +271,7 @@ impl ToolHandler for PostReview {
         ctx.update(|s| {
             s.review = true;
             s.folded += n_folded;
+            s.below_min_severity += below_min;
             s.budget_noted = budget_note.is_some();
         });
         let mut out = format!(
@@ -261,6 +291,12 @@ impl ToolHandler for PostReview {
             for (c, why) in &folded {
                 out.push_str(&format!("\n- {}:{}: {why}", c.path, c.line));
             }
+        }
+        if below_min > 0 {
+            out.push_str(&format!(
+                "; {below_min} under the minimum severity {} left out",
+                ctx.min_severity
+            ));
         }
         for n in notes {
             out.push_str(&format!("\nnote: {n}"));
