@@ -56,28 +56,6 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
-/// (id, status, error) of PR `pr`'s review rows, oldest first.
-async fn pr_rows(server: &Server, pr: i64) -> Vec<(i64, String, Option<String>)> {
-    let rows = server
-        .get_json(&format!("/api/repos/acme/widgets/pr/{pr}"))
-        .await;
-    let mut out: Vec<_> = rows
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|r| {
-            (
-                r["id"].as_i64().unwrap_or_default(),
-                r["status"].as_str().unwrap_or_default().to_owned(),
-                r["error"].as_str().map(str::to_owned),
-            )
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// "#1 completed, #2 failed": the rows' statuses.
 fn statuses(rows: &[(i64, String, Option<String>)]) -> String {
     rows.iter()
@@ -113,7 +91,7 @@ async fn wait_ended(
 ) -> Vec<(i64, String, Option<String>)> {
     let deadline = Instant::now() + limit;
     loop {
-        let rows = pr_rows(server, pr).await;
+        let rows = server.pr_rows("acme/widgets", pr).await;
         let ended = rows.len() >= count && rows.iter().all(|(_, s, _)| terminal(s));
         if ended || Instant::now() >= deadline {
             return rows;
@@ -229,7 +207,7 @@ async fn finding_9_chat_query_takes_the_promoter_lock() {
         };
     let deadline = Instant::now() + Duration::from_secs(10);
     let review = loop {
-        let rows = pr_rows(&w.server, 1).await;
+        let rows = w.server.pr_rows("acme/widgets", 1).await;
         if let Some((id, status, _)) = rows.first() {
             break format!(
                 "review #{id} ({status}) {:.1} s after the delivery",
@@ -586,8 +564,14 @@ async fn finding_14_kill_during_a_review_and_restart() {
     };
     let wall = killed.elapsed();
     let usage = w.server.usage();
-    let orphans = describe(&[pr_rows(&w.server, 2).await, pr_rows(&w.server, 3).await].concat());
-    let retries = pr_rows(&w.server, 1).await.len() - 1;
+    let orphans = describe(
+        &[
+            w.server.pr_rows("acme/widgets", 2).await,
+            w.server.pr_rows("acme/widgets", 3).await,
+        ]
+        .concat(),
+    );
+    let retries = w.server.pr_rows("acme/widgets", 1).await.len() - 1;
     row(
         "14",
         "kill -9 during a running review, restart on the same DATA_DIR",
@@ -618,14 +602,7 @@ async fn finding_15_no_api_key_for_the_models_provider() {
     const AFTER: Duration = Duration::from_secs(6);
     // SECOND_API_KEY (zai-coding-plan's) is unset; RETRY_DELAY_SECS=1 brings a retry, if any,
     // well inside the wait below.
-    let w = World::start_with(
-        Upstream::new(),
-        Behavior::Reviewer,
-        "zai-coding-plan/glm-4.6",
-        false,
-        &[("RETRY_DELAY_SECS", "1".to_owned())],
-    )
-    .await;
+    let w = World::without_the_models_key().await;
     w.server.enable(&w.full_name(), None).await;
     w.publish_pulls(1); // the forge knows PR 1, so a retry can fetch it
     let t0 = Instant::now();
@@ -633,7 +610,7 @@ async fn finding_15_no_api_key_for_the_models_provider() {
     let first = wait_ended(&w.server, 1, 1, Duration::from_secs(30)).await;
     let failed_after = t0.elapsed();
     tokio::time::sleep(AFTER).await;
-    let rows = pr_rows(&w.server, 1).await;
+    let rows = w.server.pr_rows("acme/widgets", 1).await;
     let comments = w.forge.posted("POST", "/comments");
     let said = comments
         .iter()

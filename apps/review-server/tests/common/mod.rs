@@ -582,6 +582,22 @@ pub struct World {
 }
 
 impl World {
+    /// Issue 26, finding 15: the review model is zai-coding-plan's, whose key (SECOND_API_KEY)
+    /// is unset, so every run fails on its configuration; RETRY_DELAY_SECS=1 would bring an
+    /// automatic retry, if any, within a second or two.
+    pub async fn without_the_models_key() -> World {
+        World::start_with(
+            Upstream::new(),
+            Behavior::Reviewer,
+            "zai-coding-plan/glm-4.6",
+            false,
+            &[("RETRY_DELAY_SECS", "1".to_owned())],
+        )
+        .await
+    }
+}
+
+impl World {
     /// Start the doubles and the server; `model_spec` picks the wire format
     /// (`anthropic/...` or `openai/...`).
     pub async fn start(behavior: Behavior, model_spec: &str, stream: bool) -> World {
@@ -805,6 +821,31 @@ impl World {
             Ok(d) => d.map(|e| e.unwrap().path()).collect(),
             Err(_) => Vec::new(),
         }
+    }
+}
+
+impl Server {
+    /// (id, status, error) of the review rows of `full_name`'s PR `pr`, oldest first; none
+    /// while the API does not answer with a list.
+    pub async fn pr_rows(&self, full_name: &str, pr: i64) -> Vec<(i64, String, Option<String>)> {
+        let rows = self
+            .get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+            .await;
+        let mut out: Vec<_> = rows
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|r| {
+                (
+                    r["id"].as_i64().unwrap_or_default(),
+                    r["status"].as_str().unwrap_or_default().to_owned(),
+                    r["error"].as_str().map(str::to_owned),
+                )
+            })
+            .collect();
+        out.sort();
+        out
     }
 }
 
