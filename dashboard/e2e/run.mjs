@@ -264,12 +264,14 @@ async function scenarios() {
     await page.getByRole("link", { name: "acme/widgets" }).click();
     const prompt = page.getByLabel("Prompt (empty: the default prompt)");
     await prompt.fill("Be strict about unwrap() in library code.");
+    await page.getByLabel("Least severity posted inline").selectOption("nit");
     await page.getByRole("button", { name: "Save", exact: true }).click();
     await sees(page, "Saved.");
     row = (await api("/api/repos")).find((r) => r.full_name === "acme/widgets");
     check(row.prompt === "Be strict about unwrap() in library code.", `prompt is ${row.prompt}`);
     check(row.model === "openai/gpt-5", `the model changed to ${row.model}`);
     check(row.enabled === 1, "saving the prompt disabled the repo");
+    check(row.min_severity === "nit", `min_severity is ${row.min_severity}`);
     await page.context().close();
     log("ok: enable and edit");
   }

@@ -256,11 +256,12 @@ impl Records {
         prompt: Option<&str>,
         model: Option<&str>,
         enabled: Option<i64>,
+        min_severity: Option<Option<&str>>,
     ) -> Result<Option<RepoRow>, StoreError> {
         let before = self.db.repo(full_name).await?;
         let row = self
             .db
-            .update_repo(full_name, prompt, model, enabled)
+            .update_repo(full_name, prompt, model, enabled, min_severity)
             .await?;
         if let Some(row) = &row {
             self.cache_repo(row);

@@ -215,6 +215,35 @@ async fn noise_settings_store_their_values_and_an_empty_string_deletes_them() {
     assert_eq!((status, body), (200, json!({})));
 }
 
+/// Issue 27: a repository's own min_severity is stored, kept when omitted (unlike prompt and
+/// model), cleared by null or "", and refused with 422 naming it for any other text.
+#[tokio::test]
+async fn a_repositorys_min_severity_is_kept_when_omitted_and_cleared_by_null() {
+    let (_d, s) = start_temp(&[]).await;
+    post(
+        &s,
+        "/api/repos",
+        json!({"full_name": "acme/widgets", "installation_id": 1}),
+    )
+    .await;
+    let path = "/api/repos/acme/widgets";
+    let (status, row) = put(&s, path, json!({"min_severity": "blocking"})).await;
+    assert_eq!((status, &row["min_severity"]), (200, &json!("blocking")));
+    let (_, row) = put(&s, path, json!({"prompt": "Be brief."})).await;
+    assert_eq!(row["min_severity"], "blocking", "{row}");
+    let (status, err) = put(&s, path, json!({"min_severity": "loud"})).await;
+    assert_eq!(status, 422, "{err}");
+    assert!(
+        err["error"].as_str().unwrap().starts_with("min_severity"),
+        "{err}"
+    );
+    for clear in [json!(null), json!(""), json!(" ")] {
+        put(&s, path, json!({"min_severity": "question"})).await;
+        let (_, row) = put(&s, path, json!({"min_severity": clear})).await;
+        assert_eq!(row["min_severity"], json!(null), "{row}");
+    }
+}
+
 #[tokio::test]
 async fn empty_default_prompt_is_a_noop() {
     let (_d, s) = start_temp(&[]).await;

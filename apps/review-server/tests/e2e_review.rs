@@ -570,6 +570,26 @@ async fn findings_under_the_minimum_severity_are_counted_not_posted() {
     );
 }
 
+/// Issue 27: a repository's own min_severity wins over the global setting: `nit` there posts
+/// the TODO that the global `blocking` would have left out.
+#[tokio::test]
+async fn a_repositorys_min_severity_wins_over_the_global_setting() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    put_settings(&w.server, serde_json::json!({"review_min_severity": "blocking"})).await;
+    w.server.enable(&w.full_name(), None).await;
+    let r = reqwest::Client::new()
+        .put(format!("{}/api/repos/{}", w.server.url, w.full_name()))
+        .json(&serde_json::json!({"min_severity": "nit"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let review = w.review_once().await;
+    let bodies = review["comments"].to_string();
+    assert!(bodies.contains("A TODO in new code"), "{bodies}");
+    assert!(bodies.contains("`unwrap()`"), "{bodies}");
+}
+
 /// Issue 27, `review_quiet`: a review with nothing to post inline posts no review at all; the
 /// row completes and the check run says "No findings". Off, the same change gets its review.
 #[tokio::test]

@@ -20,6 +20,11 @@ pub struct RepoRow {
     pub enabled: i64,
     /// Epoch seconds.
     pub created_at: i64,
+    /// **Added.** This repository's least severity posted inline (`nit`, `question` or
+    /// `blocking`); null: the `review_min_severity` setting applies (docs/review-service.md,
+    /// "Minimum severity and quiet reviews").
+    #[schema(schema_with = field_schemas::min_severity)]
+    pub min_severity: Option<Severity>,
 }
 
 /// One review run (docs/review-service.md §2, ReviewRow).
@@ -195,6 +200,13 @@ mod field_schemas {
 
     pub fn kind() -> Object {
         FindingKind::field_schema(false, "inline, summary or comment.")
+    }
+
+    pub fn min_severity() -> Object {
+        Severity::field_schema(
+            true,
+            "nit, question or blocking; null: the review_min_severity setting applies.",
+        )
     }
 
     pub fn severity() -> Object {

@@ -34,6 +34,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("model", Text),
             ("enabled", Int),
             ("created_at", Int),
+            ("min_severity", Text),
         ],
     ),
     (

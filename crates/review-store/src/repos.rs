@@ -60,19 +60,34 @@ impl Store {
     }
 
     /// PUT repo (docs/review-service.md §4): prompt and model are written as given (None clears
-    /// them); enabled only when Some. Returns the re-read row, or None when not registered.
+    /// them); enabled only when Some; min_severity only when Some (`Some(None)` clears it; the
+    /// caller checks it is a severity). Returns the re-read row, or None when not registered.
     pub async fn update_repo(
         &self,
         full_name: &str,
         prompt: Option<&str>,
         model: Option<&str>,
         enabled: Option<i64>,
+        min_severity: Option<Option<&str>>,
     ) -> Result<Option<RepoRow>> {
-        let query = sqlx::query(
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
             "UPDATE repos SET prompt = $1, model = $2, enabled = COALESCE($3, enabled) WHERE full_name = $4",
-        );
-        let query = query.bind(prompt).bind(model).bind(enabled).bind(full_name);
-        self.changed(query).await?;
+        )
+        .bind(prompt)
+        .bind(model)
+        .bind(enabled)
+        .bind(full_name)
+        .execute(&mut *tx)
+        .await?;
+        if let Some(min_severity) = min_severity {
+            sqlx::query("UPDATE repos SET min_severity = $1 WHERE full_name = $2")
+                .bind(min_severity)
+                .bind(full_name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
         self.repo(full_name).await
     }
 

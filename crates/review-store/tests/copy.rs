@@ -30,7 +30,13 @@ async fn fill(store: &Store) {
         store.register_repo(repo, 7, T0).await.unwrap();
     }
     store
-        .update_repo("o/a", Some("be terse"), Some("openai/gpt-5"), Some(1))
+        .update_repo(
+            "o/a",
+            Some("be terse"),
+            Some("openai/gpt-5"),
+            Some(1),
+            Some(Some("question")),
+        )
         .await
         .unwrap();
     for i in 0..30i64 {

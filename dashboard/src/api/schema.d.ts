@@ -363,7 +363,7 @@ export interface paths {
         };
         /**
          * PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-         *     keeps it (docs/review-service.md §4, Repos rule 2).
+         *     keeps it (docs/review-service.md §4, Repos rule 2), as does omitting min_severity.
          */
         put: {
             parameters: {
@@ -1741,6 +1741,11 @@ export interface components {
              * @description Forge app installation id.
              */
             installation_id: number;
+            /**
+             * @description nit, question or blocking; null: the review_min_severity setting applies.
+             * @enum {string|null}
+             */
+            min_severity?: "blocking" | "nit" | "question" | null;
             /** @description Per-repo model override, `<provider>/<model>`. */
             model?: string | null;
             /** @description Per-repo review prompt (the replaceable focus). */
@@ -1980,6 +1985,12 @@ export interface components {
              * @description 0 or 1; omitted keeps it.
              */
             enabled?: number | null;
+            /**
+             * @description **Added.** `nit`, `question` or `blocking`: the least severity posted inline for this
+             *     repository; null or "" clears it (the review_min_severity setting applies); omitted
+             *     keeps it (docs/review-service.md, "Minimum severity and quiet reviews").
+             */
+            min_severity?: string | null;
             /** @description Written as given: omitted clears it. */
             model?: string | null;
             /** @description Written as given: omitted clears it. */

@@ -11,11 +11,12 @@ import { Card, Empty, ErrorBox, Query, ReviewTable, StatusBadge, Time, money } f
 function useSaveRepo() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: async (r: { full_name: string; enabled?: number; prompt: string | null; model: string | null }) =>
+    mutationFn: async (r: { full_name: string; enabled?: number; prompt: string | null; model: string | null; min_severity?: string }) =>
       unwrap(
         await api.PUT("/api/repos/{owner}/{name}", {
           params: { path: repoParams(r.full_name) },
-          body: { enabled: r.enabled, prompt: r.prompt ?? undefined, model: r.model ?? undefined },
+          // min_severity: omitted keeps it, "" clears it (docs/review-service.md §4, Repos rule 2).
+          body: { enabled: r.enabled, prompt: r.prompt ?? undefined, model: r.model ?? undefined, min_severity: r.min_severity },
         }),
       ),
     onSuccess: () => client.invalidateQueries({ queryKey: ["repos"] }),
@@ -138,6 +139,7 @@ function RepoSettings({ repo }: { repo: Repo }) {
   const navigate = useNavigate();
   const [prompt, setPrompt] = useState(repo.prompt ?? "");
   const [model, setModel] = useState(repo.model ?? "");
+  const [minSeverity, setMinSeverity] = useState<string>(repo.min_severity ?? "");
   const [confirming, setConfirming] = useState(false);
   const improve = useMutation({
     mutationFn: async () =>
@@ -157,12 +159,24 @@ function RepoSettings({ repo }: { repo: Repo }) {
         className="stack"
         onSubmit={(e) => {
           e.preventDefault();
-          save.mutate({ full_name: repo.full_name, prompt: prompt.trim() === "" ? null : prompt, model: model === "" ? null : model });
+          save.mutate({
+            full_name: repo.full_name,
+            prompt: prompt.trim() === "" ? null : prompt,
+            model: model === "" ? null : model,
+            min_severity: minSeverity,
+          });
         }}
       >
         <label htmlFor="repo-prompt">Prompt (empty: the default prompt)</label>
         <textarea id="repo-prompt" rows={8} value={prompt} onChange={(e) => setPrompt(e.target.value)} />
         <ModelPicker label="Model (empty: the default model)" value={model} onChange={setModel} />
+        <label htmlFor="repo-min-severity">Least severity posted inline</label>
+        <select id="repo-min-severity" value={minSeverity} onChange={(e) => setMinSeverity(e.target.value)}>
+          <option value="">the global setting</option>
+          <option value="nit">nit: all</option>
+          <option value="question">question and blocking</option>
+          <option value="blocking">blocking only</option>
+        </select>
         <div className="row">
           <button type="submit" className="btn primary" disabled={save.isPending}>
             {save.isPending ? "Saving…" : "Save"}

@@ -64,6 +64,9 @@ pub async fn run_agent(
         crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;
     agent_job.budget = review_budget(&app.config, &settings);
     (agent_job.min_severity, agent_job.quiet) = review_noise(&settings);
+    if let Some(own) = repo_row.as_ref().and_then(|r| r.min_severity) {
+        agent_job.min_severity = own; // the repository's own wins over the global setting
+    }
 
     let providers = provider_settings(&app.config, &settings);
     let poster = ForgePoster {

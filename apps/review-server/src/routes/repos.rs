@@ -112,10 +112,22 @@ pub struct Update {
     #[serde(default, deserialize_with = "whole_number_or_null")]
     #[schema(minimum = 0, maximum = 1)]
     pub enabled: Option<i64>,
+    /// **Added.** `nit`, `question` or `blocking`: the least severity posted inline for this
+    /// repository; null or "" clears it (the review_min_severity setting applies); omitted
+    /// keeps it (docs/review-service.md, "Minimum severity and quiet reviews").
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, nullable, pattern = "^$|^(nit|question|blocking)$")]
+    pub min_severity: Option<Option<String>>,
+}
+
+/// A field that is present, even as null: `Some(None)` for null, so that omitted (`None`, by
+/// `serde(default)`) and null differ.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
 }
 
 /// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-/// keeps it (docs/review-service.md §4, Repos rule 2).
+/// keeps it (docs/review-service.md §4, Repos rule 2), as does omitting min_severity.
 #[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")), request_body = Update,
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update(
@@ -129,6 +141,16 @@ pub async fn update(
     {
         return Err(ApiError::Unprocessable("enabled: expected 0 or 1".into()));
     }
+    let min_severity = body
+        .min_severity
+        .map(|v| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()));
+    if let Some(Some(text)) = &min_severity
+        && text.parse::<review_domain::Severity>().is_err()
+    {
+        return Err(ApiError::Unprocessable(format!(
+            "min_severity: expected nit, question or blocking, got {text:?}"
+        )));
+    }
     let row = app
         .records
         .edit_repo(
@@ -136,6 +158,7 @@ pub async fn update(
             body.prompt.as_deref(),
             body.model.as_deref(),
             body.enabled,
+            min_severity.as_ref().map(Option::as_deref),
         )
         .await?;
     row.map(Json).ok_or(ApiError::NotFound)
