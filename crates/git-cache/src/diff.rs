@@ -19,6 +19,7 @@ use gix::diff::blob::{Algorithm, InternedInput, diff_with_slider_heuristics, sou
 use gix::objs::tree::EntryKind;
 
 use crate::GitError;
+use crate::ctype::is_git_space;
 use crate::funcname::{FUNC_LINE_MAX, FuncName};
 use crate::quote::{quote, quote_two};
 
@@ -117,11 +118,6 @@ pub(crate) trait Blobs {
 /// git's `buffer_is_binary`: a NUL byte in the first 8000 bytes.
 pub(crate) fn is_binary(data: &[u8]) -> bool {
     data[..data.len().min(FIRST_FEW_BYTES)].contains(&0)
-}
-
-/// git's `isspace` (`sane_ctype`): space, tab, LF and CR only.
-pub(crate) fn is_git_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// Appends the patch of one queue entry to `out`.

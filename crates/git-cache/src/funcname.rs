@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use regex::bytes::{Regex, RegexBuilder};
 
-use crate::diff::is_git_space;
+use crate::ctype::is_git_space;
 
 /// git's function-name buffer (`struct func_line`).
 pub(crate) const FUNC_LINE_MAX: usize = 80;

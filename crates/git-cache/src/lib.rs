@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod cache;
+mod ctype;
 mod diff;
 mod error;
 mod funcname;

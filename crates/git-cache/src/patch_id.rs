@@ -7,7 +7,7 @@
 
 use sha1::{Digest, Sha1};
 
-use crate::diff::is_git_space;
+use crate::ctype::is_git_space;
 
 /// `git patch-id --stable` of a unified diff as `git diff` prints it: the 40-hex id, or `None`
 /// when the diff holds nothing to hash (an empty diff).
