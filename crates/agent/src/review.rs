@@ -20,6 +20,11 @@ use crate::provider::{Message, ModelRequest, ProviderSettings, Usage};
 use crate::tools::{PostState, ReviewPoster, ToolContext, ToolRegistry, path::Root};
 use crate::transcript::{TranscriptStore, TranscriptWriter};
 
+/// The longest one review may take in all, git work included: 45 minutes (README, "What a
+/// review does"; docs/security.md, "The git phase"). The default of
+/// [`ReviewJob::total_timeout`], and the server's deadline for a whole run.
+pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+
 /// Everything one review run needs besides the shared services.
 #[derive(Debug, Clone)]
 pub struct ReviewJob {
@@ -48,7 +53,7 @@ pub struct ReviewJob {
     pub diff_cap_bytes: usize,
     /// Longest wait for model progress; default 5 minutes.
     pub idle_timeout: Duration,
-    /// Longest run; default 45 minutes.
+    /// Longest run; default [`REVIEW_TIMEOUT`].
     pub total_timeout: Duration,
     /// Token and cost limits; default none.
     pub budget: Budget,
@@ -132,7 +137,7 @@ impl ReviewJob {
             max_steps: 40,
             diff_cap_bytes: 400_000,
             idle_timeout: Duration::from_secs(5 * 60),
-            total_timeout: Duration::from_secs(45 * 60),
+            total_timeout: REVIEW_TIMEOUT,
             budget: Budget::default(),
             instructions: None,
             approve_allowed: false,

@@ -27,7 +27,6 @@ use forge::CheckConclusion;
 use review_domain::{ReviewRow, ReviewStatus, Trigger};
 use review_store::{ClaimedReview, Completion, NewReview};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
@@ -35,9 +34,8 @@ pub use queue::{CONTROL_CHANNEL, spawn_replica_tasks, sweep_orphans};
 
 /// The check run's name on the PR.
 const CHECK_RUN_NAME: &str = "review-server";
-/// The longest a running review may take in all, git work included: 45 minutes (README, "What
-/// a review does"; docs/security.md, "The git phase").
-const REVIEW_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+// The longest a running review may take in all, git work included.
+use agent::REVIEW_TIMEOUT;
 
 /// How a run ended without an error.
 enum Finished {
