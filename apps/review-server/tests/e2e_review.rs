@@ -575,7 +575,11 @@ async fn findings_under_the_minimum_severity_are_counted_not_posted() {
 #[tokio::test]
 async fn a_repositorys_min_severity_wins_over_the_global_setting() {
     let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
-    put_settings(&w.server, serde_json::json!({"review_min_severity": "blocking"})).await;
+    put_settings(
+        &w.server,
+        serde_json::json!({"review_min_severity": "blocking"}),
+    )
+    .await;
     w.server.enable(&w.full_name(), None).await;
     let r = reqwest::Client::new()
         .put(format!("{}/api/repos/{}", w.server.url, w.full_name()))
