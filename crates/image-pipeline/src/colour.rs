@@ -17,6 +17,8 @@ use lcms2::{
     Transform,
 };
 
+use crate::{PipelineError, cost};
+
 /// libvips' built-in sRGB profile (`libvips/colour/profiles/sRGB.icm`, the 480-byte compact
 /// sRGB v4 profile of Clinton Ingram's Compact-ICC-Profiles, CC0), as sharp 0.34 embeds it.
 const SRGB_V4: &[u8] = include_bytes!("srgb-v4.icc");
@@ -92,8 +94,37 @@ static CMYK_CACHE: Mutex<Vec<(Vec<u8>, Arc<Lcms>)>> = Mutex::new(Vec::new());
 /// otherwise from libvips' built-in CMYK profile, to libvips' sRGB profile with perceptual
 /// intent, as sharp does (`icc_transform` with `input_profile=cmyk`: one link, optimised as Little
 /// CMS optimises it, so the pixels are libvips' to the bit; see Cargo.toml for the Little CMS
-/// version this needs). `None` only when Little CMS cannot link the profiles.
-pub(crate) fn cmyk_to_srgb(cmyk: &[u8], icc: Option<&[u8]>) -> Option<Vec<u8>> {
+/// version this needs). `Ok(None)` only when Little CMS cannot link the profiles.
+///
+/// The RGB buffer (three quarters of `cmyk`'s length) is reserved fallibly ([`rgb_for`]).
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the RGB buffer cannot be reserved.
+pub(crate) fn cmyk_to_srgb(
+    cmyk: &[u8],
+    icc: Option<&[u8]>,
+) -> Result<Option<Vec<u8>>, PipelineError> {
+    let mut rgb = rgb_for(cmyk.len())?;
+    let Some(transform) = cmyk_transform(icc) else {
+        return Ok(None);
+    };
+    transform.transform_pixels(cmyk, &mut rgb);
+    Ok(Some(rgb))
+}
+
+/// A zeroed RGB buffer for `cmyk_len` CMYK samples: 3 bytes for each whole 4-sample pixel
+/// (`cmyk_len / 4 * 3`, which cannot overflow), reserved fallibly ([`cost::buffer`]).
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the memory cannot be reserved.
+fn rgb_for(cmyk_len: usize) -> Result<Vec<u8>, PipelineError> {
+    cost::buffer(cmyk_len / 4 * 3, 0)
+}
+
+/// The Little CMS link from the embedded CMYK profile `icc` (or libvips' built-in one) to
+/// libvips' sRGB, from the cache or built and cached; `None` when the profiles cannot be
+/// linked.
+fn cmyk_transform(icc: Option<&[u8]>) -> Option<Arc<Lcms>> {
     let embedded = icc.filter(|p| {
         Profile::new_icc(p).is_ok_and(|p| p.color_space() == ColorSpaceSignature::CmykData)
     });
@@ -128,9 +159,7 @@ pub(crate) fn cmyk_to_srgb(cmyk: &[u8], icc: Option<&[u8]>) -> Option<Vec<u8>> {
             t
         }
     };
-    let mut rgb = vec![0u8; cmyk.len() / 4 * 3];
-    transform.transform_pixels(cmyk, &mut rgb);
-    Some(rgb)
+    Some(transform)
 }
 
 fn build(icc: &[u8], alpha: bool) -> Cached {
@@ -192,5 +221,19 @@ mod tests {
             to_srgb(&mut img, Some(icc));
             assert_eq!(img.to_rgba8().get_pixel(0, 0).0, [180, 80, 60, 7]);
         }
+    }
+
+    #[test]
+    fn an_impossible_cmyk_conversion_is_an_error_not_an_abort() {
+        // The RGB of usize::MAX CMYK samples: three quarters of 2^64 bytes, over isize::MAX.
+        let e = rgb_for(usize::MAX).err();
+        assert!(
+            matches!(&e, Some(PipelineError::Encode(m)) if m.contains("cannot reserve")),
+            "{e:?}"
+        );
+        // A small one converts: no ink is white.
+        let rgb = cmyk_to_srgb(&[0, 0, 0, 0], None).ok().flatten();
+        assert_eq!(rgb.as_ref().map(Vec::len), Some(3));
+        assert!(rgb.is_some_and(|p| p.iter().all(|&v| v >= 250)), "white");
     }
 }

@@ -82,7 +82,7 @@ fn cmyk_tiff(bytes: &[u8]) -> Result<Option<image::RgbImage>, PipelineError> {
         return Ok(None);
     };
     let icc = decoder(bytes)?.icc_profile().ok().flatten();
-    let rgb = crate::colour::cmyk_to_srgb(&cmyk, icc.as_deref()).ok_or_else(|| {
+    let rgb = crate::colour::cmyk_to_srgb(&cmyk, icc.as_deref())?.ok_or_else(|| {
         PipelineError::Undecodable("CMYK TIFF: its colour profile cannot be applied".into())
     })?;
     image::RgbImage::from_raw(width, height, rgb)

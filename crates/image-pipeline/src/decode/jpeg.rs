@@ -125,7 +125,7 @@ fn cmyk_to_srgb(bytes: &[u8], mut cmyk: Vec<u8>) -> Result<Vec<u8>, PipelineErro
             *v = 255 - *v;
         }
     }
-    colour::cmyk_to_srgb(&cmyk, icc::jpeg_icc(bytes).as_deref()).ok_or_else(|| {
+    colour::cmyk_to_srgb(&cmyk, icc::jpeg_icc(bytes).as_deref())?.ok_or_else(|| {
         PipelineError::Undecodable("CMYK JPEG: its colour profile cannot be applied".into())
     })
 }
