@@ -271,6 +271,19 @@ pub(crate) fn fitted_mark((mw, mh): (u32, u32), (cw, ch): (u32, u32), scale: f32
 /// # Errors
 /// [`PipelineError::Encode`] when the memory cannot be reserved.
 pub(crate) fn buffer<T: Clone>(len: usize, fill: T) -> Result<Vec<T>, PipelineError> {
+    let mut v = reserve(len)?;
+    v.resize(len, fill);
+    Ok(v)
+}
+
+/// An empty vector with room for `len` items of `T`, reserved fallibly: for a buffer filled by
+/// `extend` or `push` up to a size that depends on the request or the source, which
+/// `Vec::with_capacity` or `collect` would abort on when the system refuses it.
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the memory cannot be reserved (including `len` items whose
+/// bytes overflow `isize`).
+pub(crate) fn reserve<T>(len: usize) -> Result<Vec<T>, PipelineError> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| {
         PipelineError::Encode(format!(
@@ -278,7 +291,21 @@ pub(crate) fn buffer<T: Clone>(len: usize, fill: T) -> Result<Vec<T>, PipelineEr
             std::mem::size_of::<T>()
         ))
     })?;
-    v.resize(len, fill);
+    Ok(v)
+}
+
+/// The items of `items`, collected into a vector whose room for `len` of them (the count the
+/// caller expects, such as a picture's pixels) is reserved fallibly first ([`reserve`]): the
+/// fallible `collect`. More items than `len` grow it as `extend` does.
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the memory cannot be reserved.
+pub(crate) fn collect<T>(
+    len: usize,
+    items: impl IntoIterator<Item = T>,
+) -> Result<Vec<T>, PipelineError> {
+    let mut v = reserve(len)?;
+    v.extend(items);
     Ok(v)
 }
 
@@ -407,6 +434,11 @@ mod tests {
     fn an_impossible_buffer_is_an_error_not_an_abort() {
         assert!(buffer(usize::MAX / 2, 0_u64).is_err());
         assert_eq!(buffer(3, 7_u8).ok(), Some(vec![7, 7, 7]));
+        assert!(reserve::<u32>(usize::MAX / 2).is_err());
+        let room = reserve::<u16>(5).ok();
+        assert!(room.is_some_and(|v| v.is_empty() && v.capacity() >= 5));
+        assert!(collect(usize::MAX / 4, std::iter::empty::<[u8; 8]>()).is_err());
+        assert_eq!(collect(2, [4_u8, 5]).ok(), Some(vec![4, 5]));
     }
 
     #[test]

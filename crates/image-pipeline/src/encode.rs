@@ -129,10 +129,11 @@ pub(crate) fn encode(
 fn avif(img: &DynamicImage, quality: u8) -> Result<Vec<u8>, PipelineError> {
     use ravif::{Encoder, Img, RGBA8};
     let rgba = img.to_rgba8();
-    let pixels: Vec<RGBA8> = rgba
-        .pixels()
-        .map(|p| RGBA8::new(p.0[0], p.0[1], p.0[2], p.0[3]))
-        .collect();
+    let pixels: Vec<RGBA8> = crate::cost::collect(
+        rgba.as_raw().len() / 4,
+        rgba.pixels()
+            .map(|p| RGBA8::new(p.0[0], p.0[1], p.0[2], p.0[3])),
+    )?;
     let encoded = Encoder::new()
         .with_quality(f32::from(quality))
         .with_speed(10)

@@ -148,7 +148,7 @@ pub fn transform(
                 at(crop.2, scale.0).max(1),
                 at(crop.3, scale.1).max(1),
             );
-            let (l, t, w, h) = trim::content_box(&region, threshold);
+            let (l, t, w, h) = trim::content_box(&region, threshold)?;
             // A whole decode is at scale 1 on every path; the division keeps it right if not.
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let back = |v: u32, s: f64| (f64::from(v) / s).round() as u32;
@@ -586,7 +586,7 @@ fn finish(
         img = ops::blur(img, sigma)?;
     }
     if spec.sharpen {
-        img = ops::sharpen(img);
+        img = ops::sharpen(img)?;
     }
     if let Some(block) = spec.pixelate {
         img = ops::pixelate(img, block);
@@ -677,11 +677,11 @@ impl ResizeJob<'_> {
             height as usize,
             &reduction,
             reduce::box_factor(shrink.0),
-        );
+        )?;
         if !decode::stream_png_rows(source, k, &mut |row| reducer.push(row))? {
             return Ok(None);
         }
-        let pixels = reducer.finish();
+        let pixels = reducer.finish()?;
         image::RgbImage::from_raw(dst.0, dst.1, pixels)
             .map(|img| Some(DynamicImage::ImageRgb8(img)))
             .ok_or_else(|| PipelineError::Encode("resize: bad buffer size".into()))

@@ -135,12 +135,12 @@ fn png(encoded: Vec<u8>, kept: &Kept) -> Result<Vec<u8>, PipelineError> {
     let mut reader = png::Decoder::new(Cursor::new(&encoded))
         .read_info()
         .map_err(|e| fail(&e.to_string()))?;
-    let mut pixels = vec![
-        0;
+    let mut pixels = crate::cost::buffer(
         reader
             .output_buffer_size()
-            .ok_or_else(|| fail("PNG too large"))?
-    ];
+            .ok_or_else(|| fail("PNG too large"))?,
+        0_u8,
+    )?;
     let frame = reader
         .next_frame(&mut pixels)
         .map_err(|e| fail(&e.to_string()))?;

@@ -220,6 +220,10 @@ fn best_window(
 /// An RGB reduction (no axis enlarged) goes through [`crate::reduce`], libvips' own arithmetic,
 /// so that our pixels before encoding are sharp's; anything with alpha or enlarged goes through
 /// `fast_image_resize` (alpha-aware).
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the output or the reduction's buffers cannot be sized or
+/// reserved ([`crate::cost::dynamic_canvas`], [`reduce::Reducer::new`]), or the resizer fails.
 pub(crate) fn resize(
     src: &DynamicImage,
     region: Region,
@@ -242,7 +246,7 @@ pub(crate) fn resize(
         && sy >= 1.0
     {
         let reduction = reduction(region, (sw, sh), dst, (sx, sy));
-        let pixels = reduce::reduce_rgb(rgb.as_raw(), rgb.width() as usize, reduction);
+        let pixels = reduce::reduce_rgb(rgb.as_raw(), rgb.width() as usize, reduction)?;
         let out = image::RgbImage::from_raw(dst.0, dst.1, pixels)
             .ok_or_else(|| PipelineError::Encode("resize: bad buffer size".into()))?;
         return Ok(DynamicImage::ImageRgb8(out));
@@ -529,7 +533,16 @@ fn box_pass_rows(src: &[u8], dst: &mut [u8], w: usize, ch: usize, r: usize) {
 /// [`box_pass_rows`] down the columns: one running sum per column and channel, moved a whole
 /// row at a time, so memory is read in order (a column at a time strides a row per sample,
 /// which on a large picture misses the cache at every step).
-fn box_pass_columns(src: &[u8], dst: &mut [u8], row_len: usize, r: usize) {
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the running sums (`row_len` of them) cannot be reserved
+/// ([`crate::cost::collect`]).
+fn box_pass_columns(
+    src: &[u8],
+    dst: &mut [u8],
+    row_len: usize,
+    r: usize,
+) -> Result<(), PipelineError> {
     let div = u32::try_from(2 * r + 1).unwrap_or(u32::MAX);
     let h = src.len() / row_len;
     let last = h - 1;
@@ -537,11 +550,12 @@ fn box_pass_columns(src: &[u8], dst: &mut [u8], row_len: usize, r: usize) {
     // `window_start` for every column at once, a row at a time.
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let inside = r.min(last);
-    let mut acc: Vec<u32> = row(0)
-        .iter()
-        .zip(row(last))
-        .map(|(&first, &end)| u32::from(first) * count(r + 1) + u32::from(end) * count(r - inside))
-        .collect();
+    let mut acc: Vec<u32> = crate::cost::collect(
+        row_len,
+        row(0).iter().zip(row(last)).map(|(&first, &end)| {
+            u32::from(first) * count(r + 1) + u32::from(end) * count(r - inside)
+        }),
+    )?;
     for y in 1..=inside {
         for (a, &v) in acc.iter_mut().zip(row(y)) {
             *a += u32::from(v);
@@ -558,6 +572,7 @@ fn box_pass_columns(src: &[u8], dst: &mut [u8], row_len: usize, r: usize) {
             *a = *a + u32::from(p) - u32::from(m);
         }
     }
+    Ok(())
 }
 
 /// Gaussian blur approximated by three box blurs in each direction (error under 3%).
@@ -567,7 +582,8 @@ fn box_pass_columns(src: &[u8], dst: &mut [u8], row_len: usize, r: usize) {
 /// image-server bounds for unsigned URLs (README "Deployment").
 ///
 /// # Errors
-/// [`PipelineError::Encode`] when its scratch copy cannot be reserved ([`crate::cost::buffer`]).
+/// [`PipelineError::Encode`] when its scratch copy or a column pass's running sums cannot be
+/// reserved ([`crate::cost::buffer`], [`crate::cost::collect`]).
 pub(crate) fn blur(img: DynamicImage, sigma: f32) -> Result<DynamicImage, PipelineError> {
     let ch = usize::from(img.color().channel_count());
     let w = img.width() as usize;
@@ -586,17 +602,21 @@ pub(crate) fn blur(img: DynamicImage, sigma: f32) -> Result<DynamicImage, Pipeli
             continue;
         }
         box_pass_rows(buf, &mut tmp, w, ch, r);
-        box_pass_columns(&tmp, buf, w * ch, r);
+        box_pass_columns(&tmp, buf, w * ch, r)?;
     }
     Ok(img)
 }
 
-/// A fast, mild sharpen (3x3 kernel, as sharp's `sharpen()` without options).
-pub(crate) fn sharpen(img: DynamicImage) -> DynamicImage {
+/// A fast, mild sharpen (3x3 kernel, as sharp's `sharpen()` without options), alpha kept.
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the copy of the alpha (a byte a pixel) cannot be reserved
+/// ([`crate::cost::collect`]).
+pub(crate) fn sharpen(img: DynamicImage) -> Result<DynamicImage, PipelineError> {
     let kernel = [-1.0, -1.0, -1.0, -1.0, 32.0, -1.0, -1.0, -1.0, -1.0].map(|k: f32| k / 24.0);
-    match img {
+    Ok(match img {
         DynamicImage::ImageRgba8(b) => {
-            let alpha: Vec<u8> = b.pixels().map(|p| p.0[3]).collect();
+            let alpha = crate::cost::collect(b.as_raw().len() / 4, b.pixels().map(|p| p.0[3]))?;
             let mut out = image::imageops::filter3x3(&b, &kernel);
             for (p, a) in out.pixels_mut().zip(alpha) {
                 p.0[3] = a;
@@ -604,7 +624,7 @@ pub(crate) fn sharpen(img: DynamicImage) -> DynamicImage {
             DynamicImage::ImageRgba8(out)
         }
         other => DynamicImage::ImageRgb8(image::imageops::filter3x3(&other.to_rgb8(), &kernel)),
-    }
+    })
 }
 
 /// Sets R = G = B to the grey libvips' `colourspace b-w` gives, keeping alpha: the samples are
@@ -761,7 +781,7 @@ mod tests {
         };
         for r in [1, 4, 22, 60] {
             let mut columns = vec![0u8; src.len()];
-            box_pass_columns(&src, &mut columns, w * ch, r);
+            box_pass_columns(&src, &mut columns, w * ch, r).unwrap();
             let mut rows = vec![0u8; src.len()];
             box_pass_rows(&transpose(&src, w, h), &mut rows, h, ch, r);
             assert_eq!(columns, transpose(&rows, h, w), "radius {r}");
@@ -786,7 +806,7 @@ mod tests {
         box_pass_rows(&src, &mut rows, 5, 1, 40);
         assert_eq!(rows.to_vec(), want);
         let mut columns = [0u8; 5];
-        box_pass_columns(&src, &mut columns, 1, 40);
+        box_pass_columns(&src, &mut columns, 1, 40).unwrap();
         assert_eq!(columns.to_vec(), want);
     }
 

@@ -13,6 +13,7 @@
 //!   edges at integers), where `start` is where the kept region begins.
 
 use crate::shrink::{self, BoxShrink};
+use crate::{PipelineError, cost};
 
 /// Sub-pixel positions of the mask table (libvips' `VIPS_TRANSFORM_SCALE`).
 const SUBPIXEL: usize = 64;
@@ -43,15 +44,22 @@ struct Axis {
 
 impl Axis {
     /// `out_len` samples over a source axis of `shrink * out_len` pixels starting at `start`.
-    fn new(out_len: usize, shrink: f64, start: f64) -> Self {
+    ///
+    /// The per-sample list (`out_len` entries) is reserved fallibly; the mask table holds
+    /// `65 * taps` coefficients, bounded because the callers box first ([`box_factor`]), which
+    /// leaves a Lanczos3 shrink under 4 (at most 25 taps).
+    ///
+    /// # Errors
+    /// [`PipelineError::Encode`] when the per-sample list cannot be reserved.
+    fn new(out_len: usize, shrink: f64, start: f64) -> Result<Self, PipelineError> {
         // libvips skips an axis that keeps its size.
         #[allow(clippy::float_cmp)]
         if shrink == 1.0 && start == 0.0 {
-            return Self {
+            return Ok(Self {
                 taps: 1,
                 table: vec![1 << SHIFT],
-                samples: (0..out_len).map(|i| (i as isize, 0)).collect(),
-            };
+                samples: cost::collect(out_len, (0..out_len).map(|i| (i as isize, 0)))?,
+            });
         }
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let taps = 2 * (3.0 * shrink).round_ties_even() as usize + 1;
@@ -75,8 +83,9 @@ impl Axis {
         // libvips pads the source by `ceil(taps / 2) - 1` on each side and walks an offset
         // coordinate Y in that padded space.
         let pad = taps.div_ceil(2) - 1;
-        let samples = (0..out_len)
-            .map(|i| {
+        let samples = cost::collect(
+            out_len,
+            (0..out_len).map(|i| {
                 #[allow(clippy::cast_precision_loss)]
                 let y = start + (i as f64 + 0.5) * shrink;
                 let py = y.floor();
@@ -87,13 +96,13 @@ impl Axis {
                 let t = ((sub + 1) >> 1) as usize;
                 #[allow(clippy::cast_possible_truncation)]
                 (py as isize - pad as isize, t * taps)
-            })
-            .collect();
-        Self {
+            }),
+        )?;
+        Ok(Self {
             taps,
             table,
             samples,
-        }
+        })
     }
 
     fn mask(&self, row: usize) -> &[i16] {
@@ -123,8 +132,13 @@ pub(crate) struct Reduction {
 /// Reduces an RGB image (`width` pixels a row) as `r` says, in libvips' order: along each axis
 /// that shrinks by 4 or more, boxes of k = shrink / 2 (rounded down) pixels are averaged first
 /// (`vips_reducev` / `vips_reduceh` with sharp's reducing gap of 2), so the steps are: box
-/// down, Lanczos3 down, box across, Lanczos3 across.
-pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Vec<u8> {
+/// down, Lanczos3 down, box across, Lanczos3 across. Returns the `r.out` pixels, RGB, row by
+/// row.
+///
+/// # Errors
+/// [`PipelineError::Encode`] when a buffer's size overflows or cannot be reserved
+/// ([`Reducer::new`], [`BoxShrink::rows_only`]).
+pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Result<Vec<u8>, PipelineError> {
     let height = src.len() / (width * 3).max(1);
     let (bx, by) = (box_factor(r.shrink.0), box_factor(r.shrink.1));
     #[allow(clippy::cast_precision_loss)]
@@ -134,7 +148,7 @@ pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Vec<u8> {
         start: (r.start.0, r.start.1 / k),
         ..r
     };
-    let mut reducer = Reducer::<3>::new(width, height.div_ceil(by), &boxed, bx);
+    let mut reducer = Reducer::<3>::new(width, height.div_ceil(by), &boxed, bx)?;
     let rows = src.chunks_exact(width * 3);
     if by < 2 {
         rows.for_each(|row| reducer.push(row));
@@ -145,7 +159,7 @@ pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Vec<u8> {
             u32::try_from(height).unwrap_or(u32::MAX),
             3,
             by,
-        );
+        )?;
         for row in rows {
             boxes.push(row);
             boxes.drain_rows(&mut |boxed| reducer.push(boxed));
@@ -170,6 +184,12 @@ pub(crate) fn box_factor(shrink: f64) -> usize {
 /// result transposed, so the horizontal pass reads source columns as rows, and its result is
 /// transposed back at the end. The box across (libvips' `shrinkh`, after `reducev`) runs on
 /// each vertical-pass row as it comes out.
+///
+/// Every buffer whose size follows the request or the source (the columns, the vertical
+/// pass's line and its boxed copy, the source rows held, the horizontal pass's result and the
+/// output) is sized with checked arithmetic and reserved fallibly: a size that overflows or
+/// memory the system refuses is a [`PipelineError::Encode`] from [`Reducer::new`], or, for a
+/// row buffer while rows stream in, from [`Reducer::finish`].
 pub(crate) struct Reducer<const CH: usize> {
     v: Axis,
     h: Axis,
@@ -191,31 +211,48 @@ pub(crate) struct Reducer<const CH: usize> {
     /// With a box across: its averages and the boxed row.
     averages: Option<shrink::Averages>,
     boxed: Vec<u8>,
+    /// A row buffer that could not be reserved while rows were pushed: `finish` returns it.
+    failed: Option<PipelineError>,
 }
 
 impl<const CH: usize> Reducer<CH> {
-    /// A reduction of a `width` x `height` source as `r` says, with a box of `hbox` across.
-    pub(crate) fn new(width: usize, height: usize, r: &Reduction, hbox: usize) -> Self {
+    /// A reduction of a `width` x `height` source (pixels of `CH` bytes) as `r` says, with a
+    /// box of `hbox` pixels across. Reserves the columns (`ceil(width / hbox) * r.out.1` pixels)
+    /// and two rows; checks that the output's `r.out.0 * r.out.1` pixels have a size.
+    ///
+    /// # Errors
+    /// [`PipelineError::Encode`] when a size overflows `usize` or the memory cannot be
+    /// reserved ([`cost::samples`], [`cost::buffer`]).
+    pub(crate) fn new(
+        width: usize,
+        height: usize,
+        r: &Reduction,
+        hbox: usize,
+    ) -> Result<Self, PipelineError> {
         let (ow, oh) = r.out;
         let hbox = hbox.max(1);
         #[allow(clippy::cast_precision_loss)]
         let k = hbox as f64;
-        Self {
-            v: Axis::new(oh, r.shrink.1, r.start.1),
-            h: Axis::new(ow, r.shrink.0 / k, r.start.0 / k),
+        let boxed_width = width.div_ceil(hbox);
+        // The output's size is checked now, before any row is decoded; `finish` reserves it.
+        cost::samples(ow, oh, CH)?;
+        Ok(Self {
+            columns: cost::buffer(cost::samples(boxed_width, oh, CH)?, 0)?,
+            line: cost::buffer(cost::samples(width, 1, CH)?, 0)?,
+            boxed: cost::buffer(cost::samples(boxed_width, 1, CH)?, 0)?,
+            v: Axis::new(oh, r.shrink.1, r.start.1)?,
+            h: Axis::new(ow, r.shrink.0 / k, r.start.0 / k)?,
             out: r.out,
             stride: width * CH,
             height: height.max(1),
-            columns: vec![0u8; width.div_ceil(hbox) * oh * CH],
             window: std::collections::VecDeque::new(),
             first: 0,
             spare: Vec::new(),
             received: 0,
             next: 0,
-            line: vec![0u8; width * CH],
             averages: (hbox > 1).then(|| shrink::Averages::new(hbox)),
-            boxed: vec![0u8; width.div_ceil(hbox) * CH],
-        }
+            failed: None,
+        })
     }
 
     /// The first and last source rows output row `y` reads (edges repeat).
@@ -227,12 +264,24 @@ impl<const CH: usize> Reducer<CH> {
         )
     }
 
-    /// Takes the next source row (`width * CH` samples; extra samples are ignored).
+    /// Takes the next source row (`width * CH` samples; extra samples are ignored). A row
+    /// buffer that cannot be reserved stops the reduction: [`Reducer::finish`] returns the
+    /// error.
     pub(crate) fn push(&mut self, row: &[u8]) {
-        if self.received >= self.height {
+        if self.received >= self.height || self.failed.is_some() {
             return;
         }
-        let mut buf = self.spare.pop().unwrap_or_default();
+        // A spare row already has room for `stride` samples; a new one is reserved fallibly.
+        let mut buf = match self.spare.pop() {
+            Some(buf) => buf,
+            None => match cost::reserve(self.stride) {
+                Ok(buf) => buf,
+                Err(e) => {
+                    self.failed = Some(e);
+                    return;
+                }
+            },
+        };
         buf.clear();
         buf.extend_from_slice(&row[..self.stride.min(row.len())]);
         buf.resize(self.stride, 0);
@@ -282,9 +331,16 @@ impl<const CH: usize> Reducer<CH> {
         }
     }
 
-    /// Runs the horizontal pass and returns the `r.out` pixels. A source that ended early
-    /// repeats its last row.
-    pub(crate) fn finish(mut self) -> Vec<u8> {
+    /// Runs the horizontal pass and returns the `r.out` pixels (`r.out.0 * r.out.1 * CH`
+    /// bytes, row by row). A source that ended early repeats its last row.
+    ///
+    /// # Errors
+    /// [`PipelineError::Encode`] when a row buffer could not be reserved while rows were
+    /// pushed, or the horizontal pass's result or the output cannot be.
+    pub(crate) fn finish(mut self) -> Result<Vec<u8>, PipelineError> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         if !self.window.is_empty() {
             while self.next < self.out.1 {
                 self.emit(self.next);
@@ -294,7 +350,9 @@ impl<const CH: usize> Reducer<CH> {
         let (ow, oh) = self.out;
         let column = oh * CH;
         let width = self.columns.len() / column.max(1);
-        let mut transposed = vec![0u8; ow * column];
+        // Checked by `new`: `ow * oh * CH` fits in usize.
+        let len = cost::samples(ow, oh, CH)?;
+        let mut transposed = cost::buffer(len, 0_u8)?;
         for (&(first, m), out) in self
             .h
             .samples
@@ -309,14 +367,14 @@ impl<const CH: usize> Reducer<CH> {
                 .collect();
             vertical(&taps, self.h.mask(m), out);
         }
-        let mut out = vec![0u8; ow * oh * CH];
+        let mut out = cost::buffer(len, 0_u8)?;
         for (x, col) in transposed.chunks_exact(column).enumerate() {
             for (y, px) in col.chunks_exact(CH).enumerate() {
                 let at = (y * ow + x) * CH;
                 out[at..at + CH].copy_from_slice(px);
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -377,9 +435,23 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
+    /// A reduction by 2 both ways to `out` pixels.
+    fn halving(out: (usize, usize)) -> Reduction {
+        Reduction {
+            out,
+            shrink: (2.0, 2.0),
+            start: (0.0, 0.0),
+        }
+    }
+
+    /// Whether `e` is the pipeline's error for a buffer, its message containing `says`.
+    fn refused<T>(e: Result<T, PipelineError>, says: &str) -> bool {
+        matches!(&e, Err(PipelineError::Encode(m)) if m.contains(says))
+    }
+
     #[test]
     fn masks_sum_close_to_one_and_peak_at_the_centre() {
-        let a = Axis::new(10, 1.25, 0.0);
+        let a = Axis::new(10, 1.25, 0.0).unwrap();
         assert_eq!(a.taps, 9);
         let m = a.mask(0);
         let sum: i32 = m.iter().map(|&c| i32::from(c)).sum();
@@ -405,7 +477,7 @@ mod tests {
             })
             .collect();
         let taps: Vec<&[u8]> = rows.iter().map(Vec::as_slice).collect();
-        let axis = Axis::new(4, 1.25, 0.3);
+        let axis = Axis::new(4, 1.25, 0.3).unwrap();
         for m in [0, axis.taps * 17, axis.taps * 64] {
             let (mut a, mut b) = (vec![0u8; 1000], vec![0u8; 1000]);
             vertical(&taps, axis.mask(m), &mut a);
@@ -416,21 +488,18 @@ mod tests {
 
     #[test]
     fn a_source_that_ends_early_repeats_its_last_row() {
-        let r = Reduction {
-            out: (4, 4),
-            shrink: (2.0, 2.0),
-            start: (0.0, 0.0),
-        };
-        let mut reducer = Reducer::<3>::new(8, 8, &r, 1);
+        let r = halving((4, 4));
+        let mut reducer = Reducer::<3>::new(8, 8, &r, 1).unwrap();
         for _ in 0..3 {
             reducer.push(&[90u8; 24]);
         }
-        let out = reducer.finish();
+        let out = reducer.finish().unwrap();
         assert_eq!(out.len(), 4 * 4 * 3);
         assert!(out.iter().all(|&v| (88..=90).contains(&v)), "{out:?}");
         assert!(
             Reducer::<3>::new(8, 8, &r, 1)
-                .finish()
+                .and_then(Reducer::finish)
+                .unwrap()
                 .iter()
                 .all(|&v| v == 0)
         );
@@ -444,8 +513,41 @@ mod tests {
             shrink: (40.0 / 13.0, 30.0 / 9.0),
             start: (0.0, 0.0),
         };
-        let out = reduce_rgb(&src, 40, r);
+        let out = reduce_rgb(&src, 40, r).unwrap();
         assert_eq!(out.len(), 13 * 9 * 3);
         assert!(out.iter().all(|&v| (76..=77).contains(&v)), "{out:?}");
+    }
+
+    #[test]
+    fn an_impossible_reduction_is_an_error_not_an_abort() {
+        // An output whose pixels overflow usize, with a small source: refused before any
+        // buffer is made.
+        let huge = halving((usize::MAX / 2, 3));
+        assert!(refused(Reducer::<3>::new(8, 8, &huge, 1), "overflows"));
+        // Columns of a source as wide as usize allows: the product overflows.
+        let wide = Reducer::<3>::new(usize::MAX, 8, &halving((4, 4)), 1);
+        assert!(refused(wide, "overflows"));
+        // Sizes that fit in usize but whose bytes exceed isize::MAX: refused by the
+        // reservation, whatever the machine's memory (the horizontal axis's samples, then a
+        // row of 2^61 RGBA pixels).
+        let long = Reducer::<3>::new(8, 8, &halving((1 << 61, 1)), 1);
+        assert!(refused(long, "cannot reserve"));
+        let row = Reducer::<4>::new(1 << 61, 8, &halving((1, 1)), 1 << 50);
+        assert!(refused(row, "cannot reserve"));
+        assert!(refused(
+            Axis::new(usize::MAX / 8, 1.0, 0.0),
+            "cannot reserve"
+        ));
+        // The whole-image entry point says the same.
+        assert!(refused(reduce_rgb(&[0; 24], 8, huge), "overflows"));
+    }
+
+    #[test]
+    fn a_row_that_cannot_be_held_fails_the_reduction_at_finish() {
+        let mut reducer = Reducer::<3>::new(8, 8, &halving((4, 4)), 1).unwrap();
+        reducer.failed = Some(PipelineError::Encode("cannot reserve a row".into()));
+        reducer.push(&[90u8; 24]);
+        assert_eq!(reducer.received, 0);
+        assert!(refused(reducer.finish(), "cannot reserve"));
     }
 }

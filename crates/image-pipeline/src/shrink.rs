@@ -10,6 +10,8 @@
 
 use image::{DynamicImage, RgbImage, RgbaImage};
 
+use crate::{PipelineError, cost};
+
 /// The largest box factor used; past it the Lanczos3 resize does the rest (and the sums fit u32).
 const MAX_FACTOR: usize = 64;
 
@@ -44,55 +46,103 @@ pub(crate) struct BoxShrink {
     averages: Option<Averages>,
 }
 
-/// A table of [`average`] for every sum of `n` 8-bit samples.
+/// The largest `n` whose averages are tabulated: a table of `255 * n + 1` bytes (16 KiB here).
+/// A larger `n` (a box across as wide as the source allows, in `reduce`) computes each average
+/// instead, so the table never grows with the request.
+const MAX_TABLED: usize = MAX_FACTOR;
+
+/// [`average`] of `n` 8-bit samples, looked up in a table for every possible sum when `n` is at
+/// most [`MAX_TABLED`], computed otherwise.
 pub(crate) struct Averages {
     n: usize,
+    count: u32,
+    /// `table[s]` is the average of a sum `s`, for `s` in `0..=255 * n`; empty past `MAX_TABLED`.
     table: Vec<u8>,
 }
 
 impl Averages {
     pub(crate) fn new(n: usize) -> Self {
         let count = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
-        Self {
-            n,
-            table: (0..=255 * count).map(|s| average(s, count)).collect(),
-        }
+        let table = if n <= MAX_TABLED {
+            (0..=255 * count).map(|s| average(s, count)).collect()
+        } else {
+            Vec::new()
+        };
+        Self { n, count, table }
     }
 
-    /// The average of `n` samples that sum to `sum`.
+    /// The average of `n` samples that sum to `sum` (at most `255 * n`).
     pub(crate) fn of(&self, sum: u32) -> u8 {
-        self.table[(sum as usize).min(self.table.len() - 1)]
+        match self.table.get(sum as usize) {
+            Some(&v) => v,
+            None if self.table.is_empty() => average(sum, self.count),
+            None => self.table[self.table.len() - 1],
+        }
     }
+}
+
+/// `side` pixels boxed by `k` (at least 1): the side of the shrunk image.
+fn shrunk(side: u32, k: usize) -> u32 {
+    side.div_ceil(u32::try_from(k.max(1)).unwrap_or(u32::MAX))
 }
 
 impl BoxShrink {
     /// A shrinker for a `width` x `height` source with `channels` samples per pixel (1 to 4),
     /// by `k` in both directions.
-    pub(crate) fn new(width: u32, height: u32, channels: usize, k: usize) -> Self {
+    ///
+    /// # Errors
+    /// As [`BoxShrink::rows_only`].
+    pub(crate) fn new(
+        width: u32,
+        height: u32,
+        channels: usize,
+        k: usize,
+    ) -> Result<Self, PipelineError> {
         Self::with_factors(width, height, channels, k, k)
     }
 
     /// A shrinker by `ky` down only: libvips' `shrinkv`, which runs before the vertical
     /// Lanczos3 pass (the horizontal box runs later, in `reduce`).
-    pub(crate) fn rows_only(width: u32, height: u32, channels: usize, ky: usize) -> Self {
+    ///
+    /// Its sums (one output row of `u32`s) and its output (the whole shrunk image, RGB or
+    /// RGBA bytes) are sized with checked arithmetic and reserved fallibly here, so rows pushed
+    /// later never allocate.
+    ///
+    /// # Errors
+    /// [`PipelineError::Encode`] when a size overflows or the memory cannot be reserved
+    /// ([`cost::samples`], [`cost::reserve`]).
+    pub(crate) fn rows_only(
+        width: u32,
+        height: u32,
+        channels: usize,
+        ky: usize,
+    ) -> Result<Self, PipelineError> {
         Self::with_factors(width, height, channels, 1, ky)
     }
 
-    fn with_factors(width: u32, height: u32, channels: usize, kx: usize, ky: usize) -> Self {
+    fn with_factors(
+        width: u32,
+        height: u32,
+        channels: usize,
+        kx: usize,
+        ky: usize,
+    ) -> Result<Self, PipelineError> {
         let (kx, ky) = (kx.max(1), ky.max(1));
-        let (ow, oh) = (width.div_ceil(kx as u32), height.div_ceil(ky as u32));
+        let (ow, oh) = (shrunk(width, kx) as usize, shrunk(height, ky) as usize);
         let out_ch = if channels.is_multiple_of(2) { 4 } else { 3 };
-        Self {
+        // The output first: it is the larger, and nothing is filled before it is granted.
+        let out = cost::reserve(cost::samples(ow, oh, out_ch)?)?;
+        Ok(Self {
             kx,
             ky,
             width,
             height,
             channels,
-            acc: vec![0; ow as usize * channels],
+            acc: cost::buffer(cost::samples(ow, 1, channels)?, 0)?,
             rows_in_acc: 0,
-            out: Vec::with_capacity(ow as usize * oh as usize * out_ch),
+            out,
             averages: None,
-        }
+        })
     }
 
     /// Adds one source row (`width * channels` samples; extra samples are ignored).
@@ -154,7 +204,7 @@ impl BoxShrink {
     /// Hands each finished output row (RGB, or RGBA with alpha) to `sink` and forgets it, for
     /// a caller that streams rows on instead of keeping the image.
     pub(crate) fn drain_rows(&mut self, sink: &mut dyn FnMut(&[u8])) {
-        let row = self.width.div_ceil(self.kx as u32) as usize
+        let row = shrunk(self.width, self.kx) as usize
             * if self.channels.is_multiple_of(2) {
                 4
             } else {
@@ -179,8 +229,8 @@ impl BoxShrink {
         if self.rows_in_acc > 0 {
             self.emit();
         }
-        let ow = self.width.div_ceil(self.kx as u32);
-        let oh = self.height.div_ceil(self.ky as u32);
+        let ow = shrunk(self.width, self.kx);
+        let oh = shrunk(self.height, self.ky);
         if self.channels.is_multiple_of(2) {
             RgbaImage::from_raw(ow, oh, self.out).map(DynamicImage::ImageRgba8)
         } else {
@@ -296,7 +346,7 @@ mod tests {
     #[test]
     fn boxes_average_and_edges_use_the_partial_box() {
         // 3x3 grey by 2: output 2x2; the right column and bottom row are partial boxes.
-        let mut s = BoxShrink::new(3, 3, 1, 2);
+        let mut s = BoxShrink::new(3, 3, 1, 2).unwrap();
         s.push(&[0, 100, 50]);
         s.push(&[200, 100, 51]);
         s.push(&[9, 11, 7]);
@@ -309,9 +359,46 @@ mod tests {
 
     #[test]
     fn transparent_pixels_do_not_darken_their_neighbours() {
-        let mut s = BoxShrink::new(2, 1, 4, 2);
+        let mut s = BoxShrink::new(2, 1, 4, 2).unwrap();
         s.push(&[0, 0, 0, 0, 255, 0, 0, 255]);
         let out = s.finish().map(|i| i.to_rgba8().into_raw());
         assert_eq!(out, Some(vec![255, 0, 0, 128]));
+    }
+
+    #[test]
+    fn an_impossible_shrinker_is_an_error_not_an_abort() {
+        // u32::MAX x u32::MAX RGBA output: 2^66 bytes overflow usize.
+        let e = BoxShrink::new(u32::MAX, u32::MAX, 4, 1).err();
+        assert!(
+            matches!(&e, Some(PipelineError::Encode(m)) if m.contains("overflows")),
+            "{e:?}"
+        );
+        // 2^32 x 2^30 / 4 RGB bytes fit in usize but not in isize: refused by the reservation.
+        let e = BoxShrink::rows_only(u32::MAX, u32::MAX / 4, 3, 1).err();
+        assert!(
+            matches!(&e, Some(PipelineError::Encode(m)) if m.contains("cannot reserve")),
+            "{e:?}"
+        );
+        // A box as tall as the source leaves one row: that is reserved.
+        assert!(BoxShrink::rows_only(1000, u32::MAX, 3, u32::MAX as usize).is_ok());
+    }
+
+    #[test]
+    fn averages_of_a_wide_box_are_computed_not_tabulated() {
+        // A box of 2^24 samples (a source 2^25 px wide reduced to 1 px): a table of its sums
+        // would be 4 GiB (and past 16843009 samples, 255 * n overflows u32).
+        let n = 1 << 24;
+        let wide = Averages::new(n);
+        assert!(wide.table.is_empty());
+        assert_eq!(wide.of(0), 0);
+        assert_eq!(Averages::new(20_000_000).of(2_550_000_000), 127);
+        let count = u32::try_from(n).unwrap();
+        assert_eq!(wide.of(200 * count), average(200 * count, count));
+        // Up to MAX_TABLED the table answers, with the same values.
+        let small = Averages::new(MAX_TABLED);
+        assert_eq!(small.table.len(), 255 * MAX_TABLED + 1);
+        for s in [0, 1, 31, 32, 100, 255 * 64] {
+            assert_eq!(small.of(s), average(s, 64), "{s}");
+        }
     }
 }

@@ -11,16 +11,25 @@
 
 use image::DynamicImage;
 
+use crate::PipelineError;
+
 /// `(left, top, width, height)` of the content of `img` at `threshold` (0..=255 per band);
 /// the whole picture when it is all border.
-pub(crate) fn content_box(img: &DynamicImage, threshold: u8) -> (u32, u32, u32, u32) {
+///
+/// # Errors
+/// [`PipelineError::Encode`] when the flattened copy (3 bytes a pixel) cannot be reserved
+/// ([`crate::cost::collect`]).
+pub(crate) fn content_box(
+    img: &DynamicImage,
+    threshold: u8,
+) -> Result<(u32, u32, u32, u32), PipelineError> {
     let (w, h) = (img.width(), img.height());
     let rgba = img.to_rgba8();
     let corner = rgba.get_pixel(0, 0).0;
     // Flattened onto the border colour, as libvips flattens alpha before it compares.
-    let flat: Vec<[u8; 3]> = rgba
-        .pixels()
-        .map(|p| {
+    let flat: Vec<[u8; 3]> = crate::cost::collect(
+        rgba.as_raw().len() / 4,
+        rgba.pixels().map(|p| {
             let a = u32::from(p.0[3]);
             std::array::from_fn(|c| {
                 let v = u32::from(p.0[c]) * a + u32::from(corner[c]) * (255 - a);
@@ -28,8 +37,8 @@ pub(crate) fn content_box(img: &DynamicImage, threshold: u8) -> (u32, u32, u32, 
                 let v = ((v + 127) / 255) as u8;
                 v
             })
-        })
-        .collect();
+        }),
+    )?;
     let bg = flat[0];
     let at = |x: i64, y: i64| {
         let x = x.clamp(0, i64::from(w) - 1);
@@ -53,13 +62,13 @@ pub(crate) fn content_box(img: &DynamicImage, threshold: u8) -> (u32, u32, u32, 
     };
     let row_has = |y: u32| (0..w).any(|x| content(x, y));
     let Some(top) = (0..h).find(|&y| row_has(y)) else {
-        return (0, 0, w, h);
+        return Ok((0, 0, w, h));
     };
     let bottom = (top..h).rev().find(|&y| row_has(y)).unwrap_or(top);
     let column_has = |x: u32| (top..=bottom).any(|y| content(x, y));
     let left = (0..w).find(|&x| column_has(x)).unwrap_or(0);
     let right = (left..w).rev().find(|&x| column_has(x)).unwrap_or(left);
-    (left, top, right - left + 1, bottom - top + 1)
+    Ok((left, top, right - left + 1, bottom - top + 1))
 }
 
 #[cfg(test)]
@@ -76,8 +85,8 @@ mod tests {
             }
         }
         assert_eq!(
-            content_box(&DynamicImage::ImageRgb8(img), 10),
-            (5, 10, 40, 15)
+            content_box(&DynamicImage::ImageRgb8(img), 10).ok(),
+            Some((5, 10, 40, 15))
         );
     }
 
@@ -86,7 +95,7 @@ mod tests {
         let mut img = RgbImage::from_pixel(30, 30, Rgb([0, 0, 0]));
         img.put_pixel(3, 3, Rgb([255, 255, 255]));
         let img = DynamicImage::ImageRgb8(img);
-        assert_eq!(content_box(&img, 10), (0, 0, 30, 30));
+        assert_eq!(content_box(&img, 10).ok(), Some((0, 0, 30, 30)));
     }
 
     #[test]
@@ -98,8 +107,8 @@ mod tests {
             }
         }
         let img = DynamicImage::ImageRgb8(img);
-        assert_eq!(content_box(&img, 10), (0, 0, 20, 20));
-        assert_eq!(content_box(&img, 9), (8, 8, 4, 4));
+        assert_eq!(content_box(&img, 10).ok(), Some((0, 0, 20, 20)));
+        assert_eq!(content_box(&img, 9).ok(), Some((8, 8, 4, 4)));
     }
 
     #[test]
@@ -111,8 +120,8 @@ mod tests {
             }
         }
         assert_eq!(
-            content_box(&DynamicImage::ImageRgba8(img), 10),
-            (4, 2, 5, 6)
+            content_box(&DynamicImage::ImageRgba8(img), 10).ok(),
+            Some((4, 2, 5, 6))
         );
     }
 }

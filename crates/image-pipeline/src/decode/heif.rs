@@ -18,8 +18,8 @@ use image::DynamicImage;
 
 use super::{Decoded, SourceFormat, icc, undecodable};
 use crate::error::PipelineError;
-use crate::heif_boxes;
 use crate::shrink::{self, BoxShrink};
+use crate::{cost, heif_boxes};
 
 /// libheif, initialised for the life of the process (rule 1 above).
 static LIBHEIF: LazyLock<libheif_rs::LibHeif> = LazyLock::new(libheif_rs::LibHeif::new);
@@ -133,6 +133,14 @@ pub(crate) fn hold_gate() -> std::sync::MutexGuard<'static, ()> {
 ///
 /// For an AVIF (`format`) whose primary image is monochrome and in limited range, the grey is
 /// expanded to full range ([`expand_limited_range`]).
+///
+/// The buffers made here at the image's size (the interleaved row, the shrinker's) are sized
+/// with checked arithmetic and reserved fallibly; libheif's own planes are bounded by the cost
+/// model.
+///
+/// # Errors
+/// [`PipelineError::Undecodable`] for a file libheif cannot decode or a plane shorter than its
+/// size; [`PipelineError::Encode`] when a buffer's size overflows or cannot be reserved.
 pub(super) fn decode(
     bytes: &[u8],
     format: SourceFormat,
@@ -201,15 +209,13 @@ pub(super) fn decode(
             None
         };
         let width = r.width as usize;
-        let mut shrink = BoxShrink::new(r.width, r.height, channels, k);
-        let mut row = vec![0u8; width * channels];
+        let mut shrink = BoxShrink::new(r.width, r.height, channels, k)?;
+        let mut row = cost::buffer(cost::samples(width, 1, channels)?, 0_u8)?;
         for y in 0..r.height as usize {
             let sources = [Some(&r), Some(&g), Some(&b), a.as_ref()];
             for (c, plane) in sources.into_iter().take(channels).enumerate() {
                 let plane = plane.ok_or_else(short)?;
-                let src = plane_row(plane, y)
-                    .and_then(|s| s.get(..width))
-                    .ok_or_else(short)?;
+                let src = plane_row(plane, y, width).ok_or_else(short)?;
                 for (px, &v) in row.chunks_exact_mut(channels).zip(src) {
                     px[c] = v;
                 }
@@ -221,11 +227,10 @@ pub(super) fn decode(
         let plane = planes.interleaved.ok_or_else(|| {
             PipelineError::Undecodable("libheif returned no interleaved plane".into())
         })?;
-        let row = plane.width as usize * channels;
-        let mut shrink = BoxShrink::new(plane.width, plane.height, channels, k);
+        let row = cost::samples(plane.width as usize, 1, channels)?;
+        let mut shrink = BoxShrink::new(plane.width, plane.height, channels, k)?;
         for y in 0..plane.height as usize {
-            let start = y * plane.stride;
-            shrink.push(plane.data.get(start..start + row).ok_or_else(short)?);
+            shrink.push(plane_row(&plane, y, row).ok_or_else(short)?);
         }
         shrink.finish()
     };
@@ -277,7 +282,32 @@ fn expand_limited_range(img: &mut DynamicImage) {
     }
 }
 
-/// Row `r` of a libheif plane (and whatever follows it in the buffer).
-fn plane_row<'a>(p: &libheif_rs::Plane<&'a [u8]>, r: usize) -> Option<&'a [u8]> {
-    p.data.get(r * p.stride..)
+/// The first `len` bytes of row `r` of a libheif plane; `None` when the plane's buffer is
+/// shorter, or the row's offset (`r * stride`) or end overflows.
+fn plane_row<'a>(p: &libheif_rs::Plane<&'a [u8]>, r: usize, len: usize) -> Option<&'a [u8]> {
+    let start = r.checked_mul(p.stride)?;
+    p.data.get(start..start.checked_add(len)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plane_row_past_usize_is_missing_not_a_panic() {
+        let data = [1_u8, 2, 3, 4, 5, 6, 7, 8];
+        let plane = |stride: usize| libheif_rs::Plane {
+            data: &data[..],
+            width: 3,
+            height: 2,
+            stride,
+            bits_per_pixel: 8,
+            storage_bits_per_pixel: 8,
+        };
+        assert_eq!(plane_row(&plane(4), 1, 3), Some(&[5_u8, 6, 7][..]));
+        assert_eq!(plane_row(&plane(4), 1, 5), None);
+        // A stride whose row offset overflows usize, and a length whose end does.
+        assert_eq!(plane_row(&plane(usize::MAX / 2), 3, 1), None);
+        assert_eq!(plane_row(&plane(4), 1, usize::MAX), None);
+    }
 }

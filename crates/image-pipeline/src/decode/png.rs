@@ -100,7 +100,8 @@ fn read_rows(
 /// interlaced or has alpha or is grey (the caller decodes it whole instead).
 ///
 /// # Errors
-/// [`PipelineError::Undecodable`] for truncated or corrupt data.
+/// [`PipelineError::Undecodable`] for truncated or corrupt data; [`PipelineError::Encode`] when
+/// the shrinker's buffers cannot be reserved ([`BoxShrink::rows_only`]).
 pub(crate) fn stream_rows(
     bytes: &[u8],
     k: usize,
@@ -113,7 +114,7 @@ pub(crate) fn stream_rows(
     if png.channels != 3 {
         return Ok(false);
     }
-    let mut shrink = BoxShrink::rows_only(png.width, png.height, 3, k);
+    let mut shrink = BoxShrink::rows_only(png.width, png.height, 3, k)?;
     read_rows(&mut png, &mut shrink, Some(sink))?;
     Ok(true)
 }
@@ -124,7 +125,7 @@ pub(crate) fn stream_rows(
 pub(super) fn decode_shrunk(bytes: &[u8], min_scale: f64) -> Result<Decoded, PipelineError> {
     let mut png = rows(bytes)?;
     let k = shrink::factor(min_scale);
-    let mut shrink = BoxShrink::rows_only(png.width, png.height, png.channels, k);
+    let mut shrink = BoxShrink::rows_only(png.width, png.height, png.channels, k)?;
     read_rows(&mut png, &mut shrink, None)?;
     let img = shrink
         .finish()
