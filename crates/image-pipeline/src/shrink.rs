@@ -71,11 +71,13 @@ impl Averages {
         Self { n, count, table }
     }
 
-    /// The average of `n` samples that sum to `sum` (at most `255 * n`).
-    pub(crate) fn of(&self, sum: u32) -> u8 {
-        match self.table.get(sum as usize) {
+    /// The average of `n` samples that sum to `sum` (at most `255 * n`, which passes `u32`
+    /// for a box of more than 16,843,009 samples: a source over 33.7 million pixels wide
+    /// reduced to one).
+    pub(crate) fn of(&self, sum: u64) -> u8 {
+        match usize::try_from(sum).ok().and_then(|i| self.table.get(i)) {
             Some(&v) => v,
-            None if self.table.is_empty() => average(sum, self.count),
+            None if self.table.is_empty() => average_wide(sum, self.count),
             None => self.table[self.table.len() - 1],
         }
     }
@@ -183,7 +185,7 @@ impl BoxShrink {
                 let start = self.out.len();
                 self.out.resize(start + self.acc.len(), 0);
                 for (o, &s) in self.out[start..].iter_mut().zip(&self.acc) {
-                    *o = averages.of(s);
+                    *o = averages.of(u64::from(s));
                 }
             }
             self.acc.fill(0);
@@ -268,9 +270,15 @@ fn add_row<const CH: usize, const ALPHA: bool>(acc: &mut [u32], row: &[u8], k: u
 /// lower than exact division when n is not a power of two; matched against libvips 8.17 for
 /// n = 2 to 10).
 fn average(sum: u32, n: u32) -> u8 {
+    average_wide(u64::from(sum), n)
+}
+
+/// [`average`] of a sum that may pass `u32`; the product is taken in `u128`, so it cannot wrap.
+fn average_wide(sum: u64, n: u32) -> u8 {
     let n = u64::from(n.max(1));
     let multiplier = (1u64 << 32) / n;
-    u8::try_from(((u64::from(sum) + n / 2) * multiplier) >> 32).unwrap_or(u8::MAX)
+    let scaled = (u128::from(sum) + u128::from(n / 2)) * u128::from(multiplier);
+    u8::try_from(scaled >> 32).unwrap_or(u8::MAX)
 }
 
 /// Appends the averages of one row of boxes (`kx` wide, `rows` source rows high) to `out` as
@@ -317,11 +325,12 @@ pub(crate) fn average_pixels<const CH: usize>(row: &[u8], averages: &Averages, o
     let k = averages.n.max(1);
     let width = row.len() / CH;
     for (start, dst) in (0..width).step_by(k).zip(out.chunks_exact_mut(CH)) {
-        let mut sums = [0u32; CH];
+        // u64: a box as wide as the source allows can sum past u32 (Averages::of).
+        let mut sums = [0u64; CH];
         for i in 0..k {
             let x = (start + i).min(width - 1);
             for (s, &v) in sums.iter_mut().zip(&row[x * CH..(x + 1) * CH]) {
-                *s += u32::from(v);
+                *s += u64::from(v);
             }
         }
         for (d, s) in dst.iter_mut().zip(sums) {
@@ -383,6 +392,12 @@ mod tests {
         assert!(BoxShrink::rows_only(1000, u32::MAX, 3, u32::MAX as usize).is_ok());
     }
 
+    /// One row of `n` white RGB pixels averaged into one pixel by [`average_pixels`].
+    fn shrink_row_of_white(n: usize, out: &mut [u8; 3]) {
+        let row = vec![255u8; n * 3];
+        average_pixels::<3>(&row, &Averages::new(n), out);
+    }
+
     #[test]
     fn averages_of_a_wide_box_are_computed_not_tabulated() {
         // A box of 2^24 samples (a source 2^25 px wide reduced to 1 px): a table of its sums
@@ -393,12 +408,21 @@ mod tests {
         assert_eq!(wide.of(0), 0);
         assert_eq!(Averages::new(20_000_000).of(2_550_000_000), 127);
         let count = u32::try_from(n).unwrap();
-        assert_eq!(wide.of(200 * count), average(200 * count, count));
+        assert_eq!(wide.of(u64::from(200 * count)), average(200 * count, count));
+        // 40 million white samples (a 40 Mpx wide row boxed to one pixel) sum past u32: white
+        // to within libvips' rounding (its multiplier floor(2^32 / n) is coarse for so large a
+        // n), not a wrapped sum (which a debug build would panic on).
+        let n40 = 40_000_000;
+        let white = Averages::new(n40).of(255 * n40 as u64);
+        assert!(white >= 254, "{white}");
+        let mut out = [0u8; 3];
+        shrink_row_of_white(n40, &mut out);
+        assert_eq!(out, [white; 3]);
         // Up to MAX_TABLED the table answers, with the same values.
         let small = Averages::new(MAX_TABLED);
         assert_eq!(small.table.len(), 255 * MAX_TABLED + 1);
         for s in [0, 1, 31, 32, 100, 255 * 64] {
-            assert_eq!(small.of(s), average(s, 64), "{s}");
+            assert_eq!(small.of(u64::from(s)), average(s, 64), "{s}");
         }
     }
 }
