@@ -419,15 +419,20 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
         ("WEBHOOK_MAX_CONCURRENT_BODIES", "1".into()),
     ])
     .await;
+    // The stalled 2 MB body must hold the one permit before the large deliveries below ask
+    // for it: had one of them been reading when the stalled head arrived, the stalled one
+    // would be the delivery turned away. So the test waits until the server is reading the
+    // stalled body (a first large delivery gets 503), opening it again if it was turned away.
     let url = s.url.clone();
-    let held = tokio::task::spawn_blocking(move || stalled_delivery(&url, 2_000_000))
-        .await
-        .unwrap();
-    // The stalled 2 MB body holds the one permit; a second large delivery is turned away at
-    // once, while ordinary small ones (a declared length of at most 1 MiB) still go through.
     let large = vec![b' '; 1024 * 1024 + 1];
+    let mut held = None;
     let mut answer = None;
-    for _ in 0..50 {
+    for attempt in 1..=5u64 {
+        let u = url.clone();
+        let stream = tokio::task::spawn_blocking(move || stalled_delivery(&u, 2_000_000))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
         let r = s
             .http
             .post(format!("{}/webhook/github", s.url))
@@ -436,12 +441,15 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
             .send()
             .await
             .unwrap();
+        held = Some(stream);
         if r.status() == 503 {
             answer = Some(r);
             break;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let held = held.unwrap();
+    // While the stalled body is read, a second large delivery is turned away at once, and
+    // ordinary small ones (a declared length of at most 1 MiB) still go through.
     let r = answer.expect("no 503 while a body was being read");
     assert_eq!(
         r.headers().get("retry-after").map(|v| v.to_str().unwrap()),
