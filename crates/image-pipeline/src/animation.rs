@@ -13,8 +13,7 @@ use image::{AnimationDecoder, Delay, DynamicImage, Frame, RgbaImage};
 
 use crate::PipelineError;
 use crate::decode::SourceFormat;
-use crate::encode::Settings;
-use crate::spec::{Limits, OutputFormat};
+use crate::spec::{EncodeSettings as Settings, Limits, OutputFormat};
 
 /// A frame and how long it is shown, in milliseconds.
 pub(crate) type Timed = (DynamicImage, u32);

@@ -10,18 +10,9 @@ fn enc(e: impl std::fmt::Display) -> PipelineError {
     PipelineError::Encode(e.to_string())
 }
 
-/// Encoder settings of one request.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Settings {
-    /// 1..=100.
-    pub quality: u8,
-    /// Progressive JPEG.
-    pub progressive: bool,
-    /// The channels are equal, so JPEG and PNG store one channel.
-    pub gray: bool,
-    /// libwebp method 0..=6.
-    pub webp_effort: u8,
-}
+/// Encoder settings of one request ([`crate::spec::EncodeSettings`], defined there so that
+/// `animation`, which this module calls for GIF, need not import this module back).
+pub(crate) use crate::spec::EncodeSettings as Settings;
 
 /// Encodes RGB/RGBA pixels. JPEG has no alpha: callers flatten first.
 ///

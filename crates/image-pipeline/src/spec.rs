@@ -988,6 +988,20 @@ impl fmt::Display for TransformSpec {
     }
 }
 
+/// Encoder settings of one request, derived from its parameters (quality, progressive, the
+/// gray flag, the WebP effort); the encoders and the animation encoder read them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EncodeSettings {
+    /// 1..=100.
+    pub quality: u8,
+    /// Progressive JPEG.
+    pub progressive: bool,
+    /// The channels are equal, so JPEG and PNG store one channel.
+    pub gray: bool,
+    /// libwebp method 0..=6.
+    pub webp_effort: u8,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 
 use image::metadata::Orientation;
 
-use super::jpeg;
+use super::markers;
 
 /// The EXIF orientation value (1..=8) of what the `image` crate read.
 pub(super) fn orientation_to_exif(o: Orientation) -> u8 {
@@ -22,7 +22,7 @@ pub(super) fn orientation_to_exif(o: Orientation) -> u8 {
 
 /// EXIF orientation of a JPEG (tag 0x0112 of IFD0 in the APP1 `Exif` segment), 1..=8.
 pub(super) fn jpeg_orientation(bytes: &[u8]) -> Option<u8> {
-    jpeg::segments(bytes)
+    markers::segments(bytes)
         .find(|(m, seg)| *m == 0xE1 && seg.starts_with(b"Exif\0\0"))
         .and_then(|(_, seg)| tiff_orientation(&seg[6..]))
 }

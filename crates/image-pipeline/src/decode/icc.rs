@@ -2,11 +2,11 @@
 //! box (ICC, or an nclx one turned into a profile when its primaries are not sRGB's). Decoding
 //! converts with them to sRGB (`colour`).
 
-use super::jpeg;
+use super::markers;
 
 /// The ICC profile of a JPEG: the APP2 `ICC_PROFILE` chunks joined in their sequence order.
 pub(crate) fn jpeg_icc(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut chunks: Vec<(u8, &[u8])> = jpeg::segments(bytes)
+    let mut chunks: Vec<(u8, &[u8])> = markers::segments(bytes)
         .filter(|(m, seg)| *m == 0xE2 && seg.len() > 14 && seg.starts_with(b"ICC_PROFILE\0"))
         .map(|(_, seg)| (seg[12], &seg[14..]))
         .collect();

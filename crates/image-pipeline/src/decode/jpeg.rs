@@ -1,30 +1,13 @@
 //! JPEG through libjpeg-turbo: shrink-on-load (scaled IDCT at 1/2, 1/4 or 1/8, sharp's choice),
-//! a cap on progressive scans, and CMYK/YCCK converted to sRGB; plus the marker segments the
-//! EXIF and ICC readers look in.
+//! a cap on progressive scans, and CMYK/YCCK converted to sRGB (with the profile `icc` reads
+//! from the marker segments, `markers`).
 
 use image::{DynamicImage, RgbImage};
 
+use super::markers::segments;
 use super::{dim, icc, undecodable};
 use crate::colour;
 use crate::error::PipelineError;
-
-/// The marker segments of a JPEG before its scan data, as (marker, payload after the length).
-pub(super) fn segments(bytes: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
-    let mut i = 2;
-    std::iter::from_fn(move || {
-        if i + 4 > bytes.len() || bytes[i] != 0xFF {
-            return None;
-        }
-        let marker = bytes[i + 1];
-        if marker == 0xDA || marker == 0xD9 {
-            return None;
-        }
-        let len = usize::from(u16::from_be_bytes([bytes[i + 2], bytes[i + 3]]));
-        let seg = bytes.get(i + 4..i + 2 + len)?;
-        i += 2 + len;
-        Some((marker, seg))
-    })
-}
 
 /// Most scans a progressive JPEG may have, as libjpeg-turbo advises for untrusted input
 /// (`djpeg -maxscans`; its report "Two Issues with the JPEG Standard"). Every scan passes over

@@ -13,6 +13,7 @@ mod generic;
 pub(crate) mod heif;
 pub(crate) mod icc;
 mod jpeg;
+mod markers;
 mod png;
 mod probe;
 mod svg;
