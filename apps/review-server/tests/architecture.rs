@@ -490,6 +490,13 @@ fn agent_modules_import_no_circle() {
     assert_eq!(find_cycle(&graph), None, "module graph: {graph:#?}");
 }
 
+#[test]
+fn git_cache_modules_import_no_circle() {
+    let graph = module_graph(&rust_files(&manifest().join("../../crates/git-cache/src")));
+    assert!(graph.contains_key("diff") && graph.contains_key("funcname"));
+    assert_eq!(find_cycle(&graph), None, "module graph: {graph:#?}");
+}
+
 // ---- the checks themselves, on sources that break the rules ----------------------------------
 
 fn fixture(files: &[(&str, &str)]) -> Vec<(String, String)> {
