@@ -79,6 +79,28 @@ pub struct FindingRow {
     pub created_at: i64,
 }
 
+/// A candidate inline finding that verification dropped: never posted, kept with the
+/// verifier's reason (docs/review-service.md §2, DroppedFindingRow; the rule is in
+/// docs/review-service.md, "Verification before posting").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DroppedFindingRow {
+    pub id: i64,
+    pub review_id: i64,
+    pub repo_full_name: String,
+    pub pr_number: i64,
+    pub path: String,
+    /// The new-file line (or the old-file one for a LEFT comment) it was written on.
+    pub line: i64,
+    #[schema(schema_with = field_schemas::dropped_severity)]
+    pub severity: Severity,
+    /// The candidate's text, as the reviewer wrote it.
+    pub body: String,
+    /// Why it was dropped: the verifier's reason, or a budget stop.
+    pub reason: String,
+    /// Epoch seconds.
+    pub created_at: i64,
+}
+
 /// An installed reviewer skill (docs/review-service.md §2, SkillMetaRow). The stored blob is never
 /// part of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -200,6 +222,10 @@ mod field_schemas {
 
     pub fn kind() -> Object {
         FindingKind::field_schema(false, "inline, summary or comment.")
+    }
+
+    pub fn dropped_severity() -> Object {
+        Severity::field_schema(false, "blocking, nit or question.")
     }
 
     pub fn min_severity() -> Object {

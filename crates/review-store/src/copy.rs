@@ -78,6 +78,21 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
         ],
     ),
     (
+        "dropped_findings",
+        &[
+            ("id", Int),
+            ("review_id", Int),
+            ("repo_full_name", Text),
+            ("pr_number", Int),
+            ("path", Text),
+            ("line", Int),
+            ("severity", Text),
+            ("body", Text),
+            ("reason", Text),
+            ("created_at", Int),
+        ],
+    ),
+    (
         "skills",
         &[
             ("name", Text),
@@ -194,7 +209,7 @@ impl Store {
         // The next review, finding and inbox row get ids after the copied ones.
         match target.backend {
             Backend::Postgres => {
-                for table in ["reviews", "findings", "review_inbox"] {
+                for table in ["reviews", "findings", "dropped_findings", "review_inbox"] {
                     sqlx::query(&format!(
                         "SELECT setval(pg_get_serial_sequence('{table}', 'id'),
                                        coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"

@@ -1,9 +1,9 @@
 //! The `findings` table (docs/review-service.md §2, FindingRow): what a review posted, written
 //! all or none per review, and read back so a re-review does not post it again.
 
-use crate::rows::finding_from_row;
+use crate::rows::{dropped_from_row, finding_from_row};
 use crate::{Backend, Result, Store};
-use review_domain::{FindingRow, NewFinding, ReviewRow};
+use review_domain::{DroppedFindingRow, FindingRow, InlineComment, NewFinding, ReviewRow};
 
 /// Key of the PostgreSQL advisory lock that orders finding writes: each finding adds to the
 /// per-day severity and path rollups (migrations/postgres/0002_stats_rollups.sql), and two
@@ -73,6 +73,52 @@ impl Store {
         );
         let query = sqlx::query(&sql).bind(repo).bind(pr_number);
         self.all(query, finding_from_row).await
+    }
+}
+
+/// The columns of a DroppedFindingRow.
+const DROPPED_COLUMNS: &str =
+    "id, review_id, repo_full_name, pr_number, path, line, severity, body, reason, created_at";
+
+impl Store {
+    /// Record the candidates verification dropped from `review`, each with the verifier's
+    /// reason, in one transaction (docs/review-service.md, "Verification before posting").
+    pub async fn insert_dropped_findings(
+        &self,
+        review: &ReviewRow,
+        dropped: &[(InlineComment, String)],
+        now: i64,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for (c, reason) in dropped {
+            sqlx::query(
+                "INSERT INTO dropped_findings (review_id, repo_full_name, pr_number, path, line,
+                 severity, body, reason, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(review.id)
+            .bind(&review.repo_full_name)
+            .bind(review.pr_number)
+            .bind(&c.path)
+            .bind(c.line)
+            .bind(c.severity.as_str())
+            .bind(&c.body)
+            .bind(reason)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The candidates verification dropped from one review, ordered by id (an unknown review
+    /// has none).
+    pub async fn dropped_findings(&self, review_id: i64) -> Result<Vec<DroppedFindingRow>> {
+        let sql = format!(
+            "SELECT {DROPPED_COLUMNS} FROM dropped_findings WHERE review_id = $1 ORDER BY id"
+        );
+        self.all(sqlx::query(&sql).bind(review_id), dropped_from_row)
+            .await
     }
 }
 

@@ -7,8 +7,8 @@
 
 use crate::{Result, Store, StoreError};
 use review_domain::{
-    FindingKind, FindingRow, RepoRow, ReviewEvent, ReviewRow, ReviewStatus, Severity, SkillMetaRow,
-    Trigger,
+    DroppedFindingRow, FindingKind, FindingRow, RepoRow, ReviewEvent, ReviewRow, ReviewStatus,
+    Severity, SkillMetaRow, Trigger,
 };
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Any, Row};
@@ -91,6 +91,12 @@ pub(crate) fn review_from_row(r: &AnyRow) -> Result<ReviewRow> {
     from_row!(r, "reviews", ReviewRow [
         id, repo_full_name, pr_number, title, session_id, status, error, trigger, attempt, cost,
         tokens, model, check_run_id, patch_id, created_at, completed_at,
+    ])
+}
+
+pub(crate) fn dropped_from_row(r: &AnyRow) -> Result<DroppedFindingRow> {
+    from_row!(r, "dropped_findings", DroppedFindingRow [
+        id, review_id, repo_full_name, pr_number, path, line, severity, body, reason, created_at,
     ])
 }
 

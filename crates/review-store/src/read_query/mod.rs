@@ -46,7 +46,8 @@ pub const HIDDEN_TABLES: &[&str] = &["settings"];
 /// allow-list, so a table added later is unreadable until it is named here): the four the
 /// chat's system prompt describes, plus the stats rollups (`stats_*`), which hold only sums.
 /// The queue, the inbox, retries, deliveries and transcripts are not the chat's business.
-pub const READABLE_TABLES: &[&str] = &["repos", "reviews", "findings", "skills"];
+pub const READABLE_TABLES: &[&str] =
+    &["repos", "reviews", "findings", "dropped_findings", "skills"];
 
 /// The name prefix of the rollup tables the reader role may read besides [`READABLE_TABLES`].
 pub const READABLE_TABLE_PREFIX: &str = "stats_";
