@@ -195,6 +195,10 @@ async function pages(seeded, totalReviews) {
     await sees(page, "The retry loop never backs off");
     await sees(page, "src/http/client.rs:88");
     await sees(page, "src/http/mod.rs:7");
+    // Verification (issue 27): the dropped candidate is shown with the verifier's reason.
+    await sees(page, "Dropped by verification");
+    await sees(page, "The timeout is never applied to the request.");
+    await sees(page, "sets the timeout on the client builder");
     // A committable suggestion is shown as the change it proposes, not as its raw fence.
     await sees(page, "Suggested change");
     await sees(page, "use std::time::Duration;", "figure.suggestion");
@@ -374,11 +378,12 @@ async function scenarios() {
     // The noise settings (issue 27) are saved as their setting values.
     await page.getByLabel("Least severity posted inline (review_min_severity)").selectOption("question");
     await page.getByLabel("Post nothing when a review has no finding to post (review_quiet)").check();
+    await page.getByLabel("Check every inline finding with an independent verifier before posting (review_verify)").uncheck();
     await page.getByRole("button", { name: "Save settings" }).click();
     await sees(page, "Saved.");
     const noise = await api("/api/settings");
     check(
-      noise.review_min_severity === "question" && noise.review_quiet === "true",
+      noise.review_min_severity === "question" && noise.review_quiet === "true" && noise.review_verify === "false",
       `noise settings not saved: ${JSON.stringify(noise)}`,
     );
     await open(page, "/skills");

@@ -64,6 +64,15 @@ use std::time::Duration;
 ```', 9004) AS f
 WHERE reviews.session_id = 'ses_seed_transcript';
 
+-- A candidate verification dropped from the review with findings (issue 27).
+INSERT INTO dropped_findings (review_id, repo_full_name, pr_number, path, line, severity, body,
+                              reason, created_at)
+SELECT id, repo_full_name, pr_number, 'src/http/client.rs', 64, 'blocking',
+       'The timeout is never applied to the request.',
+       'src/http/client.rs:58 sets the timeout on the client builder, which applies it to every request.',
+       created_at + 300
+FROM reviews WHERE session_id = 'ses_seed_transcript';
+
 -- A nit on a few of the daily reviews, so the severity chart has days.
 INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, event, path, line,
                       body, created_at)

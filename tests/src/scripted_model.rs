@@ -306,6 +306,70 @@ fn improver_decision(body: &Value) -> Option<Decision> {
     Some(Decision::Text(IMPROVED_REVIEW_MD.into()))
 }
 
+/// A candidate whose text holds this is rejected by the scripted verifier.
+pub const FALSE_POSITIVE: &str = "[false positive]";
+
+/// A candidate whose text holds this gets no verdict from the scripted verifier (it stays
+/// unverified).
+pub const UNDECIDABLE: &str = "[undecidable]";
+
+/// The verifier (its request offers `report_verdicts`): reads the first candidate's file,
+/// then reports every candidate confirmed with evidence, except those marked
+/// [`FALSE_POSITIVE`] (rejected) or [`UNDECIDABLE`] (no verdict). None for other requests.
+fn verifier_decision(body: &Value, items: &[Item]) -> Option<Decision> {
+    if !body["tools"].to_string().contains("\"report_verdicts\"") {
+        return None;
+    }
+    let user = items.iter().find_map(|i| match i {
+        Item::User(t) => Some(t.as_str()),
+        _ => None,
+    })?;
+    // Candidates: "[id] path:lines (severity, side S):" then the body up to the next one.
+    let mut candidates: Vec<(u64, String, String)> = Vec::new();
+    for line in user.lines() {
+        let head = line
+            .strip_prefix('[')
+            .and_then(|r| r.split_once("] "))
+            .and_then(|(id, rest)| Some((id.parse::<u64>().ok()?, rest)));
+        match (head, candidates.last_mut()) {
+            (Some((id, rest)), _) => {
+                let place = rest.split(' ').next().unwrap_or_default().to_owned();
+                candidates.push((id, place, String::new()));
+            }
+            (None, Some(last)) => {
+                last.2.push_str(line);
+                last.2.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    let read = items
+        .iter()
+        .any(|i| matches!(i, Item::Call { name, .. } if name == "read_file"));
+    if !read && let Some((_, place, _)) = candidates.first() {
+        let path = place.split(':').next().unwrap_or_default();
+        return Some(Decision::Call {
+            name: "read_file".into(),
+            input: json!({"path": path}),
+        });
+    }
+    let verdicts: Vec<Value> = candidates
+        .iter()
+        .filter(|(_, _, text)| !text.contains(UNDECIDABLE))
+        .map(|(id, place, text)| {
+            if text.contains(FALSE_POSITIVE) {
+                json!({"id": id, "verdict": "rejected", "reason": format!("{place} handles this already (scripted verifier)")})
+            } else {
+                json!({"id": id, "verdict": "confirmed", "evidence": format!("{place} shows it (scripted verifier)")})
+            }
+        })
+        .collect();
+    Some(Decision::Call {
+        name: "report_verdicts".into(),
+        input: json!({ "verdicts": verdicts }),
+    })
+}
+
 fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool) -> Decision {
     if !has_tools {
         return Decision::Text(REPLY_WITHOUT_TOOLS.into());
@@ -626,6 +690,7 @@ async fn anthropic(
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let decision = improver_decision(&body)
+        .or_else(|| verifier_decision(&body, &items))
         .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let (input, output, read, write) = usage_for(&body, messages.len().div_ceil(2));
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();
@@ -827,6 +892,7 @@ async fn openai(
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let decision = improver_decision(&body)
+        .or_else(|| verifier_decision(&body, &items))
         .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let turns = messages.iter().filter(|m| m["role"] == "assistant").count() + 1;
     let (input, output, read, _write) = usage_for(&body, turns);

@@ -4,7 +4,7 @@
 
 use crate::config::{Config, ReviewArgs};
 use crate::review::prepare::{check_out, read_diff};
-use crate::run_settings::{provider_settings, review_budget};
+use crate::run_settings::{provider_settings, review_budget, review_verifier};
 use agent::{CancellationToken, Catalog, ReviewJob, ReviewPoster, TranscriptStore};
 use anyhow::Context;
 use async_trait::async_trait;
@@ -144,6 +144,7 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
     // No database here: the environment alone, as the server does with no stored settings.
     let no_settings = BTreeMap::new();
     job.budget = review_budget(config, &no_settings);
+    job.verify = review_verifier(&no_settings, &job.model);
     let providers = provider_settings(config, &no_settings);
     let poster = CollectingPoster::default();
     let transcripts = TranscriptStore::new(config.data_dir.join("sessions"));

@@ -462,6 +462,32 @@ impl Records {
     /// The findings write-back (docs/architecture.md, Findings): validate all, write all in one
     /// transaction, publish review:findings. Errors: the first invalid finding (its index in
     /// the message), an unknown review, or the store.
+    /// Records the candidates verification dropped from `review_id`, with the verifier's
+    /// reasons (docs/review-service.md, "Verification before posting"); publishes
+    /// review:findings so an open review page shows them.
+    ///
+    /// Errors: [`FindingsError::UnknownReview`]; the store's.
+    pub async fn record_dropped(
+        &self,
+        review_id: i64,
+        dropped: &[(review_domain::InlineComment, String)],
+    ) -> Result<(), FindingsError> {
+        let review = self
+            .db
+            .review(review_id)
+            .await?
+            .ok_or(FindingsError::UnknownReview(review_id))?;
+        self.db
+            .insert_dropped_findings(&review, dropped, now())
+            .await?;
+        self.publish(
+            "review:findings",
+            Some(&review.repo_full_name),
+            json!({ "repo": review.repo_full_name, "reviewId": review.id }),
+        );
+        Ok(())
+    }
+
     pub async fn record_findings(
         &self,
         review_id: i64,
@@ -526,6 +552,8 @@ impl StoreView {
         fn findings_for_review(&self, review_id: i64) -> Vec<FindingRow>;
         /// The findings of every review of a PR, by id.
         fn findings_for_pr(&self, repo: &str, pr_number: i64) -> Vec<FindingRow>;
+        /// The candidates verification dropped from one review, by id.
+        fn dropped_findings(&self, review_id: i64) -> Vec<review_domain::DroppedFindingRow>;
         /// The patch id of the PR's last completed review.
         fn last_completed_patch_id(&self, repo: &str, pr_number: i64) -> Option<String>;
         /// Whether a review of the PR other than `except` is pending or running.

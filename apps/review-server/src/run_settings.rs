@@ -6,7 +6,7 @@
 
 use crate::config::Config;
 use agent::{Budget, ProviderSettings};
-use review_domain::Severity;
+use review_domain::{ModelSpec, Severity};
 use secrecy::SecretString;
 use std::collections::BTreeMap;
 
@@ -92,6 +92,19 @@ pub fn review_noise(stored: &BTreeMap<String, String>) -> (Severity, bool) {
     (min_severity, quiet)
 }
 
+/// The verifier's model, or None when verification is off (docs/review-service.md,
+/// "Verification before posting"): the `review_verify` setting (absent or not `false`: on),
+/// and `verify_model` when it is a valid spec, else the review's own `model`.
+pub fn review_verifier(stored: &BTreeMap<String, String>, model: &ModelSpec) -> Option<ModelSpec> {
+    if stored.get("review_verify").map(|v| v.trim()) == Some("false") {
+        return None;
+    }
+    let own = stored
+        .get("verify_model")
+        .and_then(|v| v.trim().parse::<ModelSpec>().ok());
+    Some(own.unwrap_or_else(|| model.clone()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +116,26 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn verification_is_on_by_default_with_the_review_model() {
+        let model: ModelSpec = "anthropic/claude-a".parse().unwrap();
+        let verifier =
+            |pairs: &[(&str, &str)]| review_verifier(&stored(pairs), &model).map(|m| m.to_string());
+        assert_eq!(verifier(&[]).as_deref(), Some("anthropic/claude-a"));
+        assert_eq!(
+            verifier(&[("verify_model", "openai/gpt-x")]).as_deref(),
+            Some("openai/gpt-x")
+        );
+        assert_eq!(
+            verifier(&[("review_verify", "false"), ("verify_model", "openai/gpt-x")]),
+            None
+        );
+        assert_eq!(
+            verifier(&[("review_verify", "true")]).as_deref(),
+            Some("anthropic/claude-a")
+        );
     }
 
     #[test]

@@ -309,7 +309,7 @@ async fn the_model_gets_exactly_one_read_only_sql_tool() {
 async fn system_prompt_names_every_column_of_the_readable_tables() {
     let chat = start_counting().await;
     let pool = chat.db().await;
-    for table in ["repos", "reviews", "findings", "skills"] {
+    for table in ["repos", "reviews", "findings", "dropped_findings", "skills"] {
         let columns: Vec<String> =
             sqlx::query_scalar("SELECT name FROM pragma_table_info(?) WHERE name != 'blob'")
                 .bind(table)

@@ -188,28 +188,32 @@ async fn empty_string_deletes_so_env_fallback_applies() {
     assert_eq!(last["model"], "claude-env");
 }
 
-/// Issue 27: the noise settings take their closed values, and an empty string deletes them
-/// (rule 2) so the defaults (post every severity, never quiet) apply again.
+/// Issue 27: the noise and verification settings take their closed values, and an empty
+/// string deletes them (rule 2) so the defaults (post every severity, never quiet, verify with
+/// the review's model) apply again.
 #[tokio::test]
 async fn noise_settings_store_their_values_and_an_empty_string_deletes_them() {
     let (_d, s) = start_temp(&[]).await;
     let (status, body) = put(
         &s,
         "/api/settings",
-        json!({"review_min_severity": " blocking ", "review_quiet": "true"}),
+        json!({"review_min_severity": " blocking ", "review_quiet": "true",
+            "review_verify": "false", "verify_model": "openai/gpt-5-mini"}),
     )
     .await;
     assert_eq!(
         (status, body),
         (
             200,
-            json!({"review_min_severity": "blocking", "review_quiet": "true"})
+            json!({"review_min_severity": "blocking", "review_quiet": "true",
+                "review_verify": "false", "verify_model": "openai/gpt-5-mini"})
         )
     );
     let (status, body) = put(
         &s,
         "/api/settings",
-        json!({"review_min_severity": "", "review_quiet": "  "}),
+        json!({"review_min_severity": "", "review_quiet": "  ", "review_verify": "",
+            "verify_model": ""}),
     )
     .await;
     assert_eq!((status, body), (200, json!({})));
@@ -284,6 +288,8 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
             "review_min_severity",
         ),
         (json!({"review_quiet": "yes"}), "review_quiet"),
+        (json!({"review_verify": "maybe"}), "review_verify"),
+        (json!({"verify_model": "no-slash"}), "verify_model"),
     ] {
         let (status, err) = put(&s, "/api/settings", body).await;
         assert_eq!(

@@ -256,7 +256,14 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
     // The re-review was told what the first review already said: every earlier finding (the
     // posted ones and the canary) stands under its heading in the re-review's first user
     // message, and none of them is text of the repository the diff could have carried.
-    let first_user = first_user_text(w.model.requests().last().unwrap());
+    // The re-review's last request of the review pass (the verifier's come after it).
+    let requests = w.model.requests();
+    let review_pass = requests
+        .iter()
+        .rev()
+        .find(|r| !r["tools"].to_string().contains("report_verdicts"))
+        .unwrap();
+    let first_user = first_user_text(review_pass);
     let (_, earlier) = first_user
         .split_once("Earlier findings on this pull request")
         .unwrap_or_else(|| panic!("no earlier findings in the prompt: {first_user}"));
@@ -628,4 +635,177 @@ async fn review_quiet_posts_nothing_when_there_is_no_finding() {
     w.deliver_pull_request("synchronize").await;
     w.server.wait_reviews(&w.full_name(), 1, 2).await;
     assert_eq!(w.forge.reviews().len(), 1, "{:?}", w.forge.reviews());
+}
+
+/// The requests the verifier got (its tools include report_verdicts).
+fn verifier_requests(w: &World) -> Vec<Value> {
+    w.model
+        .requests()
+        .into_iter()
+        .filter(|r| r["tools"].to_string().contains("report_verdicts"))
+        .collect()
+}
+
+/// Issue 27, "Verification before posting": every inline candidate goes to an independent
+/// verifier before anything is posted. One it rejects is not posted and is recorded with its
+/// reason (GET /api/reviews/:id/dropped); confirmed ones are posted as they are; one it cannot
+/// decide is posted marked unverified; the verdict line counts what was posted.
+#[tokio::test]
+async fn a_candidate_the_verifier_rejects_is_not_posted_and_is_recorded_with_its_reason() {
+    use test_doubles::scripted_model::{FALSE_POSITIVE, UNDECIDABLE};
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    w.model.push_extra_comment(serde_json::json!({
+        "path": "src/parse.rs", "line": 3, "severity": "nit",
+        "body": format!("Name the error type. {FALSE_POSITIVE}")
+    }));
+    w.model.push_extra_comment(serde_json::json!({
+        "path": "src/parse.rs", "line": 1, "severity": "question",
+        "body": format!("Is FromStr needed? {UNDECIDABLE}")
+    }));
+    let review = w.review_once().await;
+    let bodies: Vec<String> = review["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["body"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        !bodies.iter().any(|b| b.contains(FALSE_POSITIVE)),
+        "{bodies:?}"
+    );
+    let undecided = bodies
+        .iter()
+        .find(|b| b.contains(UNDECIDABLE))
+        .unwrap_or_else(|| panic!("the undecided candidate was lost: {bodies:?}"));
+    assert!(
+        undecided.ends_with("_Unverified: the verifier gave no verdict for it._"),
+        "{undecided}"
+    );
+    // The reviewer's own three findings (two unwrap, one TODO) were confirmed and posted.
+    assert_eq!(bodies.len(), 4, "{bodies:?}");
+    let summary = review["body"].as_str().unwrap();
+    assert!(
+        summary.contains("Verification: 5 candidate finding(s) checked by an independent verifier; 4 posted, 1 dropped, 1 of the posted ones unverified."),
+        "{summary}"
+    );
+    assert!(
+        summary.ends_with("Blocking: 2 · Nits: 1 · Questions: 1"),
+        "the verdict line counts what was posted: {summary}"
+    );
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    let dropped = w
+        .server
+        .get_json(&format!("/api/reviews/{}/dropped", rows[0]["id"]))
+        .await;
+    let dropped = dropped.as_array().unwrap();
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert_eq!(dropped[0]["path"], "src/parse.rs");
+    assert_eq!(dropped[0]["line"], 3);
+    assert_eq!(dropped[0]["severity"], "nit");
+    assert!(
+        dropped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("handles this already"),
+        "{dropped:?}"
+    );
+    // The posted findings are the confirmed and the unverified ones, never the dropped one.
+    let findings = w
+        .server
+        .get_json(&format!("/api/reviews/{}/findings", rows[0]["id"]))
+        .await;
+    assert!(!findings.to_string().contains(FALSE_POSITIVE), "{findings}");
+    // One verifier conversation for the five candidates: it read a file, then reported.
+    let verifier = verifier_requests(&w);
+    assert_eq!(verifier.len(), 2, "{verifier:?}");
+    assert!(
+        verifier[0]["system"]
+            .to_string()
+            .contains("You verify candidate findings"),
+        "{}",
+        verifier[0]["system"]
+    );
+    // The check run says what verification did.
+    let runs = w.forge.completed_check_runs();
+    assert!(
+        runs[0]["output"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Verification dropped 1 finding(s); 1 posted unverified."),
+        "{runs:?}"
+    );
+}
+
+/// Issue 27: `review_verify` set to "false" posts the candidates as the reviewer wrote them,
+/// with no verifier call.
+#[tokio::test]
+async fn with_review_verify_false_candidates_are_posted_unchecked() {
+    use test_doubles::scripted_model::FALSE_POSITIVE;
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    put_settings(&w.server, serde_json::json!({"review_verify": "false"})).await;
+    w.model.push_extra_comment(serde_json::json!({
+        "path": "src/parse.rs", "line": 3, "severity": "nit",
+        "body": format!("Name the error type. {FALSE_POSITIVE}")
+    }));
+    let review = w.review_once().await;
+    assert!(
+        review["comments"].to_string().contains(FALSE_POSITIVE),
+        "{review}"
+    );
+    assert!(verifier_requests(&w).is_empty());
+    assert!(!review["body"].as_str().unwrap().contains("Verification:"));
+}
+
+/// Issue 27: verification counts against the review's budget. Stopped by the budget during
+/// verification, the review posts only confirmed findings (here none) and says so; the
+/// undecided candidates are recorded as dropped with the budget as the reason.
+#[tokio::test]
+async fn a_budget_stop_during_verification_posts_only_confirmed_findings_and_says_so() {
+    // The review pass alone, measured without verification.
+    let measure = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    put_settings(
+        &measure.server,
+        serde_json::json!({"review_verify": "false"}),
+    )
+    .await;
+    measure.review_once().await;
+    let rows = measure
+        .server
+        .wait_reviews(&measure.full_name(), 1, 1)
+        .await;
+    let review_pass = rows[0]["tokens"].as_i64().unwrap();
+
+    // The same review with a budget that the review pass stays under (the tool result of a
+    // deferred post_review is a few tokens longer) and the verifier's first answer passes.
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    let limit = review_pass + 200;
+    put_settings(
+        &w.server,
+        serde_json::json!({"review_max_tokens": limit.to_string()}),
+    )
+    .await;
+    let review = w.review_once().await;
+    assert_eq!(review["comments"], serde_json::json!([]), "{review}");
+    let summary = review["body"].as_str().unwrap();
+    assert!(
+        summary.contains(
+            "Verification stopped at the review's budget: only confirmed findings are posted"
+        ),
+        "{summary}"
+    );
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(rows[0]["status"], "completed");
+    assert!(rows[0]["tokens"].as_i64().unwrap() >= limit, "{rows:?}");
+    let dropped = w
+        .server
+        .get_json(&format!("/api/reviews/{}/dropped", rows[0]["id"]))
+        .await;
+    let dropped = dropped.as_array().unwrap();
+    assert_eq!(dropped.len(), 3, "{dropped:?}");
+    assert!(
+        dropped
+            .iter()
+            .all(|d| d["reason"].as_str().unwrap().contains("budget ran out")),
+        "{dropped:?}"
+    );
 }

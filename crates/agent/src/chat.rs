@@ -74,6 +74,10 @@ pr_number INTEGER, kind TEXT (inline, summary, comment), severity TEXT (blocking
 inline rows only), event TEXT (COMMENT, APPROVE, REQUEST_CHANGES; summary rows only), path TEXT \
 (file of an inline comment), line INTEGER, body TEXT (Markdown), github_review_id INTEGER, \
 github_comment_id INTEGER, created_at INTEGER.
+dropped_findings: candidate inline findings that verification dropped; never posted.
+  id INTEGER primary key, review_id INTEGER (references reviews.id), repo_full_name TEXT, \
+pr_number INTEGER, path TEXT, line INTEGER, severity TEXT (blocking, nit, question), body TEXT, \
+reason TEXT (the verifier's reason, or the budget stop), created_at INTEGER.
 skills: installed reviewer skills.
   name TEXT primary key, source_url TEXT, owner TEXT, repo TEXT, path TEXT, \"ref\" TEXT (pinned \
 commit SHA; quote the column name), description TEXT, enabled INTEGER, created_at INTEGER.

@@ -61,6 +61,10 @@ pub enum AgentError {
     /// The worktree directory is missing or unreadable.
     #[error("worktree {0}")]
     Worktree(String),
+    /// The forge refused a review the run posted itself after verification (no model was
+    /// left to tell); the message is the forge's.
+    #[error("posting the review failed: {0}")]
+    Post(String),
     /// The model catalog could not be parsed.
     #[error("model catalog: {0}")]
     Catalog(String),

@@ -15,6 +15,7 @@ pub mod provider;
 mod review;
 pub mod tools;
 mod transcript;
+pub mod verify;
 
 pub use catalog::{Catalog, CatalogModel, CatalogProvider, Cost, Limit};
 pub use chat::{Chat, ChatDatabase, ChatEnd, ChatOutcome, UiPart};

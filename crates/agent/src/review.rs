@@ -72,6 +72,10 @@ pub struct ReviewJob {
     /// (the `review_quiet` setting): the run completes and its check run says "No findings".
     /// Default false. (docs/review-service.md, "Minimum severity and quiet reviews")
     pub quiet: bool,
+    /// The verifier's model: post_review's inline findings are checked by it before anything
+    /// is posted (docs/review-service.md, "Verification before posting"). Default `None`: no
+    /// verification.
+    pub verify: Option<ModelSpec>,
 }
 
 /// The budget of one review (docs/security.md, "Review budget"): once the tokens (input plus
@@ -143,6 +147,7 @@ impl ReviewJob {
             approve_allowed: false,
             min_severity: Severity::Nit,
             quiet: false,
+            verify: None,
         }
     }
 }
@@ -176,6 +181,10 @@ pub struct ReviewOutcome {
     pub below_min_severity: u32,
     /// No review was posted because [`ReviewJob::quiet`] is on and it had no findings.
     pub quiet: bool,
+    /// Candidates verification dropped (rejected, or undecided at a budget stop).
+    pub dropped_by_verification: u32,
+    /// Candidates posted unverified (the verifier could not decide them).
+    pub unverified: u32,
     /// The diff was over `diff_cap_bytes` and cut for the model.
     pub diff_capped: bool,
     /// The run reached its budget and stopped calling the model: which limit, in words.
@@ -243,6 +252,8 @@ pub async fn run_review(
         instruction_changes,
         min_severity: job.min_severity,
         quiet: job.quiet,
+        verify: job.verify.is_some(),
+        pending: Mutex::new(None),
     };
     let registry = ToolRegistry::review_tools();
     writer.record(json!({"type": "system", "text": system}));
@@ -255,10 +266,30 @@ pub async fn run_review(
         max_tokens,
     };
     let mut usage = Usage::default();
+    let mut verify_usage = Usage::default();
     let mut steps = 0u32;
-    let run = tool_loop(
-        &client, request, &registry, &ctx, &writer, &job, catalog, &mut usage, &mut steps,
-    );
+    let mut counts = (0u32, 0u32);
+    let run = async {
+        tool_loop(
+            &client, request, &registry, &ctx, &writer, &job, catalog, &mut usage, &mut steps,
+        )
+        .await?;
+        if let (Some(draft), Some(model)) = (ctx.take_pending(), &job.verify) {
+            let review_usage = usage;
+            let pass = VerifyPass {
+                job: &job,
+                model,
+                providers,
+                catalog,
+                writer: &writer,
+                max_tokens,
+            };
+            counts = pass
+                .verify_and_publish(&ctx, draft, &review_usage, &mut verify_usage, &mut steps)
+                .await?;
+        }
+        Ok(())
+    };
     let result = tokio::select! {
         biased;
         _ = cancel.cancelled() => Err(AgentError::Cancelled),
@@ -267,7 +298,40 @@ pub async fn run_review(
         ))),
         r = run => r,
     };
+    // A run that ends (model error, timeout) after post_review accepted a review that was
+    // still waiting for verification posts it as it was, marked unverified: never lost.
+    let result = match result {
+        Err(e) if !e.is_cancelled() && ctx.state().pending && !ctx.state().review => {
+            match ctx.take_pending() {
+                Some(draft) => {
+                    let why = format!("the run ended before verification ({e})");
+                    counts.1 += draft.kept.len() as u32;
+                    let draft = crate::tools::post::all_unverified(draft, &why);
+                    match crate::tools::post::publish(&ctx, draft).await {
+                        Ok(text) => {
+                            writer.record(json!({"type": "verification", "result": text}));
+                            Err(e)
+                        }
+                        Err(post) => Err(AgentError::Post(post)),
+                    }
+                }
+                None => Err(e),
+            }
+        }
+        other => other,
+    };
     let state = ctx.state();
+    let verify_cost = job
+        .verify
+        .as_ref()
+        .map_or(0.0, |m| catalog.cost(m, &verify_usage));
+    let (dropped_by_verification, unverified) = counts;
+    let review_cost = catalog.cost(&job.model, &usage);
+    let usage = {
+        let mut all = usage;
+        all.add(&verify_usage);
+        all
+    };
     let outcome = ReviewOutcome {
         model: spec,
         input_tokens: usage.input_tokens,
@@ -275,13 +339,15 @@ pub async fn run_review(
         cache_read_tokens: usage.cache_read_tokens,
         cache_write_tokens: usage.cache_write_tokens,
         tokens: usage.total(),
-        cost: catalog.cost(&job.model, &usage),
+        cost: review_cost + verify_cost,
         steps,
         posted_review: state.review,
         posted_comments: state.comments,
         folded_comments: state.folded,
         below_min_severity: state.below_min_severity,
         quiet: state.quiet,
+        dropped_by_verification,
+        unverified,
         diff_capped,
         cut_short: ctx.budget_note(),
     };
@@ -310,6 +376,119 @@ pub async fn run_review(
                 .await;
             Err(e)
         }
+    }
+}
+
+/// The verification step of one run (docs/review-service.md, "Verification before posting").
+struct VerifyPass<'a> {
+    job: &'a ReviewJob,
+    /// The verifier's model.
+    model: &'a ModelSpec,
+    providers: &'a ProviderSettings,
+    catalog: &'a Catalog,
+    writer: &'a TranscriptWriter,
+    /// Most output tokens per answer (the review model's).
+    max_tokens: u32,
+}
+
+impl VerifyPass<'_> {
+    /// Verifies `draft`'s inline findings, then posts it: confirmed ones as they are,
+    /// undecided ones marked unverified, rejected ones (and, at a budget stop, undecided ones)
+    /// dropped and recorded with the reason. The budget counts the review's usage and the
+    /// verifier's together. Returns (dropped, unverified).
+    ///
+    /// Errors: [`AgentError::Post`] when the forge refuses the review.
+    async fn verify_and_publish(
+        &self,
+        ctx: &ToolContext<'_>,
+        mut draft: crate::tools::post::Draft,
+        review_usage: &Usage,
+        verify_usage: &mut Usage,
+        steps: &mut u32,
+    ) -> Result<(u32, u32), AgentError> {
+        use crate::tools::post::mark_unverified;
+        use crate::verify::{Verdict, Verifier};
+        let review_cost = self.catalog.cost(&self.job.model, review_usage);
+        let spent = self.job.budget.reached(review_usage.total(), review_cost);
+        let verdicts = if draft.kept.is_empty() {
+            Vec::new()
+        } else if let Some(reason) = spent {
+            // The review pass used the whole budget: nothing is left to verify with, and its
+            // findings are posted marked unverified rather than lost.
+            let why = format!("not verified: the review pass used the whole budget ({reason})");
+            draft
+                .kept
+                .iter()
+                .map(|_| Verdict::Unverified(why.clone()))
+                .collect()
+        } else {
+            match self.providers.client(&self.model.provider) {
+                Err(e) => draft
+                    .kept
+                    .iter()
+                    .map(|_| Verdict::Unverified(format!("the verifier cannot run: {e}")))
+                    .collect(),
+                Ok(client) => {
+                    let verifier = Verifier {
+                        client: &client,
+                        model: self.model.model.clone(),
+                        max_tokens: self.max_tokens,
+                        idle_timeout: self.job.idle_timeout,
+                        writer: self.writer,
+                    };
+                    let over_budget = |v: &Usage| {
+                        self.job.budget.reached(
+                            review_usage.total() + v.total(),
+                            review_cost + self.catalog.cost(self.model, v),
+                        )
+                    };
+                    verifier
+                        .verify(ctx, &draft.kept, &over_budget, verify_usage, steps)
+                        .await
+                }
+            }
+        };
+        let candidates = std::mem::take(&mut draft.kept);
+        let total = candidates.len();
+        let (mut unverified, mut stopped) = (0u32, None);
+        for (mut c, verdict) in candidates.into_iter().zip(verdicts) {
+            match verdict {
+                Verdict::Confirmed(_) => draft.kept.push(c),
+                Verdict::Unverified(why) => {
+                    c.body = mark_unverified(&c.body, &why);
+                    unverified += 1;
+                    draft.kept.push(c);
+                }
+                Verdict::Rejected(reason) => draft.dropped.push((c, reason)),
+                Verdict::Stopped(reason) => {
+                    stopped = Some(reason.clone());
+                    draft.dropped.push((c, reason));
+                }
+            }
+        }
+        let dropped = draft.dropped.len() as u32;
+        if total > 0 {
+            let mut note = format!(
+                "Verification: {total} candidate finding(s) checked by an independent verifier; {} posted, {dropped} dropped",
+                draft.kept.len()
+            );
+            if unverified > 0 {
+                note.push_str(&format!(", {unverified} of the posted ones unverified"));
+            }
+            note.push('.');
+            if let Some(reason) = &stopped {
+                note.push_str(&format!(
+                    " Verification stopped at the review's budget: only confirmed findings are posted ({reason})."
+                ));
+            }
+            draft.verification_note = Some(note);
+        }
+        let text = crate::tools::post::publish(ctx, draft)
+            .await
+            .map_err(AgentError::Post)?;
+        self.writer
+            .record(json!({"type": "verification", "result": text}));
+        Ok((dropped, unverified))
     }
 }
 

@@ -9,6 +9,7 @@ export type Schemas = components["schemas"];
 export type Repo = Schemas["RepoRow"];
 export type Review = Schemas["ReviewRow"];
 export type Finding = Schemas["FindingRow"];
+export type DroppedFinding = Schemas["DroppedFindingRow"];
 export type Skill = Schemas["SkillMetaRow"];
 export type Stats = Schemas["Stats"];
 export type Charts = Schemas["Charts"];

@@ -48,6 +48,14 @@ export const q = {
           await api.GET("/api/reviews/{id}/findings", { params: { path: { id: String(id) } } }),
         ),
     }),
+  dropped: (id: number) =>
+    queryOptions({
+      queryKey: ["findings", id, "dropped"],
+      queryFn: async () =>
+        unwrap(
+          await api.GET("/api/reviews/{id}/dropped", { params: { path: { id: String(id) } } }),
+        ),
+    }),
   transcript: (id: number) =>
     queryOptions({
       queryKey: ["transcript", id],
@@ -126,6 +134,8 @@ export interface TranscriptItem {
   message?: string;
   nudge?: boolean;
   tool_calls?: { id: string; name: string; arguments: unknown }[];
+  /** `verification` items: what posting the verified review answered. */
+  result?: string;
 }
 
 /** GET /api/reviews/:id/session: the transcript, or an object with an error key. */

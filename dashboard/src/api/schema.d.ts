@@ -703,6 +703,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/reviews/{id}/dropped": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /api/reviews/:id/dropped: the candidate inline findings verification dropped, each with
+         *     the verifier's reason, ordered by id; an unknown review gives 200 [] (docs/review-service.md,
+         *     "Verification before posting").
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /**
+                     * @description review id
+                     * @example 1
+                     */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DroppedFindingRow"][];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/reviews/{id}/findings": {
         parameters: {
             query?: never;
@@ -1558,6 +1603,40 @@ export interface components {
             /** Format: int64 */
             tokens: number;
         };
+        /**
+         * @description A candidate inline finding that verification dropped: never posted, kept with the
+         *     verifier's reason (docs/review-service.md §2, DroppedFindingRow; the rule is in
+         *     docs/review-service.md, "Verification before posting").
+         */
+        DroppedFindingRow: {
+            /** @description The candidate's text, as the reviewer wrote it. */
+            body: string;
+            /**
+             * Format: int64
+             * @description Epoch seconds.
+             */
+            created_at: number;
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: int64
+             * @description The new-file line (or the old-file one for a LEFT comment) it was written on.
+             */
+            line: number;
+            path: string;
+            /** Format: int64 */
+            pr_number: number;
+            /** @description Why it was dropped: the verifier's reason, or a budget stop. */
+            reason: string;
+            repo_full_name: string;
+            /** Format: int64 */
+            review_id: number;
+            /**
+             * @description blocking, nit or question.
+             * @enum {string}
+             */
+            severity: "blocking" | "nit" | "question";
+        };
         /** @description The JSON error body of docs/review-service.md §7: `{"error": "...", "code": "..."}`. */
         ErrorBody: {
             /** @description What went wrong, for programs: stable, one per distinct failure. */
@@ -1878,8 +1957,16 @@ export interface components {
              *     check run says "No findings". `false` or empty: it is posted.
              */
             review_quiet?: string;
+            /**
+             * @description `false`: inline findings are posted without verification; `true` or empty: each is
+             *     checked by an independent verifier first, per
+             *     docs/review-service.md, "Verification before posting".
+             */
+            review_verify?: string;
             second_api_key?: string;
             third_api_key?: string;
+            /** @description The verifier's model, `<provider>/<model>`; empty: the review's own model. */
+            verify_model?: string;
         };
         /** @description Findings per severity (docs/review-service.md §2, SeverityStatsRow). */
         SeverityStatsRow: {

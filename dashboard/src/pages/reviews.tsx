@@ -1,7 +1,7 @@
 // Reviews: the filterable list, updating live; a review with its findings and transcript.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, getRouteApi } from "@tanstack/react-router";
-import { api, unwrap, type Filters, type Finding, type Review } from "../api/client";
+import { api, unwrap, type DroppedFinding, type Filters, type Finding, type Review } from "../api/client";
 import { q, type TranscriptItem } from "../api/queries";
 import { FilterBar } from "../components/filters";
 import { Card, Empty, ErrorBox, Query, ReviewTable, StatusBadge, Time, count, duration, money, PrLink } from "../components/ui";
@@ -49,6 +49,7 @@ export function ReviewPage() {
 function ReviewDetail({ review: r }: { review: Review }) {
   const client = useQueryClient();
   const findings = useQuery(q.findings(r.id));
+  const dropped = useQuery(q.dropped(r.id));
   const transcript = useQuery({ ...q.transcript(r.id), enabled: r.session_id !== null && r.session_id !== undefined });
   const done = ["completed", "failed", "skipped"].includes(r.status);
   const retry = useMutation({
@@ -117,6 +118,11 @@ function ReviewDetail({ review: r }: { review: Review }) {
           {(rows) => <FindingList review={r} rows={rows} />}
         </Query>
       </Card>
+      {dropped.data && dropped.data.length > 0 && (
+        <Card title="Dropped by verification">
+          <DroppedList rows={dropped.data} />
+        </Card>
+      )}
       <Card title="Transcript">
         {r.session_id === null || r.session_id === undefined ? (
           <Empty>No agent session was recorded for this review.</Empty>
@@ -177,11 +183,36 @@ function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
                   <a href={lineUrl(review, f)} target="_blank" rel="noreferrer" className="mono">
                     {path}:{f.line ?? "?"}
                   </a>
+                  {f.body.includes("\n\n_Unverified: ") && <span className="badge">unverified</span>}
                 </p>
                 <FindingBody body={f.body} />
               </article>
             ))}
         </section>
+      ))}
+    </div>
+  );
+}
+
+/** The candidates verification dropped: never posted, each with the verifier's reason
+ * (docs/review-service.md, "Verification before posting"). */
+function DroppedList({ rows }: { rows: DroppedFinding[] }) {
+  return (
+    <div className="stack">
+      <p className="small muted">Checked against the code by an independent verifier and not posted.</p>
+      {rows.map((d) => (
+        <article key={d.id} className="finding dropped" data-severity={d.severity}>
+          <p className="row small">
+            <span className={`badge sev-${d.severity}`}>{d.severity}</span>
+            <span className="mono">
+              {d.path}:{d.line}
+            </span>
+          </p>
+          <p className="prewrap">{d.body}</p>
+          <p className="small">
+            <strong>Why dropped:</strong> {d.reason}
+          </p>
+        </article>
       ))}
     </div>
   );
@@ -274,6 +305,32 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
           }
           case "tool_result":
             return null;
+          // The verifier's conversation (docs/review-service.md, "Verification before posting").
+          case "verify":
+            return (
+              <li key={i} className="turn verify" data-verify={it.role ?? "error"}>
+                <details open={it.role === "assistant" && (it.tool_calls ?? []).some((c) => c.name === "report_verdicts")}>
+                  <summary>
+                    Verifier {it.role === "user" ? "· candidates" : it.role === "tool" ? `· ${it.name ?? "tool"}` : it.role === "assistant" ? "· answer" : "· error"}
+                  </summary>
+                  {it.text ? <pre>{it.text}</pre> : null}
+                  {(it.tool_calls ?? []).map((c) => (
+                    <pre key={c.id}>
+                      {c.name} {pretty(c.arguments)}
+                    </pre>
+                  ))}
+                  {it.content !== undefined ? <pre>{pretty(it.content)}</pre> : null}
+                  {it.message ? <pre>{it.message}</pre> : null}
+                </details>
+              </li>
+            );
+          case "verification":
+            return (
+              <li key={i} className="turn verify" role="note">
+                <p className="who">Verification</p>
+                <p className="prewrap">{String(it.result ?? "")}</p>
+              </li>
+            );
           case "error":
             return (
               <li key={i} className="turn error" role="note">

@@ -17,6 +17,7 @@ const MODELS: [string, string][] = [
   ["refine_model", "Refine model (refine_model)"],
   ["implement_model", "Implement model (implement_model)"],
   ["improver_model", "Improver model (improver_model)"],
+  ["verify_model", "Verifier model (verify_model)"],
 ];
 
 export function SettingsPage() {
@@ -48,7 +49,7 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
   const [draft, setDraft] = useState<Record<string, string>>(stored);
   const changed = () => {
     const body: Record<string, string> = {};
-    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""]]) {
+    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""], ["review_verify", ""]]) {
       if (k && (draft[k] ?? "") !== (stored[k] ?? "")) body[k] = draft[k] ?? "";
     }
     return body;
@@ -98,6 +99,15 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
               onChange={(e) => set("review_quiet")(e.target.checked ? "true" : "")}
             />{" "}
             <label htmlFor="review_quiet">Post nothing when a review has no finding to post (review_quiet)</label>
+          </div>
+          <div>
+            <input
+              id="review_verify"
+              type="checkbox"
+              checked={draft.review_verify !== "false"}
+              onChange={(e) => set("review_verify")(e.target.checked ? "" : "false")}
+            />{" "}
+            <label htmlFor="review_verify">Check every inline finding with an independent verifier before posting (review_verify)</label>
           </div>
         </div>
       </Card>

@@ -388,6 +388,12 @@ async fn record_end(
                 "Model {}: {} tokens, ${:.4}; {} inline comment(s) folded into the summary.",
                 outcome.model, outcome.tokens, outcome.cost, outcome.folded_comments
             );
+            if outcome.dropped_by_verification > 0 || outcome.unverified > 0 {
+                summary.push_str(&format!(
+                    " Verification dropped {} finding(s); {} posted unverified.",
+                    outcome.dropped_by_verification, outcome.unverified
+                ));
+            }
             if outcome.below_min_severity > 0 {
                 summary.push_str(&format!(
                     " {} finding(s) under the minimum severity were not posted.",

@@ -93,4 +93,15 @@ impl ReviewPoster for ForgePoster {
         }
         Ok(posted)
     }
+
+    async fn record_dropped(
+        &self,
+        dropped: &[(review_domain::InlineComment, String)],
+    ) -> Result<(), String> {
+        self.app
+            .records
+            .record_dropped(self.review_id, dropped)
+            .await
+            .map_err(|e| e.to_string())
+    }
 }

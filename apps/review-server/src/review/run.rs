@@ -7,7 +7,7 @@ use super::RunError;
 use super::poster::ForgePoster;
 use super::prepare::Checkout;
 use crate::job::PrJob;
-use crate::run_settings::{provider_settings, review_budget, review_noise};
+use crate::run_settings::{provider_settings, review_budget, review_noise, review_verifier};
 use crate::state::AppState;
 use agent::{CancellationToken, ReviewJob, ReviewOutcome};
 use anyhow::anyhow;
@@ -64,6 +64,7 @@ pub async fn run_agent(
         crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;
     agent_job.budget = review_budget(&app.config, &settings);
     (agent_job.min_severity, agent_job.quiet) = review_noise(&settings);
+    agent_job.verify = review_verifier(&settings, &agent_job.model);
     if let Some(own) = repo_row.as_ref().and_then(|r| r.min_severity) {
         agent_job.min_severity = own; // the repository's own wins over the global setting
     }

@@ -29,6 +29,7 @@ use utoipa::{Modify, OpenApi};
         super::repos::pr_reviews,
         super::reviews::one,
         super::reviews::findings,
+        super::reviews::dropped,
         super::reviews::session,
         super::reviews::retry,
         super::reviews::stop,

@@ -21,6 +21,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/reviews/{id}", get(one))
         .route("/api/reviews/{id}/findings", get(findings))
+        .route("/api/reviews/{id}/dropped", get(dropped))
         .route("/api/reviews/{id}/session", get(session))
         .route("/api/reviews/{id}/retry", post(retry))
         .route("/api/reviews/{id}/stop", post(stop))
@@ -56,6 +57,21 @@ pub async fn findings(
         return Ok(Json(Vec::new()));
     };
     Ok(Json(app.records.store.findings_for_review(id).await?))
+}
+
+/// GET /api/reviews/:id/dropped: the candidate inline findings verification dropped, each with
+/// the verifier's reason, ordered by id; an unknown review gives 200 [] (docs/review-service.md,
+/// "Verification before posting").
+#[utoipa::path(get, path = "/api/reviews/{id}/dropped", params(("id" = String, Path, description = "review id", example = "1")),
+    responses((status = 200, body = Vec<review_domain::DroppedFindingRow>)))]
+pub async fn dropped(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<review_domain::DroppedFindingRow>>, ApiError> {
+    let Ok(id) = id.parse::<i64>() else {
+        return Ok(Json(Vec::new()));
+    };
+    Ok(Json(app.records.store.dropped_findings(id).await?))
 }
 
 /// GET /api/reviews/:id/session: the transcript; 404 without a review or session id; 200

@@ -7,7 +7,8 @@
 //! fallback applies; rule 3: a no-op for `default_prompt`); the four model fields must read as
 //! `<provider>/<model>` so a typo cannot break every later review; the two budget keys must be
 //! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`);
-//! `review_min_severity` one of the three severities and `review_quiet` `true` or `false`.
+//! `review_min_severity` one of the three severities; `review_quiet` and `review_verify` `true`
+//! or `false`.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -23,7 +24,7 @@ use std::collections::BTreeMap;
 /// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
 /// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
 /// REVIEW_MAX_COST.
-pub const SETTING_KEYS: [&str; 12] = [
+pub const SETTING_KEYS: [&str; 14] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -36,14 +37,17 @@ pub const SETTING_KEYS: [&str; 12] = [
     "review_max_cost",
     "review_min_severity",
     "review_quiet",
+    "review_verify",
+    "verify_model",
 ];
 
 /// Keys whose value is a model spec `<provider>/<model>`.
-const MODEL_KEYS: [&str; 4] = [
+const MODEL_KEYS: [&str; 5] = [
     "agent_model",
     "refine_model",
     "implement_model",
     "improver_model",
+    "verify_model",
 ];
 
 /// The prompt of GET /api/settings/test: small, so the test costs about one request.
@@ -107,6 +111,14 @@ pub struct SettingsUpdate {
     /// check run says "No findings". `false` or empty: it is posted.
     #[schema(nullable = false, pattern = "^$|^(true|false)$")]
     pub review_quiet: Option<String>,
+    /// `false`: inline findings are posted without verification; `true` or empty: each is
+    /// checked by an independent verifier first, per
+    /// docs/review-service.md, "Verification before posting".
+    #[schema(nullable = false, pattern = "^$|^(true|false)$")]
+    pub review_verify: Option<String>,
+    /// The verifier's model, `<provider>/<model>`; empty: the review's own model.
+    #[schema(nullable = false, pattern = "^$|^[a-z0-9][a-z0-9-]*/[!-~]+$")]
+    pub verify_model: Option<String>,
 }
 
 /// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
@@ -204,7 +216,7 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
                 "{key}: expected nit, question or blocking, got {text:?}"
             )));
         }
-        if key == "review_quiet" && text.trim().parse::<bool>().is_err() {
+        if matches!(key, "review_quiet" | "review_verify") && text.trim().parse::<bool>().is_err() {
             return Err(ApiError::Unprocessable(format!(
                 "{key}: expected true or false, got {text:?}"
             )));

@@ -4,7 +4,7 @@
 
 mod fs;
 pub mod path;
-mod post;
+pub(crate) mod post;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -31,6 +31,8 @@ pub struct PostState {
     pub below_min_severity: u32,
     /// post_review decided to post nothing: `review_quiet` and no findings.
     pub quiet: bool,
+    /// post_review accepted a review that waits for verification ([`ToolContext::verify`]).
+    pub pending: bool,
 }
 
 impl PostState {
@@ -42,7 +44,7 @@ impl PostState {
     /// Whether the run's posting is done: something reached the forge, or post_review chose
     /// to post nothing ([`PostState::quiet`]).
     pub fn settled(&self) -> bool {
-        self.posted_anything() || self.quiet
+        self.posted_anything() || self.quiet || self.pending
     }
 }
 
@@ -72,6 +74,12 @@ pub struct ToolContext<'a> {
     pub min_severity: review_domain::Severity,
     /// [`crate::ReviewJob::quiet`].
     pub quiet: bool,
+    /// post_review keeps its review for verification instead of posting it
+    /// ([`crate::ReviewJob::verify`] is set).
+    pub verify: bool,
+    /// The review post_review accepted while [`ToolContext::verify`] is on, until the run
+    /// verifies and posts it.
+    pub(crate) pending: Mutex<Option<post::Draft>>,
 }
 
 impl ToolContext<'_> {
@@ -83,6 +91,11 @@ impl ToolContext<'_> {
     /// The budget note, if the run reached its budget.
     pub fn budget_note(&self) -> Option<String> {
         self.budget_note.lock().ok().and_then(|n| n.clone())
+    }
+
+    /// Takes the review waiting for verification, if any.
+    pub(crate) fn take_pending(&self) -> Option<post::Draft> {
+        self.pending.lock().ok().and_then(|mut p| p.take())
     }
 
     fn update(&self, f: impl FnOnce(&mut PostState)) {
@@ -116,14 +129,27 @@ pub struct ToolRegistry {
 impl ToolRegistry {
     /// The review tools: read_file, list_files, grep, git_diff, post_comment, post_review.
     pub fn review_tools() -> ToolRegistry {
-        let handlers: Vec<Box<dyn ToolHandler>> = vec![
+        let mut handlers = Self::read_handlers();
+        handlers.push(Box::new(post::PostComment));
+        handlers.push(Box::new(post::PostReview));
+        Self::of(handlers)
+    }
+
+    /// The read-only tools, for the verifier: read_file, list_files, grep, git_diff.
+    pub fn read_tools() -> ToolRegistry {
+        Self::of(Self::read_handlers())
+    }
+
+    fn read_handlers() -> Vec<Box<dyn ToolHandler>> {
+        vec![
             Box::new(fs::ReadFile),
             Box::new(fs::ListFiles),
             Box::new(fs::Grep),
             Box::new(fs::GitDiff),
-            Box::new(post::PostComment),
-            Box::new(post::PostReview),
-        ];
+        ]
+    }
+
+    fn of(handlers: Vec<Box<dyn ToolHandler>>) -> ToolRegistry {
         ToolRegistry {
             tools: handlers.into_iter().map(|h| (h.spec().name, h)).collect(),
         }
@@ -225,6 +251,8 @@ mod tests {
             instruction_changes: Vec::new(),
             min_severity: review_domain::Severity::Nit,
             quiet: false,
+            verify: false,
+            pending: Mutex::new(None),
         };
         let reg = ToolRegistry::review_tools();
         let abs = outer.path().join("secret.txt");

@@ -23,6 +23,12 @@ pub trait ReviewPoster: Send + Sync {
     /// Post a formal review (already checked against the hunks). Err(message) goes back to the
     /// model as a tool error.
     async fn post_review(&self, review: &ReviewSubmission) -> Result<PostedReview, String>;
+    /// Record the inline candidates verification dropped, each with the verifier's reason
+    /// (docs/review-service.md, "Verification before posting"); they are never posted. The
+    /// default records nothing.
+    async fn record_dropped(&self, _dropped: &[(InlineComment, String)]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 pub(super) struct PostComment;
@@ -131,7 +137,7 @@ impl ToolHandler for PostReview {
 
     async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String> {
         let args: ReviewArgs = parse_args("post_review", args)?;
-        if ctx.state().review {
+        if ctx.state().review || ctx.state().pending {
             return Err(
                 "a review was already posted in this run; use post_comment for anything else"
                     .into(),
@@ -180,128 +186,301 @@ impl ToolHandler for PostReview {
                 Err(why) => folded.push((comment, why)),
             }
         }
-        let any_blocking = kept
-            .iter()
-            .chain(folded.iter().map(|(c, _)| c))
-            .any(|c| c.severity == Severity::Blocking);
-        let mut event = args.event;
-        if any_blocking && event != ReviewEvent::RequestChanges {
-            notes.push(format!("event changed from {event} to REQUEST_CHANGES because a comment is blocking (review protocol)"));
-            event = ReviewEvent::RequestChanges;
-        }
-        if event == ReviewEvent::Approve && !ctx.approve_allowed {
-            // Issue 26: an approval from a reviewer its PR's author can steer is posted only
-            // to clear this App's own earlier CHANGES_REQUESTED.
-            notes.push("event changed from APPROVE to COMMENT: APPROVE only clears a REQUEST_CHANGES this reviewer posted earlier on the pull request, and there is none".to_owned());
-            event = ReviewEvent::Comment;
-        }
-        if ctx.quiet && kept.is_empty() && folded.is_empty() && event == ReviewEvent::Comment {
-            // docs/review-service.md, "Minimum severity and quiet reviews": nothing to say, so
-            // nothing is posted; the check run says "No findings".
-            ctx.update(|s| {
-                s.quiet = true;
-                s.below_min_severity += below_min;
-            });
-            let mut out = String::from(
-                "nothing posted: review_quiet is on and this review has no inline finding to post, so the check run reports no findings",
+        let draft = Draft {
+            summary: args.summary,
+            event: args.event,
+            kept,
+            folded,
+            below_min,
+            notes,
+            dropped: Vec::new(),
+            verification_note: None,
+        };
+        if ctx.verify && !draft.kept.is_empty() {
+            // docs/review-service.md, "Verification before posting": the inline findings are
+            // checked by a fresh verifier after this pass; the run posts the review then.
+            // A review without inline findings has nothing to verify and is posted now.
+            let mut out = format!(
+                "review received: its {} inline finding(s) go to an independent verifier, and the review is posted once they are checked. Do not call post_review again; end your turn.",
+                draft.kept.len()
             );
-            if below_min > 0 {
-                out.push_str(&format!(
-                    " ({below_min} under the minimum severity {} were left out)",
-                    ctx.min_severity
-                ));
+            for n in &draft.notes {
+                out.push_str(&format!("\nnote: {n}"));
             }
+            if let Ok(mut pending) = ctx.pending.lock() {
+                *pending = Some(draft);
+            }
+            ctx.update(|s| s.pending = true);
             return Ok(out);
         }
-        let mut extra = Vec::new();
-        if below_min > 0 {
-            extra.push(format!(
-                "_{below_min} finding(s) under the minimum severity `{}` were not posted inline (review_min_severity)._",
-                ctx.min_severity
-            ));
-        }
-        if !folded.is_empty() {
-            let mut s = String::from(
-                "**Comments outside the diff** (GitHub accepts inline comments only on lines of the diff):\n",
-            );
-            for (c, _) in &folded {
-                s.push_str(&format!(
-                    "- `{}:{}` ({}): {}\n",
-                    c.path,
-                    c.line,
-                    c.severity,
-                    c.body.trim()
-                ));
-            }
-            extra.push(s.trim_end().to_owned());
-        }
-        if ctx.capped.is_capped() {
-            extra.push(format!(
-                "_Note: this diff is {} bytes, over the {}-byte review cap; {} file(s) were left out of the diff the reviewer read: {}._",
-                ctx.capped.total_bytes,
-                ctx.cap_bytes,
-                ctx.capped.omitted.len(),
-                ctx.capped.omitted.join(", ")
-            ));
-        }
-        if !ctx.instruction_changes.is_empty() {
-            extra.push(format!(
-                "_This pull request changes the review instructions ({}); this review followed the base branch's versions and reviewed the changes as code._",
-                ctx.instruction_changes.join(", ")
-            ));
-        }
-        let budget_note = ctx.budget_note();
-        if let Some(note) = &budget_note {
-            extra.push(format!(
-                "_This review was cut short at its budget: {note}._"
-            ));
-        }
-        let summary = insert_before_verdict(&args.summary, &extra);
-        let submission = ReviewSubmission {
-            summary,
-            event,
-            comments: kept,
-        };
-        let posted = ctx
-            .poster
-            .post_review(&submission)
-            .await
-            .map_err(|e| format!("posting the review failed: {e}"))?;
-        let n_folded = folded.len() as u32;
+        publish(ctx, draft).await
+    }
+}
+
+/// A review post_review accepted, not yet posted: the model's summary and event, the inline
+/// comments on the diff (`kept`) and those folded into the summary, and what verification
+/// dropped (docs/review-service.md, "Verification before posting").
+#[derive(Debug, Clone)]
+pub(crate) struct Draft {
+    /// The model's summary, ending with its verdict line.
+    pub summary: String,
+    /// The model's event, before the protocol's corrections.
+    pub event: ReviewEvent,
+    /// Inline comments on lines of the diff, suggestion blocks included.
+    pub kept: Vec<InlineComment>,
+    /// Comments outside the diff, with why: posted in the summary.
+    pub folded: Vec<(InlineComment, String)>,
+    /// Comments under the minimum severity, not posted.
+    pub below_min: u32,
+    /// Notes for the model's tool result.
+    pub notes: Vec<String>,
+    /// Candidates the verifier rejected (or left undecided at a budget stop), with the reason.
+    pub dropped: Vec<(InlineComment, String)>,
+    /// A sentence for the summary about verification (how many were dropped, a budget stop).
+    pub verification_note: Option<String>,
+}
+
+/// Posts `draft` (docs/review-service.md §1 step 6, "Minimum severity and quiet reviews",
+/// "Verification before posting"): corrects the event (REQUEST_CHANGES when a posted or
+/// folded comment is blocking; an APPROVE only to clear this App's own request; a
+/// REQUEST_CHANGES whose blocking findings were all dropped becomes COMMENT), adjusts the
+/// verdict line for the dropped ones, adds the summary's notes, honours `review_quiet`, and
+/// hands the review to the poster. Returns the tool result text.
+///
+/// Errors: the poster's message, for the model.
+pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<String, String> {
+    let Draft {
+        summary,
+        event: model_event,
+        kept,
+        folded,
+        below_min,
+        mut notes,
+        dropped,
+        verification_note,
+    } = draft;
+    let summary = without_dropped_in_verdict(&summary, &dropped);
+    let any_blocking = kept
+        .iter()
+        .chain(folded.iter().map(|(c, _)| c))
+        .any(|c| c.severity == Severity::Blocking);
+    let dropped_blocking = dropped
+        .iter()
+        .any(|(c, _)| c.severity == Severity::Blocking);
+    let mut event = model_event;
+    if any_blocking && event != ReviewEvent::RequestChanges {
+        notes.push(format!("event changed from {event} to REQUEST_CHANGES because a comment is blocking (review protocol)"));
+        event = ReviewEvent::RequestChanges;
+    }
+    if !any_blocking
+        && dropped_blocking
+        && event == ReviewEvent::RequestChanges
+        && verdict_blocking(&summary) == Some(0)
+    {
+        notes.push("event changed from REQUEST_CHANGES to COMMENT: verification dropped every blocking finding".to_owned());
+        event = ReviewEvent::Comment;
+    }
+    if event == ReviewEvent::Approve && !ctx.approve_allowed {
+        // Issue 26: an approval from a reviewer its PR's author can steer is posted only
+        // to clear this App's own earlier CHANGES_REQUESTED.
+        notes.push("event changed from APPROVE to COMMENT: APPROVE only clears a REQUEST_CHANGES this reviewer posted earlier on the pull request, and there is none".to_owned());
+        event = ReviewEvent::Comment;
+    }
+    if ctx.quiet && kept.is_empty() && folded.is_empty() && event == ReviewEvent::Comment {
+        // docs/review-service.md, "Minimum severity and quiet reviews": nothing to say, so
+        // nothing is posted; the check run says "No findings".
         ctx.update(|s| {
-            s.review = true;
-            s.folded += n_folded;
+            s.quiet = true;
             s.below_min_severity += below_min;
-            s.budget_noted = budget_note.is_some();
         });
-        let mut out = format!(
-            "review posted{} with event {}: {} inline comment(s)",
-            posted
-                .review_id
-                .map(|id| format!(" (id {id})"))
-                .unwrap_or_default(),
-            submission.event,
-            submission.comments.len()
+        record_dropped(ctx, &dropped).await;
+        let mut out = String::from(
+            "nothing posted: review_quiet is on and this review has no inline finding to post, so the check run reports no findings",
         );
-        if !folded.is_empty() {
-            out.push_str(&format!(
-                "; {} moved into the summary because they were outside the diff:",
-                folded.len()
-            ));
-            for (c, why) in &folded {
-                out.push_str(&format!("\n- {}:{}: {why}", c.path, c.line));
-            }
-        }
         if below_min > 0 {
             out.push_str(&format!(
-                "; {below_min} under the minimum severity {} left out",
+                " ({below_min} under the minimum severity {} were left out)",
                 ctx.min_severity
             ));
         }
-        for n in notes {
-            out.push_str(&format!("\nnote: {n}"));
+        return Ok(out);
+    }
+    let mut extra = Vec::new();
+    if let Some(note) = &verification_note {
+        extra.push(format!("_{note}_"));
+    }
+    if below_min > 0 {
+        extra.push(format!(
+            "_{below_min} finding(s) under the minimum severity `{}` were not posted inline (review_min_severity)._",
+            ctx.min_severity
+        ));
+    }
+    if !folded.is_empty() {
+        let mut s = String::from(
+            "**Comments outside the diff** (GitHub accepts inline comments only on lines of the diff):\n",
+        );
+        for (c, _) in &folded {
+            s.push_str(&format!(
+                "- `{}:{}` ({}): {}\n",
+                c.path,
+                c.line,
+                c.severity,
+                c.body.trim()
+            ));
         }
-        Ok(out)
+        extra.push(s.trim_end().to_owned());
+    }
+    if ctx.capped.is_capped() {
+        extra.push(format!(
+            "_Note: this diff is {} bytes, over the {}-byte review cap; {} file(s) were left out of the diff the reviewer read: {}._",
+            ctx.capped.total_bytes,
+            ctx.cap_bytes,
+            ctx.capped.omitted.len(),
+            ctx.capped.omitted.join(", ")
+        ));
+    }
+    if !ctx.instruction_changes.is_empty() {
+        extra.push(format!(
+            "_This pull request changes the review instructions ({}); this review followed the base branch's versions and reviewed the changes as code._",
+            ctx.instruction_changes.join(", ")
+        ));
+    }
+    let budget_note = ctx.budget_note();
+    if let Some(note) = &budget_note {
+        extra.push(format!(
+            "_This review was cut short at its budget: {note}._"
+        ));
+    }
+    let summary = insert_before_verdict(&summary, &extra);
+    let submission = ReviewSubmission {
+        summary,
+        event,
+        comments: kept,
+    };
+    let posted = ctx
+        .poster
+        .post_review(&submission)
+        .await
+        .map_err(|e| format!("posting the review failed: {e}"))?;
+    record_dropped(ctx, &dropped).await;
+    let n_folded = folded.len() as u32;
+    ctx.update(|s| {
+        s.review = true;
+        s.folded += n_folded;
+        s.below_min_severity += below_min;
+        s.budget_noted = budget_note.is_some();
+    });
+    let mut out = format!(
+        "review posted{} with event {}: {} inline comment(s)",
+        posted
+            .review_id
+            .map(|id| format!(" (id {id})"))
+            .unwrap_or_default(),
+        submission.event,
+        submission.comments.len()
+    );
+    if !folded.is_empty() {
+        out.push_str(&format!(
+            "; {} moved into the summary because they were outside the diff:",
+            folded.len()
+        ));
+        for (c, why) in &folded {
+            out.push_str(&format!("\n- {}:{}: {why}", c.path, c.line));
+        }
+    }
+    if below_min > 0 {
+        out.push_str(&format!(
+            "; {below_min} under the minimum severity {} left out",
+            ctx.min_severity
+        ));
+    }
+    if !dropped.is_empty() {
+        out.push_str(&format!("; {} dropped by verification", dropped.len()));
+    }
+    for n in notes {
+        out.push_str(&format!("\nnote: {n}"));
+    }
+    Ok(out)
+}
+
+/// `draft` with every inline comment marked unverified for `why` (the run ended before its
+/// verification could run).
+pub(crate) fn all_unverified(mut draft: Draft, why: &str) -> Draft {
+    for c in &mut draft.kept {
+        c.body = mark_unverified(&c.body, why);
+    }
+    draft
+}
+
+/// A candidate's body with the unverified mark, before its suggestion block when it has one.
+pub(crate) fn mark_unverified(body: &str, why: &str) -> String {
+    let mark = format!("\n\n_Unverified: {why}._");
+    match body.find("\n\n```suggestion\n") {
+        Some(i) => format!("{}{mark}{}", &body[..i], &body[i..]),
+        None => format!("{}{mark}", body.trim_end()),
+    }
+}
+
+/// Hands the dropped candidates to the poster to record; a failure is logged, not fatal (the
+/// review itself is on the forge).
+async fn record_dropped(ctx: &ToolContext<'_>, dropped: &[(InlineComment, String)]) {
+    if dropped.is_empty() {
+        return;
+    }
+    if let Err(e) = ctx.poster.record_dropped(dropped).await {
+        tracing::warn!(error = %e, "cannot record the findings dropped by verification");
+    }
+}
+
+/// The Blocking count of a summary's verdict line (`Blocking: N · Nits: M · Questions: K`).
+fn verdict_blocking(summary: &str) -> Option<u64> {
+    verdict_counts(summary).map(|(b, _, _)| b)
+}
+
+/// The three counts of a summary's last line when it is the verdict line
+/// (`Blocking: N · Nits: M · Questions: K`, review protocol rule 4).
+fn verdict_counts(summary: &str) -> Option<(u64, u64, u64)> {
+    let last = summary.trim_end().lines().last()?.trim();
+    let mut parts = last.strip_prefix("Blocking:")?.split('·');
+    let b = parts.next()?.trim().parse().ok()?;
+    let n = parts
+        .next()?
+        .trim()
+        .strip_prefix("Nits:")?
+        .trim()
+        .parse()
+        .ok()?;
+    let q = parts
+        .next()?
+        .trim()
+        .strip_prefix("Questions:")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((b, n, q))
+}
+
+/// `summary` with its verdict line's counts lowered by the `dropped` findings, so the line
+/// counts what is posted (docs/review-service.md, "Verification before posting"). A summary
+/// without a verdict line is returned as it is.
+fn without_dropped_in_verdict(summary: &str, dropped: &[(InlineComment, String)]) -> String {
+    let Some((b, n, q)) = verdict_counts(summary) else {
+        return summary.to_owned();
+    };
+    if dropped.is_empty() {
+        return summary.to_owned();
+    }
+    let count = |sev: Severity| dropped.iter().filter(|(c, _)| c.severity == sev).count() as u64;
+    let line = format!(
+        "Blocking: {} · Nits: {} · Questions: {}",
+        b.saturating_sub(count(Severity::Blocking)),
+        n.saturating_sub(count(Severity::Nit)),
+        q.saturating_sub(count(Severity::Question)),
+    );
+    let trimmed = summary.trim_end();
+    match trimmed.rsplit_once('\n') {
+        Some((head, _)) => format!("{head}\n{line}"),
+        None => line,
     }
 }
 
@@ -394,6 +573,46 @@ fn insert_before_verdict(summary: &str, sections: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_unverified_mark_goes_before_a_suggestion_block() {
+        assert_eq!(
+            mark_unverified("Fix it.\n\n```suggestion\nx\n```", "no verdict"),
+            "Fix it.\n\n_Unverified: no verdict._\n\n```suggestion\nx\n```"
+        );
+        assert_eq!(
+            mark_unverified("Fix it.\n", "no verdict"),
+            "Fix it.\n\n_Unverified: no verdict._"
+        );
+    }
+
+    #[test]
+    fn the_verdict_line_counts_what_is_posted() {
+        let nit = |body: &str| {
+            (
+                InlineComment {
+                    path: "a.rs".into(),
+                    line: 1,
+                    start_line: None,
+                    side: Side::Right,
+                    severity: Severity::Nit,
+                    body: body.into(),
+                },
+                "not real".to_owned(),
+            )
+        };
+        let summary = "Two things.\n\nBlocking: 1 · Nits: 2 · Questions: 0";
+        assert_eq!(verdict_counts(summary), Some((1, 2, 0)));
+        assert_eq!(
+            without_dropped_in_verdict(summary, &[nit("x")]),
+            "Two things.\n\nBlocking: 1 · Nits: 1 · Questions: 0"
+        );
+        assert_eq!(
+            without_dropped_in_verdict("No verdict.", &[nit("x")]),
+            "No verdict."
+        );
+        assert_eq!(verdict_counts("Blocking: x · Nits: 1 · Questions: 0"), None);
+    }
 
     #[test]
     fn sections_go_before_the_verdict_line() {
