@@ -105,6 +105,16 @@ pub fn review_verifier(stored: &BTreeMap<String, String>, model: &ModelSpec) -> 
     Some(own.unwrap_or_else(|| model.clone()))
 }
 
+/// How many independent passes a review makes (docs/review-service.md, "Several passes"): the
+/// `review_passes` setting, 1 to [`agent::passes::MAX_PASSES`]; absent or not such a number: 1.
+pub fn review_passes(stored: &BTreeMap<String, String>) -> u32 {
+    stored
+        .get("review_passes")
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|n| (1..=agent::passes::MAX_PASSES).contains(n))
+        .unwrap_or(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +126,14 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn passes_are_one_unless_set_to_one_to_five() {
+        assert_eq!(review_passes(&stored(&[])), 1);
+        assert_eq!(review_passes(&stored(&[("review_passes", " 3 ")])), 3);
+        assert_eq!(review_passes(&stored(&[("review_passes", "9")])), 1);
+        assert_eq!(review_passes(&stored(&[("review_passes", "two")])), 1);
     }
 
     #[test]

@@ -290,6 +290,8 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
         (json!({"review_quiet": "yes"}), "review_quiet"),
         (json!({"review_verify": "maybe"}), "review_verify"),
         (json!({"verify_model": "no-slash"}), "verify_model"),
+        (json!({"review_passes": "6"}), "review_passes"),
+        (json!({"review_passes": "0"}), "review_passes"),
     ] {
         let (status, err) = put(&s, "/api/settings", body).await;
         assert_eq!(

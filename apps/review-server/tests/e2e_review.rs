@@ -809,3 +809,37 @@ async fn a_budget_stop_during_verification_posts_only_confirmed_findings_and_say
         "{dropped:?}"
     );
 }
+
+/// Issue 27, "Several passes": with `review_passes` at 2 the reviewer reads the diff twice (its
+/// files in another order the second time); the candidates both passes found are merged, so
+/// each is verified and posted once, and the summary says how many passes found them.
+#[tokio::test]
+async fn two_passes_merge_their_candidates_before_verification() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    put_settings(&w.server, serde_json::json!({"review_passes": "2"})).await;
+    let review = w.review_once().await;
+    let (base, head) = (w.upstream.sha("main"), w.upstream.sha("feature"));
+    // Each flagged line once, not twice.
+    assert_eq!(
+        inline_positions(&review),
+        w.upstream.flagged_lines(&base, &head)
+    );
+    let summary = review["body"].as_str().unwrap();
+    assert!(
+        summary.contains("Passes: 2 independent passes over the diff; 3 candidate finding(s) after merging, 3 found by more than one pass."),
+        "{summary}"
+    );
+    assert!(
+        summary.ends_with("Blocking: 2 · Nits: 1 · Questions: 0"),
+        "{summary}"
+    );
+    // Two review passes (each starting with git_diff) and one verifier conversation.
+    let requests = w.model.requests();
+    let diffs = requests
+        .iter()
+        .filter(|r| !r["tools"].to_string().contains("report_verdicts"))
+        .filter(|r| r["messages"].as_array().is_some_and(|m| m.len() == 1))
+        .count();
+    assert_eq!(diffs, 2, "two passes start afresh");
+    assert_eq!(verifier_requests(&w).len(), 2);
+}

@@ -10,6 +10,7 @@ pub mod chat;
 pub mod diff;
 mod error;
 pub mod improve;
+pub mod passes;
 pub mod prompt;
 pub mod provider;
 mod review;

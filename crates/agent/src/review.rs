@@ -76,6 +76,10 @@ pub struct ReviewJob {
     /// is posted (docs/review-service.md, "Verification before posting"). Default `None`: no
     /// verification.
     pub verify: Option<ModelSpec>,
+    /// Independent passes over the diff, each reading its files in another order, their
+    /// candidates merged before verification (docs/review-service.md, "Several passes");
+    /// default 1, at most [`crate::passes::MAX_PASSES`].
+    pub passes: u32,
 }
 
 /// The budget of one review (docs/security.md, "Review budget"): once the tokens (input plus
@@ -148,6 +152,7 @@ impl ReviewJob {
             min_severity: Severity::Nit,
             quiet: false,
             verify: None,
+            passes: 1,
         }
     }
 }
@@ -253,6 +258,7 @@ pub async fn run_review(
         min_severity: job.min_severity,
         quiet: job.quiet,
         verify: job.verify.is_some(),
+        defer_all: job.passes > 1,
         pending: Mutex::new(None),
     };
     let registry = ToolRegistry::review_tools();
@@ -271,22 +277,101 @@ pub async fn run_review(
     let mut counts = (0u32, 0u32);
     let run = async {
         tool_loop(
-            &client, request, &registry, &ctx, &writer, &job, catalog, &mut usage, &mut steps,
+            &client,
+            request.clone(),
+            &registry,
+            &ctx,
+            &writer,
+            &job,
+            catalog,
+            &mut usage,
+            &mut steps,
         )
         .await?;
-        if let (Some(draft), Some(model)) = (ctx.take_pending(), &job.verify) {
-            let review_usage = usage;
-            let pass = VerifyPass {
-                job: &job,
-                model,
-                providers,
-                catalog,
-                writer: &writer,
-                max_tokens,
-            };
-            counts = pass
-                .verify_and_publish(&ctx, draft, &review_usage, &mut verify_usage, &mut steps)
-                .await?;
+        if job.passes > 1 {
+            let mut drafts: Vec<_> = ctx.take_pending().into_iter().collect();
+            for pass in 1..job.passes.min(crate::passes::MAX_PASSES) {
+                let rotated = crate::passes::rotated(&ctx.diff, pass, job.passes);
+                let pass_ctx = ToolContext {
+                    root: ctx.root.clone(),
+                    capped: diff::cap(&rotated, job.diff_cap_bytes),
+                    diff: rotated,
+                    cap_bytes: job.diff_cap_bytes,
+                    poster,
+                    state: Mutex::new(PostState::default()),
+                    budget_note: Mutex::new(None),
+                    approve_allowed: job.approve_allowed,
+                    instruction_changes: ctx.instruction_changes.clone(),
+                    min_severity: job.min_severity,
+                    quiet: job.quiet,
+                    verify: job.verify.is_some(),
+                    defer_all: true,
+                    pending: Mutex::new(None),
+                };
+                writer.record(json!({"type": "pass", "pass": pass + 1, "of": job.passes}));
+                let mut pass_steps = 0u32;
+                let ended = tool_loop(
+                    &client,
+                    request.clone(),
+                    &registry,
+                    &pass_ctx,
+                    &writer,
+                    &job,
+                    catalog,
+                    &mut usage,
+                    &mut pass_steps,
+                )
+                .await;
+                steps += pass_steps;
+                match ended {
+                    Ok(()) => drafts.extend(pass_ctx.take_pending()),
+                    Err(e) if e.is_cancelled() => return Err(e),
+                    // A later pass that fails (its budget, the model) ends the passes; what
+                    // the earlier ones found stands.
+                    Err(e) => {
+                        writer.record(
+                            json!({"type": "pass", "pass": pass + 1, "error": e.to_string()}),
+                        );
+                        break;
+                    }
+                }
+            }
+            let made = drafts.len();
+            if let Some((mut merged, found)) = crate::passes::merge(drafts) {
+                let again = found.iter().filter(|m| m.found_by > 1).count();
+                writer.record(json!({"type": "passes", "passes": made, "candidates": found.iter().map(|m| json!({"path": m.path, "line": m.line, "found_by": m.found_by})).collect::<Vec<_>>()}));
+                merged.passes_note = Some(format!(
+                    "Passes: {made} independent passes over the diff; {} candidate finding(s) after merging, {again} found by more than one pass.",
+                    found.len()
+                ));
+                if let Ok(mut pending) = ctx.pending.lock() {
+                    *pending = Some(merged);
+                }
+            }
+        }
+        match (ctx.take_pending(), &job.verify) {
+            (Some(draft), Some(model)) => {
+                let review_usage = usage;
+                let pass = VerifyPass {
+                    job: &job,
+                    model,
+                    providers,
+                    catalog,
+                    writer: &writer,
+                    max_tokens,
+                };
+                counts = pass
+                    .verify_and_publish(&ctx, draft, &review_usage, &mut verify_usage, &mut steps)
+                    .await?;
+            }
+            (Some(draft), None) => {
+                // Several passes without verification: the merged review is posted as it is.
+                let text = crate::tools::post::publish(&ctx, draft)
+                    .await
+                    .map_err(AgentError::Post)?;
+                writer.record(json!({"type": "verification", "result": text}));
+            }
+            (None, _) => {}
         }
         Ok(())
     };

@@ -1953,6 +1953,11 @@ export interface components {
              */
             review_min_severity?: string;
             /**
+             * @description Independent passes over the diff, 1 to 5, their findings merged before verification,
+             *     per docs/review-service.md, "Several passes"; empty: 1.
+             */
+            review_passes?: string;
+            /**
              * @description `true`: a review with no inline finding to post and a COMMENT event posts nothing; the
              *     check run says "No findings". `false` or empty: it is posted.
              */

@@ -49,7 +49,7 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
   const [draft, setDraft] = useState<Record<string, string>>(stored);
   const changed = () => {
     const body: Record<string, string> = {};
-    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""], ["review_verify", ""]]) {
+    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""], ["review_verify", ""], ["review_passes", ""]]) {
       if (k && (draft[k] ?? "") !== (stored[k] ?? "")) body[k] = draft[k] ?? "";
     }
     return body;
@@ -99,6 +99,17 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
               onChange={(e) => set("review_quiet")(e.target.checked ? "true" : "")}
             />{" "}
             <label htmlFor="review_quiet">Post nothing when a review has no finding to post (review_quiet)</label>
+          </div>
+          <div>
+            <label htmlFor="review_passes">Passes over the diff (review_passes)</label>
+            <select id="review_passes" value={draft.review_passes ?? ""} onChange={(e) => set("review_passes")(e.target.value)}>
+              <option value="">1 (default)</option>
+              {["2", "3", "4", "5"].map((n) => (
+                <option key={n} value={n}>
+                  {n}
+                </option>
+              ))}
+            </select>
           </div>
           <div>
             <input

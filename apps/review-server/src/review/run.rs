@@ -7,7 +7,9 @@ use super::RunError;
 use super::poster::ForgePoster;
 use super::prepare::Checkout;
 use crate::job::PrJob;
-use crate::run_settings::{provider_settings, review_budget, review_noise, review_verifier};
+use crate::run_settings::{
+    provider_settings, review_budget, review_noise, review_passes, review_verifier,
+};
 use crate::state::AppState;
 use agent::{CancellationToken, ReviewJob, ReviewOutcome};
 use anyhow::anyhow;
@@ -65,6 +67,7 @@ pub async fn run_agent(
     agent_job.budget = review_budget(&app.config, &settings);
     (agent_job.min_severity, agent_job.quiet) = review_noise(&settings);
     agent_job.verify = review_verifier(&settings, &agent_job.model);
+    agent_job.passes = review_passes(&settings);
     if let Some(own) = repo_row.as_ref().and_then(|r| r.min_severity) {
         agent_job.min_severity = own; // the repository's own wins over the global setting
     }

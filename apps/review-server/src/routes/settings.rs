@@ -8,7 +8,7 @@
 //! `<provider>/<model>` so a typo cannot break every later review; the two budget keys must be
 //! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`);
 //! `review_min_severity` one of the three severities; `review_quiet` and `review_verify` `true`
-//! or `false`.
+//! or `false`; `review_passes` 1 to 5.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 /// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
 /// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
 /// REVIEW_MAX_COST.
-pub const SETTING_KEYS: [&str; 14] = [
+pub const SETTING_KEYS: [&str; 15] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -39,6 +39,7 @@ pub const SETTING_KEYS: [&str; 14] = [
     "review_quiet",
     "review_verify",
     "verify_model",
+    "review_passes",
 ];
 
 /// Keys whose value is a model spec `<provider>/<model>`.
@@ -119,6 +120,10 @@ pub struct SettingsUpdate {
     /// The verifier's model, `<provider>/<model>`; empty: the review's own model.
     #[schema(nullable = false, pattern = "^$|^[a-z0-9][a-z0-9-]*/[!-~]+$")]
     pub verify_model: Option<String>,
+    /// Independent passes over the diff, 1 to 5, their findings merged before verification,
+    /// per docs/review-service.md, "Several passes"; empty: 1.
+    #[schema(nullable = false, pattern = "^$|^[1-5]$")]
+    pub review_passes: Option<String>,
 }
 
 /// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
@@ -214,6 +219,17 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
         if key == "review_min_severity" && text.trim().parse::<Severity>().is_err() {
             return Err(ApiError::Unprocessable(format!(
                 "{key}: expected nit, question or blocking, got {text:?}"
+            )));
+        }
+        if key == "review_passes"
+            && !text
+                .trim()
+                .parse::<u32>()
+                .is_ok_and(|n| (1..=agent::passes::MAX_PASSES).contains(&n))
+        {
+            return Err(ApiError::Unprocessable(format!(
+                "{key}: expected a whole number of passes from 1 to {}, got {text:?}",
+                agent::passes::MAX_PASSES
             )));
         }
         if matches!(key, "review_quiet" | "review_verify") && text.trim().parse::<bool>().is_err() {

@@ -77,6 +77,9 @@ pub struct ToolContext<'a> {
     /// post_review keeps its review for verification instead of posting it
     /// ([`crate::ReviewJob::verify`] is set).
     pub verify: bool,
+    /// post_review keeps every review for the run to merge with its other passes
+    /// ([`crate::ReviewJob::passes`] over 1).
+    pub defer_all: bool,
     /// The review post_review accepted while [`ToolContext::verify`] is on, until the run
     /// verifies and posts it.
     pub(crate) pending: Mutex<Option<post::Draft>>,
@@ -252,6 +255,7 @@ mod tests {
             min_severity: review_domain::Severity::Nit,
             quiet: false,
             verify: false,
+            defer_all: false,
             pending: Mutex::new(None),
         };
         let reg = ToolRegistry::review_tools();

@@ -195,8 +195,9 @@ impl ToolHandler for PostReview {
             notes,
             dropped: Vec::new(),
             verification_note: None,
+            passes_note: None,
         };
-        if ctx.verify && !draft.kept.is_empty() {
+        if ctx.defer_all || (ctx.verify && !draft.kept.is_empty()) {
             // docs/review-service.md, "Verification before posting": the inline findings are
             // checked by a fresh verifier after this pass; the run posts the review then.
             // A review without inline findings has nothing to verify and is posted now.
@@ -238,6 +239,9 @@ pub(crate) struct Draft {
     pub dropped: Vec<(InlineComment, String)>,
     /// A sentence for the summary about verification (how many were dropped, a budget stop).
     pub verification_note: Option<String>,
+    /// A sentence for the summary about several passes (docs/review-service.md, "Several
+    /// passes").
+    pub passes_note: Option<String>,
 }
 
 /// Posts `draft` (docs/review-service.md §1 step 6, "Minimum severity and quiet reviews",
@@ -258,6 +262,7 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         mut notes,
         dropped,
         verification_note,
+        passes_note,
     } = draft;
     let summary = without_dropped_in_verdict(&summary, &dropped);
     let any_blocking = kept
@@ -306,6 +311,9 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         return Ok(out);
     }
     let mut extra = Vec::new();
+    if let Some(note) = &passes_note {
+        extra.push(format!("_{note}_"));
+    }
     if let Some(note) = &verification_note {
         extra.push(format!("_{note}_"));
     }
