@@ -5,10 +5,10 @@
 
 use std::collections::BTreeSet;
 
-use review_domain::{InlineComment, Severity};
+use review_domain::InlineComment;
 
 use crate::diff::ParsedDiff;
-use crate::tools::post::Draft;
+use crate::tools::post::{Draft, by_severity, with_verdict};
 
 /// Most passes a review may make.
 pub const MAX_PASSES: u32 = 5;
@@ -69,18 +69,13 @@ pub(crate) fn merge(mut drafts: Vec<Draft>) -> Option<(Draft, Vec<Merged>)> {
     let mut base = drafts.remove(0);
     let mut found = vec![1u32; base.kept.len()];
     let mut found_folded = vec![1u32; base.folded.len()];
-    let mut added = (0u64, 0u64, 0u64);
-    let mut count = |sev: Severity| match sev {
-        Severity::Blocking => added.0 += 1,
-        Severity::Nit => added.1 += 1,
-        Severity::Question => added.2 += 1,
-    };
+    let mut added = Vec::new();
     for draft in drafts {
         for c in draft.kept {
             match base.kept.iter().position(|k| same_claim(k, &c)) {
                 Some(i) => found[i] += 1,
                 None => {
-                    count(c.severity);
+                    added.push(c.clone());
                     base.kept.push(c);
                     found.push(1);
                 }
@@ -90,7 +85,7 @@ pub(crate) fn merge(mut drafts: Vec<Draft>) -> Option<(Draft, Vec<Merged>)> {
             match base.folded.iter().position(|(k, _)| same_claim(k, &c)) {
                 Some(i) => found_folded[i] += 1,
                 None => {
-                    count(c.severity);
+                    added.push(c.clone());
                     base.folded.push((c, why));
                     found_folded.push(1);
                 }
@@ -98,7 +93,8 @@ pub(crate) fn merge(mut drafts: Vec<Draft>) -> Option<(Draft, Vec<Merged>)> {
         }
         base.below_min = base.below_min.max(draft.below_min);
     }
-    base.summary = with_added_in_verdict(&base.summary, added);
+    let (ab, an, aq) = by_severity(added.iter());
+    base.summary = with_verdict(&base.summary, |(b, n, q)| (b + ab, n + an, q + aq));
     let merged = base
         .kept
         .iter()
@@ -113,43 +109,10 @@ pub(crate) fn merge(mut drafts: Vec<Draft>) -> Option<(Draft, Vec<Merged>)> {
     Some((base, merged))
 }
 
-/// `summary` with its verdict line (`Blocking: N · Nits: M · Questions: K`) raised by `added`.
-fn with_added_in_verdict(summary: &str, (b, n, q): (u64, u64, u64)) -> String {
-    let trimmed = summary.trim_end();
-    let (head, last) = trimmed.rsplit_once('\n').unwrap_or(("", trimmed));
-    let mut parts = match last.trim().strip_prefix("Blocking:") {
-        Some(rest) => rest.split('·'),
-        None => return summary.to_owned(),
-    };
-    let mut number = |label: &str| -> Option<u64> {
-        let part = parts.next()?.trim();
-        let part = if label.is_empty() {
-            part
-        } else {
-            part.strip_prefix(label)?.trim()
-        };
-        part.parse().ok()
-    };
-    let (Some(b0), Some(n0), Some(q0)) = (number(""), number("Nits:"), number("Questions:")) else {
-        return summary.to_owned();
-    };
-    let line = format!(
-        "Blocking: {} · Nits: {} · Questions: {}",
-        b0 + b,
-        n0 + n,
-        q0 + q
-    );
-    if head.is_empty() {
-        line
-    } else {
-        format!("{head}\n{line}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use review_domain::Side;
+    use review_domain::{Severity, Side};
 
     fn comment(path: &str, lines: (i64, i64), severity: Severity, body: &str) -> InlineComment {
         InlineComment {

@@ -264,7 +264,14 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         verification_note,
         passes_note,
     } = draft;
-    let summary = without_dropped_in_verdict(&summary, &dropped);
+    let (db, dn, dq) = by_severity(dropped.iter().map(|(c, _)| c));
+    let summary = with_verdict(&summary, |(b, n, q)| {
+        (
+            b.saturating_sub(db),
+            n.saturating_sub(dn),
+            q.saturating_sub(dq),
+        )
+    });
     let any_blocking = kept
         .iter()
         .chain(folded.iter().map(|(c, _)| c))
@@ -280,7 +287,7 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
     if !any_blocking
         && dropped_blocking
         && event == ReviewEvent::RequestChanges
-        && verdict_blocking(&summary) == Some(0)
+        && verdict_counts(&summary).is_some_and(|(b, _, _)| b == 0)
     {
         notes.push("event changed from REQUEST_CHANGES to COMMENT: verification dropped every blocking finding".to_owned());
         event = ReviewEvent::Comment;
@@ -440,56 +447,51 @@ async fn record_dropped(ctx: &ToolContext<'_>, dropped: &[(InlineComment, String
     }
 }
 
-/// The Blocking count of a summary's verdict line (`Blocking: N · Nits: M · Questions: K`).
-fn verdict_blocking(summary: &str) -> Option<u64> {
-    verdict_counts(summary).map(|(b, _, _)| b)
-}
-
-/// The three counts of a summary's last line when it is the verdict line
-/// (`Blocking: N · Nits: M · Questions: K`, review protocol rule 4).
-fn verdict_counts(summary: &str) -> Option<(u64, u64, u64)> {
+/// The three counts of a summary's verdict line (`Blocking: N · Nits: M · Questions: K`,
+/// review protocol rule 4), when its last line is one.
+pub(crate) fn verdict_counts(summary: &str) -> Option<(u64, u64, u64)> {
     let last = summary.trim_end().lines().last()?.trim();
     let mut parts = last.strip_prefix("Blocking:")?.split('·');
-    let b = parts.next()?.trim().parse().ok()?;
-    let n = parts
-        .next()?
-        .trim()
-        .strip_prefix("Nits:")?
-        .trim()
-        .parse()
-        .ok()?;
-    let q = parts
-        .next()?
-        .trim()
-        .strip_prefix("Questions:")?
-        .trim()
-        .parse()
-        .ok()?;
-    Some((b, n, q))
+    let mut count = |label: &str| -> Option<u64> {
+        parts
+            .next()?
+            .trim()
+            .strip_prefix(label)?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((count("")?, count("Nits:")?, count("Questions:")?))
 }
 
-/// `summary` with its verdict line's counts lowered by the `dropped` findings, so the line
-/// counts what is posted (docs/review-service.md, "Verification before posting"). A summary
-/// without a verdict line is returned as it is.
-fn without_dropped_in_verdict(summary: &str, dropped: &[(InlineComment, String)]) -> String {
-    let Some((b, n, q)) = verdict_counts(summary) else {
+/// `summary` with its verdict line's counts replaced by `counts(blocking, nits, questions)`
+/// of the line it has; a summary without a verdict line is returned as it is. Verification
+/// lowers the counts by what it dropped, several passes raise them by what later passes found,
+/// so the line counts what is posted.
+pub(crate) fn with_verdict(
+    summary: &str,
+    counts: impl FnOnce((u64, u64, u64)) -> (u64, u64, u64),
+) -> String {
+    let Some(old) = verdict_counts(summary) else {
         return summary.to_owned();
     };
-    if dropped.is_empty() {
-        return summary.to_owned();
-    }
-    let count = |sev: Severity| dropped.iter().filter(|(c, _)| c.severity == sev).count() as u64;
-    let line = format!(
-        "Blocking: {} · Nits: {} · Questions: {}",
-        b.saturating_sub(count(Severity::Blocking)),
-        n.saturating_sub(count(Severity::Nit)),
-        q.saturating_sub(count(Severity::Question)),
-    );
-    let trimmed = summary.trim_end();
-    match trimmed.rsplit_once('\n') {
+    let (b, n, q) = counts(old);
+    let line = format!("Blocking: {b} · Nits: {n} · Questions: {q}");
+    match summary.trim_end().rsplit_once('\n') {
         Some((head, _)) => format!("{head}\n{line}"),
         None => line,
     }
+}
+
+/// How many of `comments` have each severity, as (blocking, nits, questions).
+pub(crate) fn by_severity<'a>(
+    comments: impl Iterator<Item = &'a InlineComment>,
+) -> (u64, u64, u64) {
+    comments.fold((0, 0, 0), |(b, n, q), c| match c.severity {
+        Severity::Blocking => (b + 1, n, q),
+        Severity::Nit => (b, n + 1, q),
+        Severity::Question => (b, n, q + 1),
+    })
 }
 
 /// The most bytes of a file read to check a suggestion against the lines it replaces.
@@ -611,14 +613,14 @@ mod tests {
         };
         let summary = "Two things.\n\nBlocking: 1 · Nits: 2 · Questions: 0";
         assert_eq!(verdict_counts(summary), Some((1, 2, 0)));
+        let dropped = [nit("x")];
+        let (_, dn, _) = by_severity(dropped.iter().map(|(c, _)| c));
+        let lowered = |(b, n, q): (u64, u64, u64)| (b, n - dn, q);
         assert_eq!(
-            without_dropped_in_verdict(summary, &[nit("x")]),
+            with_verdict(summary, lowered),
             "Two things.\n\nBlocking: 1 · Nits: 1 · Questions: 0"
         );
-        assert_eq!(
-            without_dropped_in_verdict("No verdict.", &[nit("x")]),
-            "No verdict."
-        );
+        assert_eq!(with_verdict("No verdict.", lowered), "No verdict.");
         assert_eq!(verdict_counts("Blocking: x · Nits: 1 · Questions: 0"), None);
     }
 
