@@ -245,22 +245,7 @@ pub async fn run_review(
         .map(|o| o.min(32_000) as u32)
         .unwrap_or(8_192);
     let diff_capped = capped.is_capped();
-    let ctx = ToolContext {
-        root,
-        diff: parsed,
-        capped,
-        cap_bytes: job.diff_cap_bytes,
-        poster,
-        state: Mutex::new(PostState::default()),
-        budget_note: Mutex::new(None),
-        approve_allowed: job.approve_allowed,
-        instruction_changes,
-        min_severity: job.min_severity,
-        quiet: job.quiet,
-        verify: job.verify.is_some(),
-        defer_all: job.passes > 1,
-        pending: Mutex::new(None),
-    };
+    let ctx = pass_context(&job, root, parsed, capped, poster, instruction_changes);
     let registry = ToolRegistry::review_tools();
     writer.record(json!({"type": "system", "text": system}));
     writer.record(json!({"type": "message", "role": "user", "text": user}));
@@ -292,22 +277,15 @@ pub async fn run_review(
             let mut drafts: Vec<_> = ctx.take_pending().into_iter().collect();
             for pass in 1..job.passes.min(crate::passes::MAX_PASSES) {
                 let rotated = crate::passes::rotated(&ctx.diff, pass, job.passes);
-                let pass_ctx = ToolContext {
-                    root: ctx.root.clone(),
-                    capped: diff::cap(&rotated, job.diff_cap_bytes),
-                    diff: rotated,
-                    cap_bytes: job.diff_cap_bytes,
+                let capped = diff::cap(&rotated, job.diff_cap_bytes);
+                let pass_ctx = pass_context(
+                    &job,
+                    ctx.root.clone(),
+                    rotated,
+                    capped,
                     poster,
-                    state: Mutex::new(PostState::default()),
-                    budget_note: Mutex::new(None),
-                    approve_allowed: job.approve_allowed,
-                    instruction_changes: ctx.instruction_changes.clone(),
-                    min_severity: job.min_severity,
-                    quiet: job.quiet,
-                    verify: job.verify.is_some(),
-                    defer_all: true,
-                    pending: Mutex::new(None),
-                };
+                    ctx.instruction_changes.clone(),
+                );
                 writer.record(json!({"type": "pass", "pass": pass + 1, "of": job.passes}));
                 let mut pass_steps = 0u32;
                 let ended = tool_loop(
@@ -461,6 +439,34 @@ pub async fn run_review(
                 .await;
             Err(e)
         }
+    }
+}
+
+/// The tools' context of one review pass over `parsed` (the files in the pass's order):
+/// post_review keeps its review for the run when the job verifies or makes several passes.
+fn pass_context<'a>(
+    job: &ReviewJob,
+    root: Root,
+    parsed: diff::ParsedDiff,
+    capped: diff::CappedDiff,
+    poster: &'a dyn ReviewPoster,
+    instruction_changes: Vec<String>,
+) -> ToolContext<'a> {
+    ToolContext {
+        root,
+        diff: parsed,
+        capped,
+        cap_bytes: job.diff_cap_bytes,
+        poster,
+        state: Mutex::new(PostState::default()),
+        budget_note: Mutex::new(None),
+        approve_allowed: job.approve_allowed,
+        instruction_changes,
+        min_severity: job.min_severity,
+        quiet: job.quiet,
+        verify: job.verify.is_some(),
+        defer_all: job.passes > 1,
+        pending: Mutex::new(None),
     }
 }
 
