@@ -9,6 +9,8 @@
 //! contains `unwrap()` (blocking) or `TODO` (nit), on the real new-file line number, event
 //! REQUEST_CHANGES when anything is blocking, else COMMENT, and a summary ending in the verdict
 //! line; after the post's tool result it answers with final text. Every request body is recorded.
+//! A request whose system prompt names the improver, the verifier's tool or the eval's judge
+//! ([`JUDGE_ROLE`]) gets that role's scripted answer instead.
 //!
 //! With [`Behavior::Chat`] it plays the chat of POST /api/chat instead (see [`ChatScript`]);
 //! while [`Behavior::Slow`] waits it records requests whose client went away
@@ -232,8 +234,9 @@ fn results_of<'a>(items: &'a [Item], tool: &str) -> Vec<(&'a str, bool)> {
         .collect()
 }
 
-/// Added lines with `unwrap()` or `TODO`: (path, new line number, text).
-fn findings(diff: &str) -> Vec<(String, i64, String)> {
+/// Added lines with `unwrap()` or `TODO`: (path, new line number, severity, whether the line
+/// also holds [`FALSE_POSITIVE`]).
+fn findings(diff: &str) -> Vec<(String, i64, String, bool)> {
     let mut out = Vec::new();
     let mut path = String::new();
     let mut line = 0i64;
@@ -256,10 +259,11 @@ fn findings(diff: &str) -> Vec<(String, i64, String)> {
         } else if in_hunk {
             match l.as_bytes().first() {
                 Some(b'+') => {
+                    let flagged = l.contains(FALSE_POSITIVE);
                     if l.contains("unwrap()") {
-                        out.push((path.clone(), line, "blocking".to_owned()));
+                        out.push((path.clone(), line, "blocking".to_owned(), flagged));
                     } else if l.contains("TODO") {
-                        out.push((path.clone(), line, "nit".to_owned()));
+                        out.push((path.clone(), line, "nit".to_owned(), flagged));
                     }
                     line += 1;
                 }
@@ -291,12 +295,7 @@ pub const NOTHING_TO_LEARN: &str = "nothing-to-learn-here";
 /// Only the system prompt decides, so a reviewed diff that quotes the improver's prompt (this
 /// project's own history) still gets the reviewer.
 fn improver_decision(body: &Value) -> Option<Decision> {
-    // Anthropic: top-level `system` (text or blocks); OpenAI: the first message, role system.
-    let system = match (&body["system"], &body["messages"][0]) {
-        (Value::Null, first) if first["role"] == "system" => first["content"].to_string(),
-        (system, _) => system.to_string(),
-    };
-    if !system.contains("REVIEW.md improver") {
+    if !system_text(body).contains("REVIEW.md improver") {
         return None;
     }
     let text = body.to_string();
@@ -304,6 +303,54 @@ fn improver_decision(body: &Value) -> Option<Decision> {
         return Some(Decision::Text("NO_CHANGES".into()));
     }
     Some(Decision::Text(IMPROVED_REVIEW_MD.into()))
+}
+
+/// The system prompt of a request, as JSON text. Anthropic: top-level `system` (text or
+/// blocks); OpenAI: the first message, role system.
+fn system_text(body: &Value) -> String {
+    match (&body["system"], &body["messages"][0]) {
+        (Value::Null, first) if first["role"] == "system" => first["content"].to_string(),
+        (system, _) => system.to_string(),
+    }
+}
+
+/// The role the eval's judge names in its system prompt.
+pub const JUDGE_ROLE: &str = "code review evaluator";
+
+/// The eval's judge (its system prompt names [`JUDGE_ROLE`]; one golden comment in
+/// `<golden>` and one candidate in `<candidate>` per request): a match when a `backticked`
+/// word of the candidate stands in the golden comment, answered as the JSON object the judge
+/// asks for, confidence 1.0. None for other requests.
+fn judge_decision(body: &Value, items: &[Item]) -> Option<Decision> {
+    if !system_text(body).contains(JUDGE_ROLE) {
+        return None;
+    }
+    let user = items.iter().find_map(|i| match i {
+        Item::User(t) => Some(t.as_str()),
+        _ => None,
+    })?;
+    let block = |tag: &str| {
+        let open = format!("<{tag}>\n");
+        let close = format!("\n</{tag}>");
+        let start = user.find(&open)? + open.len();
+        let end = start + user[start..].find(&close)?;
+        Some(user[start..end].to_owned())
+    };
+    let (golden, candidate) = (block("golden")?, block("candidate")?);
+    let quoted = candidate
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .find(|w| !w.is_empty() && golden.contains(*w));
+    let answer = match quoted {
+        Some(w) => {
+            json!({"reasoning": format!("both name `{w}` (scripted judge)"), "match": true, "confidence": 1.0})
+        }
+        None => {
+            json!({"reasoning": "no quoted word of the candidate is in the golden comment (scripted judge)", "match": false, "confidence": 1.0})
+        }
+    };
+    Some(Decision::Text(answer.to_string()))
 }
 
 /// A candidate whose text holds this is rejected by the scripted verifier.
@@ -413,12 +460,15 @@ fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool)
     let found = findings(diff);
     let mut comments: Vec<Value> = found
         .iter()
-        .map(|(path, line, sev)| {
-            let body = if sev == "blocking" {
-                "`unwrap()` panics on error; handle or propagate the error instead."
+        .map(|(path, line, sev, flagged)| {
+            let mut body = if sev == "blocking" {
+                "`unwrap()` panics on error; handle or propagate the error instead.".to_owned()
             } else {
-                "A TODO in new code: open an issue or finish it before merging."
+                "A TODO in new code: open an issue or finish it before merging.".to_owned()
             };
+            if *flagged {
+                body = format!("{body} {FALSE_POSITIVE}");
+            }
             json!({"path": path, "line": line, "side": "RIGHT", "severity": sev, "body": body})
         })
         .collect();
@@ -690,6 +740,7 @@ async fn anthropic(
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let decision = improver_decision(&body)
+        .or_else(|| judge_decision(&body, &items))
         .or_else(|| verifier_decision(&body, &items))
         .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let (input, output, read, write) = usage_for(&body, messages.len().div_ceil(2));
@@ -892,6 +943,7 @@ async fn openai(
     let extra = shared.extra_comments.lock().unwrap().clone();
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let decision = improver_decision(&body)
+        .or_else(|| judge_decision(&body, &items))
         .or_else(|| verifier_decision(&body, &items))
         .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let turns = messages.iter().filter(|m| m["role"] == "assistant").count() + 1;
@@ -982,8 +1034,8 @@ mod tests {
         assert_eq!(
             findings(diff),
             vec![
-                ("a.rs".into(), 2, "blocking".into()),
-                ("a.rs".into(), 3, "nit".into())
+                ("a.rs".into(), 2, "blocking".into(), false),
+                ("a.rs".into(), 3, "nit".into(), false)
             ]
         );
     }

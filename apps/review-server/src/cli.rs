@@ -2,16 +2,21 @@
 //! same agent, tools and checks on a local repository with no forge, printing the result as
 //! markdown (how a newcomer with only an API key tries the product in one command).
 
-use crate::config::{Config, ReviewArgs};
+use crate::config::{Config, ReviewArgs, ReviewChoices};
 use crate::review::prepare::{check_out, read_diff};
-use crate::run_settings::{provider_settings, review_budget, review_verifier};
+use crate::run_settings::{
+    provider_settings, review_budget, review_noise, review_passes, review_verifier,
+};
 use agent::{CancellationToken, Catalog, ReviewJob, ReviewPoster, TranscriptStore};
 use anyhow::Context;
 use async_trait::async_trait;
 use git_cache::Repo;
-use review_domain::{ModelSpec, PostedReview, PullRequest, ReviewSubmission, model_cascade};
+use review_domain::{
+    InlineComment, ModelSpec, PostedReview, PullRequest, ReviewSubmission, model_cascade,
+};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -51,6 +56,8 @@ pub async fn db_copy(config: &Config, to: &str) -> anyhow::Result<()> {
 pub struct CollectingPoster {
     pub comments: Mutex<Vec<String>>,
     pub reviews: Mutex<Vec<ReviewSubmission>>,
+    /// Candidates verification dropped, each with the verifier's reason.
+    pub dropped: Mutex<Vec<(InlineComment, String)>>,
 }
 
 #[async_trait]
@@ -71,19 +78,82 @@ impl ReviewPoster for CollectingPoster {
             comment_ids: vec![None; review.comments.len()],
         })
     }
+
+    async fn record_dropped(&self, dropped: &[(InlineComment, String)]) -> Result<(), String> {
+        if let Ok(mut d) = self.dropped.lock() {
+            d.extend(dropped.iter().cloned());
+        }
+        Ok(())
+    }
 }
 
-/// `review-server review --repo PATH --base REV --head REV [--model SPEC]`.
-///
-/// The head is checked out into the system temp dir (TMPDIR) for the agent's file tools, held
-/// to REVIEW_MAX_TREE_ENTRIES and REVIEW_MAX_TREE_BYTES. SIGINT or SIGTERM at any point stops
-/// the git work or the agent, removes the checkout and ends with an error (issue 16 item 6).
-pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<()> {
-    let interrupted = interrupt_signal()?;
-    tokio::pin!(interrupted);
-    let path = args.repo.clone();
-    let (base, head) = (args.base.clone(), args.head.clone());
-    let range = format!("{}...{}", args.base, args.head);
+impl CollectingPoster {
+    /// The inline comments of every posted review, in order.
+    pub fn inline_comments(&self) -> Vec<InlineComment> {
+        self.reviews
+            .lock()
+            .map(|r| r.iter().flat_map(|r| r.comments.clone()).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The settings a local run uses, as the server's settings table would hold them: the
+/// choices given as flags, nothing else (no database; the environment fills the rest as it
+/// does for the server).
+pub fn chosen_settings(choices: &ReviewChoices) -> BTreeMap<String, String> {
+    let mut stored = BTreeMap::new();
+    let mut set = |key: &str, value: Option<String>| {
+        if let Some(v) = value {
+            stored.insert(key.to_owned(), v);
+        }
+    };
+    set("review_passes", choices.passes.map(|n| n.to_string()));
+    set("review_verify", choices.verify.map(|v| v.to_string()));
+    set("verify_model", choices.verify_model.clone());
+    set("review_min_severity", choices.min_severity.clone());
+    stored
+}
+
+/// A range of a local repository to review.
+#[derive(Debug, Clone)]
+pub struct LocalRange {
+    /// A git repository, working copy or bare.
+    pub repo: PathBuf,
+    /// Base revision; the diff is `git diff base...head`.
+    pub base: String,
+    /// Head revision.
+    pub head: String,
+    /// The pull request's title; default: the last commit's subject.
+    pub title: Option<String>,
+}
+
+/// What one local review posted and spent.
+pub struct LocalReview {
+    /// What would have reached the forge, and what verification dropped.
+    pub poster: CollectingPoster,
+    /// Tokens, cost and counts of the run.
+    pub outcome: agent::ReviewOutcome,
+    /// The diff reviewed (`git diff base...head`).
+    pub diff: String,
+    /// The transcript's session id (under DATA_DIR/sessions).
+    pub session_id: String,
+}
+
+/// Reviews `range` with the same agent, tools, checks, verification and budget as the server,
+/// nothing posted: the head is checked out into the system temp dir (TMPDIR) for the agent's
+/// file tools, held to REVIEW_MAX_TREE_ENTRIES and REVIEW_MAX_TREE_BYTES. When `interrupted`
+/// resolves, the git work or the agent stops, the checkout is removed and this ends with an
+/// error. Errors: not a repository, an unknown revision, an empty diff, the tree limits, the
+/// model's errors.
+pub async fn review_range(
+    config: &Config,
+    range: &LocalRange,
+    choices: &ReviewChoices,
+    mut interrupted: std::pin::Pin<&mut (impl std::future::Future<Output = ()> + ?Sized)>,
+) -> anyhow::Result<LocalReview> {
+    let path = range.repo.clone();
+    let (base, head) = (range.base.clone(), range.head.clone());
+    let shown = format!("{}...{}", range.base, range.head);
     let worktrees = std::env::temp_dir();
     let limits = config.tree_limits();
     let stop = Arc::new(AtomicBool::new(false));
@@ -99,7 +169,7 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
             instructions,
         } = read_diff(&repo, &base_sha, &head_sha, limits, &flag)?;
         if diff.is_empty() {
-            anyhow::bail!("{range} has no changes to review");
+            anyhow::bail!("{shown} has no changes to review");
         }
         let worktree = check_out(&repo, &head_sha, &worktrees, limits, &flag)?;
         Ok((
@@ -122,17 +192,20 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
     };
     // `--model` stands where a repo's override would; without it, AGENT_MODEL.
     let model: ModelSpec =
-        model_cascade(args.model.as_deref(), None, None, &config.agent_model).parse()?;
-    let pr = PullRequest {
-        number: 0,
-        title: commits
+        model_cascade(choices.model.as_deref(), None, None, &config.agent_model).parse()?;
+    let title = range.title.clone().unwrap_or_else(|| {
+        commits
             .last()
             .cloned()
-            .unwrap_or_else(|| format!("{}...{}", args.base, args.head)),
+            .unwrap_or_else(|| format!("{}...{}", range.base, range.head))
+    });
+    let pr = PullRequest {
+        number: 0,
+        title,
         body: None,
         author: None,
-        base_ref: args.base.clone(),
-        head_ref: args.head.clone(),
+        base_ref: range.base.clone(),
+        head_ref: range.head.clone(),
         base_sha,
         head_sha,
     };
@@ -140,12 +213,14 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
     let mut job = ReviewJob::new(&session_id, worktree.path(), diff.clone(), model, pr);
     job.commits = commits;
     job.instructions = instructions;
-    job.focus = args.prompt.clone().unwrap_or_default();
-    // No database here: the environment alone, as the server does with no stored settings.
-    let no_settings = BTreeMap::new();
-    job.budget = review_budget(config, &no_settings);
-    job.verify = review_verifier(&no_settings, &job.model);
-    let providers = provider_settings(config, &no_settings);
+    job.focus = choices.prompt.clone().unwrap_or_default();
+    // No database here: the flags stand for the settings table, the environment for the rest.
+    let settings = chosen_settings(choices);
+    job.budget = review_budget(config, &settings);
+    job.verify = review_verifier(&settings, &job.model);
+    job.passes = review_passes(&settings);
+    (job.min_severity, job.quiet) = review_noise(&settings);
+    let providers = provider_settings(config, &settings);
     let poster = CollectingPoster::default();
     let transcripts = TranscriptStore::new(config.data_dir.join("sessions"));
     let catalog = Catalog::bundled();
@@ -165,13 +240,37 @@ pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<
         }
     };
     drop(worktree);
-    print!("{}", render_markdown(&poster, &outcome, &diff, &session_id));
+    Ok(LocalReview {
+        poster,
+        outcome,
+        diff,
+        session_id,
+    })
+}
+
+/// `review-server review --repo PATH --base REV --head REV [choices]`: [`review_range`], then
+/// the result as markdown on stdout. SIGINT or SIGTERM at any point stops the git work or the
+/// agent, removes the checkout and ends with an error (issue 16 item 6).
+pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<()> {
+    let interrupted = interrupt_signal()?;
+    tokio::pin!(interrupted);
+    let range = LocalRange {
+        repo: args.repo.clone(),
+        base: args.base.clone(),
+        head: args.head.clone(),
+        title: None,
+    };
+    let done = review_range(config, &range, &args.choices, interrupted.as_mut()).await?;
+    print!(
+        "{}",
+        render_markdown(&done.poster, &done.outcome, &done.diff, &done.session_id)
+    );
     Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM. The handlers are installed before this returns, so a signal
 /// arriving at any later point is seen (and no longer kills the process outright).
-fn interrupt_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+pub fn interrupt_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -33,6 +33,11 @@ pub enum Command {
     /// Review a range of a local repository with the same agent, tools and checks, no forge:
     /// prints the summary and inline comments as markdown, with tokens and cost.
     Review(ReviewArgs),
+    /// Score the reviewer on labelled cases: replays each through the same agent,
+    /// verification and budget with nothing posted, asks a judge model which golden comments
+    /// the posted findings match, and writes precision, recall and F1 per case and in total
+    /// (docs/review-service.md, "Measuring the reviewer").
+    Eval(EvalArgs),
     /// The database.
     Db {
         #[command(subcommand)]
@@ -77,12 +82,67 @@ pub struct ReviewArgs {
     /// The head revision.
     #[arg(long, default_value = "HEAD")]
     pub head: String,
+    #[command(flatten)]
+    pub choices: ReviewChoices,
+}
+
+/// What a review run outside the server varies, one flag per setting the server reads from
+/// its settings table (docs/review-service.md §2, Settings); a flag left out leaves the
+/// setting's default. Shared by `review` and `eval`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ReviewChoices {
     /// Model spec `<provider>/<model>`; default: the AGENT_MODEL env var, else the built-in default.
     #[arg(long)]
     pub model: Option<String>,
-    /// Instructions to focus on; default: the built-in focus.
+    /// Instructions to focus on (the `default_prompt` setting's text); default: the built-in focus.
     #[arg(long)]
     pub prompt: Option<String>,
+    /// Independent passes over the diff, 1 to 5 (the `review_passes` setting); default 1.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5))]
+    pub passes: Option<u32>,
+    /// Verify findings before posting (the `review_verify` setting); default true.
+    #[arg(long)]
+    pub verify: Option<bool>,
+    /// The verifier's model (the `verify_model` setting); default: the review's model.
+    #[arg(long)]
+    pub verify_model: Option<String>,
+    /// Post no inline finding under this severity (the `review_min_severity` setting); default nit.
+    #[arg(long, value_parser = ["nit", "question", "blocking"])]
+    pub min_severity: Option<String>,
+}
+
+/// `review-server eval CASES.json... [--out DIR] [--judge-model SPEC] [choices]`, or
+/// `review-server eval --compare A.json B.json` (docs/review-service.md, "Measuring the
+/// reviewer").
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    /// Case files: JSON arrays in the Martian benchmark's golden format (`pr_title`, `url`,
+    /// `comments: [{comment, severity}]`), each case optionally with `id`, `repo` (a git
+    /// repository or bundle, relative to the file), `base` and `head`.
+    #[arg(required_unless_present = "compare")]
+    pub cases: Vec<PathBuf>,
+    /// The repository of cases that name none (a Martian golden file as published): a local
+    /// clone holding each pull request's head as `refs/pull/<n>/head`.
+    #[arg(long)]
+    pub repo: Option<PathBuf>,
+    /// For cases without `base`: the base is the merge base of the head and this revision.
+    #[arg(long, default_value = "HEAD")]
+    pub base_ref: String,
+    /// Only the cases with these ids (repeatable).
+    #[arg(long = "case")]
+    pub only: Vec<String>,
+    /// Where results.json and results.md are written; default `eval-results/<UTC time>`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The judge's model `<provider>/<model>`; default: the cascade of `--model`, AGENT_MODEL
+    /// and the built-in default.
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Print two results.json files side by side instead of running cases.
+    #[arg(long, num_args = 2, value_names = ["A_JSON", "B_JSON"], conflicts_with = "cases")]
+    pub compare: Option<Vec<PathBuf>>,
+    #[command(flatten)]
+    pub choices: ReviewChoices,
 }
 
 /// Server settings (docs/configuration.md, review-server).

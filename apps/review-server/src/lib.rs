@@ -14,6 +14,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod eval;
 pub mod guard;
 pub mod improver;
 pub mod job;

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use review_server::config::{Cli, Command, DbCommand, SessionCommand};
-use review_server::{cli, serve, shutdown_signal};
+use review_server::{cli, eval, serve, shutdown_signal};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> anyhow::Result<()> {
@@ -28,6 +28,7 @@ fn main() -> anyhow::Result<()> {
                 command: SessionCommand::Export { session_id },
             }) => cli::session_export(&args.config, &session_id).await,
             Some(Command::Review(review)) => cli::review_local(&args.config, &review).await,
+            Some(Command::Eval(eval)) => eval::run(&args.config, &eval).await,
             Some(Command::Db {
                 command: DbCommand::Copy { to },
             }) => cli::db_copy(&args.config, &to).await,

@@ -380,10 +380,22 @@ pub async fn complete_text(
     spec: &review_domain::ModelSpec,
     prompt: &str,
 ) -> Result<String, AgentError> {
+    Ok(complete(providers, spec, "", prompt).await?.0)
+}
+
+/// Sends one prompt without tools under a system prompt (empty: none) and returns the reply
+/// text with the call's token counts; at most 1,024 output tokens, 2 minutes without progress.
+/// Errors as [`ModelClient::send`], plus the registry errors.
+pub async fn complete(
+    providers: &ProviderSettings,
+    spec: &review_domain::ModelSpec,
+    system: &str,
+    prompt: &str,
+) -> Result<(String, Usage), AgentError> {
     let client = providers.client(&spec.provider)?;
     let request = ModelRequest {
         model: spec.model.clone(),
-        system: String::new(),
+        system: system.to_owned(),
         messages: vec![Message::User {
             text: prompt.to_owned(),
         }],
@@ -393,7 +405,7 @@ pub async fn complete_text(
     let response = client
         .send(&request, Duration::from_secs(120), &mut |_| {})
         .await?;
-    Ok(response.text)
+    Ok((response.text, response.usage))
 }
 
 #[cfg(test)]
