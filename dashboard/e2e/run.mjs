@@ -199,6 +199,8 @@ async function pages(seeded, totalReviews) {
     await sees(page, "Dropped by verification");
     await sees(page, "The timeout is never applied to the request.");
     await sees(page, "sets the timeout on the client builder");
+    // A finding the verifier could not decide is posted, marked unverified.
+    await sees(page, "unverified", ".badge");
     // A committable suggestion is shown as the change it proposes, not as its raw fence.
     await sees(page, "Suggested change");
     await sees(page, "use std::time::Duration;", "figure.suggestion");

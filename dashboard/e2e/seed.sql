@@ -55,7 +55,9 @@ FROM reviews,
       UNION ALL SELECT 'inline', 'blocking', NULL, 'src/http/client.rs', 102,
              'A 4xx is retried too; only 5xx and timeouts should be.', 9002
       UNION ALL SELECT 'inline', 'question', NULL, 'src/http/client.rs', 120,
-             'Should the jitter be configurable?', 9003
+             'Should the jitter be configurable?
+
+_Unverified: the verifier gave no verdict on this candidate._', 9003
       UNION ALL SELECT 'inline', 'nit', NULL, 'src/http/mod.rs', 7,
              'Unused import `std::time::Instant`.
 

@@ -1,8 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Measurements of the review pipeline's quality machinery with the scripted model, run by
-//! `bench/review-quality/verification-overhead.sh` (ignored by a plain `cargo test`): what
-//! verification before posting costs in tokens per candidate finding (issue 27;
-//! docs/review-service.md, "Verification before posting").
+//! Measurements of the review pipeline's quality machinery with the scripted model (ignored by
+//! a plain `cargo test`): what verification before posting costs in tokens per candidate
+//! finding, run by `bench/review-quality/verification-overhead.sh` (docs/review-service.md,
+//! "Verification before posting"), and `review-server eval` over the committed cases, run by
+//! `bench/review-quality/scripted-eval.sh` (docs/review-service.md, "Measuring the reviewer").
 
 mod common;
 
@@ -51,5 +52,66 @@ async fn verification_overhead_in_tokens_per_candidate() {
             calls_on - calls_off,
             (on - off) as f64 / candidates as f64
         );
+    }
+}
+
+/// `review-server eval` over a case file with the scripted model as reviewer, verifier and
+/// judge; prints the results table (the run's markdown) and the run's wall time.
+async fn scripted_eval(cases: &std::path::Path, extra: &[&str]) -> String {
+    let model = test_doubles::scripted_model::ScriptedModel::start(Behavior::Reviewer);
+    let data = tempfile::tempdir().unwrap();
+    let base = model.base_url();
+    let mut args = vec![
+        "eval".to_owned(),
+        cases.to_str().unwrap().to_owned(),
+        "--out".to_owned(),
+        data.path().join("out").to_str().unwrap().to_owned(),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let dir = data.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_review-server"))
+            .args(&args)
+            .env("ANTHROPIC_BASE_URL", base)
+            .env("AGENT_API_KEY", "k")
+            .env("AGENT_MODEL", "anthropic/claude-sonnet-4-5")
+            .env("DATA_DIR", &dir)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement: bench/review-quality/scripted-eval.sh"]
+async fn scripted_eval_of_the_committed_cases() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (name, file) in [
+        (
+            "scripted cases (tests/fixtures/eval)",
+            "tests/fixtures/eval/cases.json",
+        ),
+        (
+            "committed dataset (bench/review-quality/cases)",
+            "bench/review-quality/cases/cases.json",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let table = scripted_eval(&root.join(file), &[]).await;
+        println!("## {name}\n");
+        for line in table
+            .lines()
+            .filter(|l| l.starts_with('|') || l.contains(" cases, "))
+        {
+            println!("{line}");
+        }
+        println!("\nwall time {:.1} s\n", started.elapsed().as_secs_f64());
     }
 }
