@@ -115,7 +115,7 @@ impl Catalog {
     /// a JSON object.
     pub fn from_json(json: &str) -> Result<Catalog, AgentError> {
         let root: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(json).map_err(|e| AgentError::Catalog(e.to_string()))?;
+            serde_json::from_str(json).map_err(AgentError::Catalog)?;
         let mut providers = BTreeMap::new();
         for (pid, pval) in root {
             let Some(pobj) = pval.as_object() else {

@@ -29,9 +29,16 @@ pub enum AgentError {
         /// The provider's message.
         message: String,
     },
-    /// The provider could not be reached or sent something we could not read.
-    #[error("model provider request failed: {0}")]
-    Transport(String),
+    /// The provider could not be reached or sent something we could not read: what was being
+    /// done, and the underlying error when there is one.
+    #[error("model provider request failed: {}", joined(.context, .source))]
+    Transport {
+        /// What failed, e.g. the URL or "reading the stream".
+        context: String,
+        /// The HTTP client's or parser's error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
     /// No model progress for the idle timeout, or the run exceeded its total timeout.
     #[error("timeout: {0}")]
     Timeout(String),
@@ -50,8 +57,14 @@ pub enum AgentError {
     #[error("budget exceeded: {0}")]
     BudgetExceeded(String),
     /// The transcript could not be written or read.
-    #[error("transcript: {0}")]
-    Transcript(String),
+    #[error("transcript: {}", joined(.context, .source))]
+    Transcript {
+        /// The file or directory, and what was wrong with it.
+        context: String,
+        /// The I/O or JSON error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
     /// No transcript exists for this session id.
     #[error("no transcript for session {0:?}")]
     SessionNotFound(String),
@@ -59,18 +72,53 @@ pub enum AgentError {
     #[error("invalid session id {0:?}: only letters, digits, '_' and '-' are allowed")]
     InvalidSessionId(String),
     /// The worktree directory is missing or unreadable.
-    #[error("worktree {0}")]
-    Worktree(String),
+    #[error("worktree {}", joined(.path, .source))]
+    Worktree {
+        /// The worktree's path.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
     /// The forge refused a review the run posted itself after verification (no model was
     /// left to tell); the message is the forge's.
     #[error("posting the review failed: {0}")]
     Post(String),
     /// The model catalog could not be parsed.
     #[error("model catalog: {0}")]
-    Catalog(String),
+    Catalog(#[source] serde_json::Error),
+}
+
+/// The underlying error of a failure, kept as its `source()` (reqwest, serde_json, I/O, ...).
+pub type ErrorSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `context: source`, leaving out an empty part, so the message reads as it did when the
+/// source was formatted into it.
+fn joined(context: &str, source: &Option<ErrorSource>) -> String {
+    match source {
+        Some(s) if context.is_empty() => s.to_string(),
+        Some(s) => format!("{context}: {s}"),
+        None => context.to_owned(),
+    }
 }
 
 impl AgentError {
+    /// [`AgentError::Transport`] with its underlying error.
+    pub fn transport(context: impl Into<String>, source: impl Into<ErrorSource>) -> AgentError {
+        AgentError::Transport {
+            context: context.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// [`AgentError::Transcript`] with its underlying error.
+    pub fn transcript(context: impl Into<String>, source: impl Into<ErrorSource>) -> AgentError {
+        AgentError::Transcript {
+            context: context.into(),
+            source: Some(source.into()),
+        }
+    }
+
     /// True when the run was cancelled on purpose (stop or supersede), which the caller must not
     /// treat as a genuine failure (no automatic retry, docs/review-service.md §3).
     pub fn is_cancelled(&self) -> bool {

@@ -21,7 +21,7 @@ pub mod verify;
 
 pub use catalog::{Catalog, CatalogModel, CatalogProvider, Cost, Limit};
 pub use chat::{Chat, ChatDatabase, ChatEnd, ChatOutcome, UiPart};
-pub use error::AgentError;
+pub use error::{AgentError, ErrorSource};
 pub use prompt::{Skill, repo_instructions};
 pub use provider::{ProviderSettings, Usage, complete, complete_text};
 pub use review::{Budget, REVIEW_TIMEOUT, ReviewJob, ReviewOutcome, run_review};

@@ -216,8 +216,10 @@ pub async fn run_review(
 ) -> Result<ReviewOutcome, AgentError> {
     let spec = job.model.to_string();
     let client = providers.client(&job.model.provider)?;
-    let root = Root::new(&job.worktree)
-        .map_err(|e| AgentError::Worktree(format!("{}: {e}", job.worktree.display())))?;
+    let root = Root::new(&job.worktree).map_err(|e| AgentError::Worktree {
+        path: job.worktree.display().to_string(),
+        source: Some(e.into()),
+    })?;
     let writer = transcripts.start(&job.session_id, &spec).await?;
 
     let parsed = diff::parse(&job.diff);
@@ -421,7 +423,9 @@ pub async fn run_review(
             Ok(outcome)
         }
         Err(
-            e @ (AgentError::Provider { .. } | AgentError::Transport(_) | AgentError::Timeout(_)),
+            e @ (AgentError::Provider { .. }
+            | AgentError::Transport { .. }
+            | AgentError::Timeout(_)),
         ) if state.review => {
             tracing::warn!(error = %e, session = %job.session_id, "model failed after the review was posted; the run counts as completed");
             writer.record(json!({"type": "error", "message": e.to_string(), "after_post": true}));
@@ -654,7 +658,7 @@ async fn tool_loop(
             writer.record(json!({
                 "type": "tool_call", "step": *steps, "id": call.id, "name": call.name, "arguments": call.arguments,
             }));
-            let result = registry.dispatch(ctx, call).await;
+            let result = registry.dispatch(ctx, call).await?;
             writer.record(json!({
                 "type": "tool_result", "step": *steps, "call_id": result.call_id, "name": call.name,
                 "is_error": result.is_error, "content": result.content,

@@ -93,10 +93,10 @@ impl TranscriptStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(AgentError::SessionNotFound(session_id.to_owned()));
             }
-            Err(e) => return Err(AgentError::Transcript(format!("{}: {e}", path.display()))),
+            Err(e) => return Err(AgentError::transcript(path.display().to_string(), e)),
         };
         serde_json::from_str(&text)
-            .map_err(|e| AgentError::Transcript(format!("{}: not JSON: {e}", path.display())))
+            .map_err(|e| AgentError::transcript(format!("{}: not JSON", path.display()), e))
     }
 
     /// Starts the writer of a session; writes the initial document before returning.
@@ -108,7 +108,7 @@ impl TranscriptStore {
         let path = self.path(session_id)?;
         tokio::fs::create_dir_all(&self.dir)
             .await
-            .map_err(|e| AgentError::Transcript(format!("{}: {e}", self.dir.display())))?;
+            .map_err(|e| AgentError::transcript(self.dir.display().to_string(), e))?;
         let doc = json!({
             "session_id": session_id,
             "model": model,
@@ -136,14 +136,13 @@ impl TranscriptStore {
 /// Writes `doc` to `path` (temporary file, then rename); returns the text written.
 async fn write_atomic(path: &Path, doc: &Value) -> Result<String, AgentError> {
     let tmp = path.with_extension("json.tmp");
-    let text =
-        serde_json::to_string_pretty(doc).map_err(|e| AgentError::Transcript(e.to_string()))?;
+    let text = serde_json::to_string_pretty(doc).map_err(|e| AgentError::transcript("", e))?;
     tokio::fs::write(&tmp, &text)
         .await
-        .map_err(|e| AgentError::Transcript(format!("{}: {e}", tmp.display())))?;
+        .map_err(|e| AgentError::transcript(tmp.display().to_string(), e))?;
     tokio::fs::rename(&tmp, path)
         .await
-        .map_err(|e| AgentError::Transcript(format!("{}: {e}", path.display())))?;
+        .map_err(|e| AgentError::transcript(path.display().to_string(), e))?;
     Ok(text)
 }
 

@@ -252,7 +252,11 @@ impl Verifier<'_> {
             }
             let mut results = Vec::with_capacity(response.tool_calls.len());
             for call in &response.tool_calls {
-                let result = registry.dispatch(ctx, call).await;
+                let result = match registry.dispatch(ctx, call).await {
+                    Ok(result) => result,
+                    // The worktree is gone: nothing in it can be checked any more.
+                    Err(e) => return undecided(&format!("the verifier cannot go on: {e}")),
+                };
                 self.writer.record(json!({
                     "type": "verify", "role": "tool", "name": call.name,
                     "is_error": result.is_error, "content": result.content,

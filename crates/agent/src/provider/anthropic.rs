@@ -149,7 +149,7 @@ struct WireMessage {
 /// Parses a non-streaming response body into events.
 pub fn parse_response(body: &[u8]) -> Result<Vec<ResponseEvent>, AgentError> {
     let msg: WireMessage = serde_json::from_slice(body)
-        .map_err(|e| AgentError::Transport(format!("unreadable Anthropic response: {e}")))?;
+        .map_err(|e| AgentError::transport("unreadable Anthropic response", e))?;
     let mut events = vec![ResponseEvent::Created];
     for block in msg.content {
         match block {
@@ -267,9 +267,8 @@ pub struct StreamParser {
 impl StreamParser {
     /// Handles one event's `data`; returns the events it yields and whether the message is done.
     pub fn on_data(&mut self, data: &str) -> Result<(Vec<ResponseEvent>, bool), AgentError> {
-        let event: StreamEvent = serde_json::from_str(data).map_err(|e| {
-            AgentError::Transport(format!("unreadable Anthropic stream event: {e}"))
-        })?;
+        let event: StreamEvent = serde_json::from_str(data)
+            .map_err(|e| AgentError::transport("unreadable Anthropic stream event", e))?;
         let mut out = Vec::new();
         match event {
             StreamEvent::MessageStart { message } => {

@@ -176,7 +176,7 @@ impl ProviderSettings {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .build()
-            .map_err(|e| AgentError::Transport(e.to_string()))?;
+            .map_err(|e| AgentError::transport("", e))?;
         Ok(ModelClient {
             http,
             wire: entry.wire,
@@ -272,7 +272,7 @@ impl ModelClient {
         let response = tokio::time::timeout(idle, builder.send())
             .await
             .map_err(|_| idle_timeout(idle))?
-            .map_err(|e| AgentError::Transport(format!("{url}: {e}")))?;
+            .map_err(|e| AgentError::transport(url.clone(), e))?;
         let status = response.status();
         if !status.is_success() {
             let text = tokio::time::timeout(idle, response.text())
@@ -309,15 +309,16 @@ impl ModelClient {
                 }
             }
             if !out.completed {
-                return Err(AgentError::Transport(
-                    "the response stream ended before the response was complete".into(),
-                ));
+                return Err(AgentError::Transport {
+                    context: "the response stream ended before the response was complete".into(),
+                    source: None,
+                });
             }
         } else {
             let bytes = tokio::time::timeout(idle, response.bytes())
                 .await
                 .map_err(|_| idle_timeout(idle))?
-                .map_err(|e| AgentError::Transport(format!("{url}: {e}")))?;
+                .map_err(|e| AgentError::transport(url.clone(), e))?;
             let events = match self.wire {
                 WireFormat::AnthropicMessages => anthropic::parse_response(&bytes)?,
                 WireFormat::OpenAiChat => openai::parse_response(&bytes)?,
@@ -338,7 +339,13 @@ const RETRY_PAUSE: Duration = Duration::from_millis(500);
 fn is_transient(e: &AgentError) -> bool {
     match e {
         AgentError::Provider { status, .. } => matches!(status, 429 | 503 | 529),
-        AgentError::Transport(m) => m.contains("error sending request") || m.contains("connect"),
+        // A request that never reached the provider (refused, reset, DNS) may pass.
+        AgentError::Transport {
+            source: Some(source),
+            ..
+        } => source
+            .downcast_ref::<reqwest::Error>()
+            .is_some_and(|e| e.is_connect() || e.is_request()),
         _ => false,
     }
 }
@@ -429,6 +436,35 @@ mod tests {
         assert!(
             err.contains("agent_api_key") && err.contains("AGENT_API_KEY"),
             "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_keeps_its_source_and_is_retried() {
+        // A port nothing listens on: bind, read the port, close.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/v1/messages");
+        let err = reqwest::Client::new().post(&url).send().await.unwrap_err();
+        let e = AgentError::transport(url.clone(), err);
+        assert!(is_transient(&e));
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("model provider request failed: {url}: ")),
+            "{text}"
+        );
+        let source = std::error::Error::source(&e).expect("the reqwest error is the source");
+        assert!(source.downcast_ref::<reqwest::Error>().is_some());
+        // A response that does not parse is not retried, and reads as before.
+        let parse = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        let e = AgentError::transport("unreadable Anthropic response", parse);
+        assert!(!is_transient(&e));
+        assert!(
+            e.to_string()
+                .starts_with("model provider request failed: unreadable Anthropic response: EOF")
         );
     }
 

@@ -149,7 +149,7 @@ fn stop_of(s: &str) -> Option<StopReason> {
 /// Parses a non-streaming response body into events.
 pub fn parse_response(body: &[u8]) -> Result<Vec<ResponseEvent>, AgentError> {
     let resp: WireResponse = serde_json::from_slice(body)
-        .map_err(|e| AgentError::Transport(format!("unreadable chat-completions response: {e}")))?;
+        .map_err(|e| AgentError::transport("unreadable chat-completions response", e))?;
     if let Some(err) = resp.error {
         return Err(super::provider_error(0, &json!({"error": err}).to_string()));
     }
@@ -199,9 +199,8 @@ impl StreamParser {
         if data.trim() == "[DONE]" {
             return Ok((self.finish(), true));
         }
-        let chunk: WireResponse = serde_json::from_str(data).map_err(|e| {
-            AgentError::Transport(format!("unreadable chat-completions stream chunk: {e}"))
-        })?;
+        let chunk: WireResponse = serde_json::from_str(data)
+            .map_err(|e| AgentError::transport("unreadable chat-completions stream chunk", e))?;
         if let Some(err) = chunk.error {
             return Err(super::provider_error(0, &json!({"error": err}).to_string()));
         }

@@ -26,7 +26,7 @@ pub(crate) async fn drive(
             })?;
         match next {
             None => return Ok(()),
-            Some(Err(e)) => return Err(AgentError::Transport(format!("reading the stream: {e}"))),
+            Some(Err(e)) => return Err(AgentError::transport("reading the stream", e)),
             Some(Ok(event)) => {
                 if event.data.is_empty() {
                     continue;

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::Root;
-use super::{ToolContext, ToolHandler, parse_args};
+use super::{ToolContext, ToolError, ToolHandler, parse_args};
+use crate::error::AgentError;
 use crate::provider::ToolSpec;
 
 /// read_file returns at most this many bytes of a file's text.
@@ -38,6 +39,19 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| format!("tool task failed: {e}"))?
+}
+
+/// A file tool's outcome: its error goes back to the model, unless the worktree itself is gone
+/// (removed under the run; then even an empty search result would be false), which no later
+/// call can mend: then the run stops with [`AgentError::Worktree`].
+fn on_worktree(root: &Root, result: Result<String, String>) -> Result<String, ToolError> {
+    if !root.path().is_dir() {
+        return Err(ToolError::Fatal(AgentError::Worktree {
+            path: root.path().display().to_string(),
+            source: result.err().map(Into::into),
+        }));
+    }
+    result.map_err(ToolError::RespondToModel)
 }
 
 pub(super) struct ReadFile;
@@ -74,10 +88,10 @@ impl ToolHandler for ReadFile {
         }
     }
 
-    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String> {
+    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError> {
         let args: ReadArgs = parse_args("read_file", args)?;
         let root = ctx.root.clone();
-        blocking(move || read_file(&root, &args)).await
+        on_worktree(&ctx.root, blocking(move || read_file(&root, &args)).await)
     }
 }
 
@@ -199,10 +213,10 @@ impl ToolHandler for ListFiles {
         }
     }
 
-    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String> {
+    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError> {
         let args: ListArgs = parse_args("list_files", args)?;
         let root = ctx.root.clone();
-        blocking(move || list_files(&root, &args)).await
+        on_worktree(&ctx.root, blocking(move || list_files(&root, &args)).await)
     }
 }
 
@@ -282,10 +296,10 @@ impl ToolHandler for Grep {
         }
     }
 
-    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String> {
+    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError> {
         let args: GrepArgs = parse_args("grep", args)?;
         let root = ctx.root.clone();
-        blocking(move || grep(&root, &args)).await
+        on_worktree(&ctx.root, blocking(move || grep(&root, &args)).await)
     }
 }
 
@@ -410,7 +424,7 @@ impl ToolHandler for GitDiff {
         }
     }
 
-    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String> {
+    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError> {
         let args: DiffArgs = parse_args("git_diff", args)?;
         match args
             .path

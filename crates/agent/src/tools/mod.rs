@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::diff::{CappedDiff, ParsedDiff};
+use crate::error::AgentError;
 use crate::provider::{ToolCall, ToolResult, ToolSpec};
 pub use post::ReviewPoster;
 
@@ -108,13 +109,38 @@ impl ToolContext<'_> {
     }
 }
 
-/// A tool: its schema for the model and its handler. `Err` is a message for the model.
+/// Why a tool call has no result (after codex-rs's `FunctionCallError`): most failures are the
+/// model's to handle, a few end the run.
+#[derive(Debug)]
+pub enum ToolError {
+    /// Told to the model as the call's error result (`is_error`); the turn goes on. Bad
+    /// arguments, a refused path, a missing file, a refused post.
+    RespondToModel(String),
+    /// The run cannot go on, whatever the model does next (its worktree is gone); the run
+    /// ends with this error.
+    Fatal(AgentError),
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError::RespondToModel(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        ToolError::RespondToModel(message.to_owned())
+    }
+}
+
+/// A tool: its schema for the model and its handler.
 #[async_trait::async_trait]
 pub trait ToolHandler: Send + Sync {
     /// The name, description and argument schema.
     fn spec(&self) -> ToolSpec;
-    /// Runs the tool on parsed JSON arguments.
-    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String>;
+    /// Runs the tool on parsed JSON arguments. Errors: [`ToolError`], which says whether the
+    /// model is told or the run stops.
+    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError>;
 }
 
 /// Deserializes a tool's arguments, with a message that names the tool and the problem.
@@ -163,14 +189,20 @@ impl ToolRegistry {
         self.tools.values().map(|h| h.spec()).collect()
     }
 
-    /// Runs one call; never fails: problems become an `is_error` result for the model.
-    pub async fn dispatch(&self, ctx: &ToolContext<'_>, call: &ToolCall) -> ToolResult {
+    /// Runs one call. Problems the model can act on (an unknown tool, arguments that are not a
+    /// JSON object, [`ToolError::RespondToModel`]) become an `is_error` result for it. Errors:
+    /// the [`ToolError::Fatal`] error of a handler, which ends the run.
+    pub async fn dispatch(
+        &self,
+        ctx: &ToolContext<'_>,
+        call: &ToolCall,
+    ) -> Result<ToolResult, AgentError> {
         let result = match self.tools.get(&call.name) {
-            None => Err(format!(
+            None => Err(ToolError::RespondToModel(format!(
                 "unknown tool {:?}; the available tools are: {}",
                 call.name,
                 self.tools.keys().cloned().collect::<Vec<_>>().join(", ")
-            )),
+            ))),
             Some(handler) => {
                 let raw = call.arguments.trim();
                 let parsed = if raw.is_empty() {
@@ -185,22 +217,26 @@ impl ToolRegistry {
                 };
                 match parsed {
                     Ok(args) if args.is_object() => handler.handle(ctx, args).await,
-                    Ok(_) => Err(format!("arguments of {} must be a JSON object", call.name)),
-                    Err(e) => Err(e),
+                    Ok(_) => Err(ToolError::RespondToModel(format!(
+                        "arguments of {} must be a JSON object",
+                        call.name
+                    ))),
+                    Err(e) => Err(ToolError::RespondToModel(e)),
                 }
             }
         };
         match result {
-            Ok(content) => ToolResult {
+            Ok(content) => Ok(ToolResult {
                 call_id: call.id.clone(),
                 content,
                 is_error: false,
-            },
-            Err(message) => ToolResult {
+            }),
+            Err(ToolError::RespondToModel(message)) => Ok(ToolResult {
                 call_id: call.id.clone(),
                 content: format!("error: {message}"),
                 is_error: true,
-            },
+            }),
+            Err(ToolError::Fatal(e)) => Err(e),
         }
     }
 }
@@ -228,6 +264,58 @@ mod tests {
             name: name.into(),
             arguments: args.into(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_worktree_removed_under_the_run_stops_it_and_a_missing_file_does_not() {
+        let outer = tempfile::tempdir().unwrap();
+        let repo = outer.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        let parsed = crate::diff::parse("");
+        let ctx = ToolContext {
+            root: path::Root::new(&repo).unwrap(),
+            capped: crate::diff::cap(&parsed, 1000),
+            diff: parsed,
+            cap_bytes: 1000,
+            poster: &NoPoster,
+            state: Mutex::new(PostState::default()),
+            budget_note: Default::default(),
+            approve_allowed: false,
+            instruction_changes: Vec::new(),
+            min_severity: review_domain::Severity::Nit,
+            quiet: false,
+            verify: false,
+            defer_all: false,
+            pending: Mutex::new(None),
+        };
+        let reg = ToolRegistry::review_tools();
+        let read = call("read_file", r#"{"path":"src/a.rs"}"#);
+        let r = reg.dispatch(&ctx, &read).await.unwrap();
+        assert!(
+            r.is_error && r.content.contains("does not exist"),
+            "{}",
+            r.content
+        );
+        std::fs::remove_dir_all(&repo).unwrap();
+        for c in [
+            read,
+            call("list_files", "{}"),
+            call("grep", r#"{"pattern":"x"}"#),
+        ] {
+            match reg.dispatch(&ctx, &c).await {
+                Err(e @ AgentError::Worktree { .. }) => {
+                    assert!(e.to_string().starts_with("worktree "), "{e}");
+                }
+                other => panic!("{} -> {other:?}", c.name),
+            }
+        }
+        // git_diff reads no file: the model still gets it.
+        assert!(
+            !reg.dispatch(&ctx, &call("git_diff", "{}"))
+                .await
+                .unwrap()
+                .is_error
+        );
     }
 
     #[tokio::test]
@@ -276,14 +364,15 @@ mod tests {
             call("post_comment", r#"{"body":"x"}"#),
         ];
         for c in &refused {
-            let r = reg.dispatch(&ctx, c).await;
+            let r = reg.dispatch(&ctx, c).await.unwrap();
             assert!(r.is_error, "{c:?} -> {}", r.content);
             assert!(!r.content.contains("TOP-SECRET"), "{c:?} leaked");
         }
         // grep walks the tree but never follows the symlinks out of it.
         let r = reg
             .dispatch(&ctx, &call("grep", r#"{"pattern":"SECRET"}"#))
-            .await;
+            .await
+            .unwrap();
         assert!(
             !r.is_error && r.content.starts_with("no matches"),
             "{}",
@@ -294,18 +383,21 @@ mod tests {
                 &ctx,
                 &call("read_file", r#"{"path":"src/a.rs","start_line":2}"#),
             )
-            .await;
+            .await
+            .unwrap();
         assert_eq!(r.content, "src/a.rs (lines 2-2 of 2)\n     2\tlet x = 1;\n");
         let r = reg
             .dispatch(
                 &ctx,
                 &call("grep", r#"{"pattern":"fn \\w+","path":"src/*.rs"}"#),
             )
-            .await;
+            .await
+            .unwrap();
         assert_eq!(r.content, "src/a.rs:1: fn a() {}");
         let r = reg
             .dispatch(&ctx, &call("list_files", r#"{"recursive":true}"#))
-            .await;
+            .await
+            .unwrap();
         assert!(
             r.content.contains("src/a.rs")
                 && r.content.contains("leak (symlink outside the repository)"),

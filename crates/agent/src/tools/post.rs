@@ -11,7 +11,7 @@ use review_domain::{InlineComment, PostedReview, ReviewEvent, ReviewSubmission, 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolHandler, parse_args};
+use super::{ToolContext, ToolError, ToolHandler, parse_args};
 use crate::provider::ToolSpec;
 
 /// Where the posting tools post. Implemented by the app (GitHub plus findings write-back) and
@@ -55,7 +55,7 @@ impl ToolHandler for PostComment {
         }
     }
 
-    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String> {
+    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError> {
         let args: CommentArgs = parse_args("post_comment", args)?;
         if args.body.trim().is_empty() {
             return Err("body is empty".into());
@@ -135,7 +135,7 @@ impl ToolHandler for PostReview {
         }
     }
 
-    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, String> {
+    async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError> {
         let args: ReviewArgs = parse_args("post_review", args)?;
         if ctx.state().review || ctx.state().pending {
             return Err(
@@ -214,7 +214,7 @@ impl ToolHandler for PostReview {
             ctx.update(|s| s.pending = true);
             return Ok(out);
         }
-        publish(ctx, draft).await
+        Ok(publish(ctx, draft).await?)
     }
 }
 
