@@ -266,14 +266,11 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_worktree_removed_under_the_run_stops_it_and_a_missing_file_does_not() {
-        let outer = tempfile::tempdir().unwrap();
-        let repo = outer.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
+    /// The context of a review of `repo` with an empty diff and a poster that always fails.
+    fn context(repo: &std::path::Path) -> ToolContext<'static> {
         let parsed = crate::diff::parse("");
-        let ctx = ToolContext {
-            root: path::Root::new(&repo).unwrap(),
+        ToolContext {
+            root: path::Root::new(repo).unwrap(),
             capped: crate::diff::cap(&parsed, 1000),
             diff: parsed,
             cap_bytes: 1000,
@@ -287,7 +284,15 @@ mod tests {
             verify: false,
             defer_all: false,
             pending: Mutex::new(None),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn a_worktree_removed_under_the_run_stops_it_and_a_missing_file_does_not() {
+        let outer = tempfile::tempdir().unwrap();
+        let repo = outer.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        let ctx = context(&repo);
         let reg = ToolRegistry::review_tools();
         let read = call("read_file", r#"{"path":"src/a.rs"}"#);
         let r = reg.dispatch(&ctx, &read).await.unwrap();
@@ -329,23 +334,7 @@ mod tests {
         std::os::unix::fs::symlink(outer.path().join("secret.txt"), repo.join("leak")).unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink(outer.path(), repo.join("outdir")).unwrap();
-        let parsed = crate::diff::parse("");
-        let ctx = ToolContext {
-            root: path::Root::new(&repo).unwrap(),
-            capped: crate::diff::cap(&parsed, 1000),
-            diff: parsed,
-            cap_bytes: 1000,
-            poster: &NoPoster,
-            state: Mutex::new(PostState::default()),
-            budget_note: Default::default(),
-            approve_allowed: false,
-            instruction_changes: Vec::new(),
-            min_severity: review_domain::Severity::Nit,
-            quiet: false,
-            verify: false,
-            defer_all: false,
-            pending: Mutex::new(None),
-        };
+        let ctx = context(&repo);
         let reg = ToolRegistry::review_tools();
         let abs = outer.path().join("secret.txt");
         let refused = [
