@@ -45,19 +45,104 @@ enum Finished {
     Skipped(prepare::Skip),
 }
 
-/// An error of a run, with what the run had spent when it failed.
+/// Which end a failed run gets (docs/review-service.md §3): decided where the failure is known,
+/// from the failing part's own error type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// A genuine failure (git, network, the store, a model error worth another try): retried
+    /// automatically once.
+    Genuine,
+    /// It stopped at a limit the operator set: its budget (REVIEW_MAX_TOKENS, REVIEW_MAX_COST),
+    /// its step limit or the tree caps (REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES). That is
+    /// the limit working: a retry would stop at the same place. The error names the limit.
+    Limit,
+    /// The configuration or the credentials are wrong: no API key, an unknown provider or
+    /// model, a key the provider refuses, missing or refused GitHub App credentials. A retry
+    /// minutes later meets the same configuration and would only post a "retry failed"
+    /// comment.
+    Configuration,
+}
+
+/// An error of a run: what went wrong (with its context), which end it gets, and what the run
+/// had spent when it failed.
 pub struct RunError {
     error: anyhow::Error,
+    kind: FailureKind,
     spent: Option<Completion>,
 }
 
-impl<E: Into<anyhow::Error>> From<E> for RunError {
-    fn from(e: E) -> Self {
+impl RunError {
+    fn new(error: anyhow::Error, kind: FailureKind) -> Self {
         RunError {
-            error: e.into(),
+            error,
+            kind,
             spent: None,
         }
     }
+
+    /// The same failure, with `context` in front of its message.
+    fn context(self, context: &'static str) -> Self {
+        RunError {
+            error: self.error.context(context),
+            ..self
+        }
+    }
+}
+
+impl From<agent::AgentError> for RunError {
+    fn from(e: agent::AgentError) -> Self {
+        use agent::AgentError as A;
+        let kind = match &e {
+            A::BudgetExceeded(_) | A::StepLimit(_) => FailureKind::Limit,
+            A::MissingKey { .. }
+            | A::UnknownProvider(_)
+            | A::Catalog(_)
+            | A::Provider {
+                status: 401 | 403 | 404,
+                ..
+            } => FailureKind::Configuration,
+            _ => FailureKind::Genuine,
+        };
+        RunError::new(e.into(), kind)
+    }
+}
+
+impl From<forge::ForgeError> for RunError {
+    fn from(e: forge::ForgeError) -> Self {
+        let kind = match &e {
+            forge::ForgeError::Credentials(_)
+            | forge::ForgeError::Api {
+                status: 401 | 403, ..
+            } => FailureKind::Configuration,
+            _ => FailureKind::Genuine,
+        };
+        RunError::new(e.into(), kind)
+    }
+}
+
+impl From<anyhow::Error> for RunError {
+    fn from(e: anyhow::Error) -> Self {
+        RunError::new(e, FailureKind::Genuine)
+    }
+}
+
+impl From<review_store::StoreError> for RunError {
+    fn from(e: review_store::StoreError) -> Self {
+        RunError::new(e.into(), FailureKind::Genuine)
+    }
+}
+
+impl From<review_domain::ModelSpecError> for RunError {
+    fn from(e: review_domain::ModelSpecError) -> Self {
+        RunError::new(e.into(), FailureKind::Genuine)
+    }
+}
+
+/// How a run ended, for its check run.
+struct RunEnd {
+    conclusion: CheckConclusion,
+    title: String,
+    summary: String,
 }
 
 /// Create the pending row for `job` with its queue row (publishing review:created) and wake
@@ -350,14 +435,13 @@ async fn lifecycle(
     };
     let result = tokio::select! {
         r = stages => r,
-        _ = cancel.cancelled() => Err(RunError { error: anyhow!("cancelled"), spent: None }),
+        _ = cancel.cancelled() => Err(anyhow!("cancelled").into()),
     };
-    let (conclusion, title, summary) =
-        record_end(app, &review, &job, result, &cancel, &reason).await;
+    let end = record_end(app, &review, &job, result, &cancel, &reason).await;
     if let Some(cid) = check_run_id
         && let Err(e) = app
             .forge
-            .complete_check_run(&job.repo, cid, conclusion, &title, &summary)
+            .complete_check_run(&job.repo, cid, end.conclusion, &end.title, &end.summary)
             .await
     {
         tracing::warn!(review_id = id, error = %e, "cannot complete check run");
@@ -365,7 +449,7 @@ async fn lifecycle(
 }
 
 /// Records how the run ended on the row and starts what follows a genuine failure; returns
-/// the check run's conclusion, title and summary.
+/// what the check run says.
 async fn record_end(
     app: &AppState,
     review: &ReviewRow,
@@ -373,7 +457,7 @@ async fn record_end(
     result: Result<Finished, RunError>,
     cancel: &CancellationToken,
     reason: &Mutex<Option<CancelReason>>,
-) -> (CheckConclusion, String, String) {
+) -> RunEnd {
     let id = review.id;
     match result {
         Ok(Finished::Completed(outcome, patch_id)) => {
@@ -410,22 +494,25 @@ async fn record_end(
             } else {
                 "Review posted"
             };
-            (CheckConclusion::Success, title.to_owned(), summary)
+            RunEnd {
+                conclusion: CheckConclusion::Success,
+                title: title.to_owned(),
+                summary,
+            }
         }
         Ok(Finished::Skipped(skip)) => {
             log_store_error(id, &app.records.skip(id, skip.patch_id.as_deref()).await);
-            (
-                CheckConclusion::Skipped,
-                "No new changes".to_owned(),
-                skip.summary.to_owned(),
-            )
+            RunEnd {
+                conclusion: CheckConclusion::Skipped,
+                title: "No new changes".to_owned(),
+                summary: skip.summary.to_owned(),
+            }
         }
-        Err(RunError { error, spent }) => {
+        Err(RunError { error, kind, spent }) => {
             let cancelled = cancel.is_cancelled();
-            let no_retry = no_retry(&error);
             let message = if cancelled {
                 cancel_reason(reason).message().to_owned()
-            } else if no_retry == Some(NoRetry::Configuration) {
+            } else if kind == FailureKind::Configuration {
                 format!("{error:#} (no automatic retry: {CONFIGURATION_ERROR})")
             } else {
                 format!("{error:#}")
@@ -435,12 +522,12 @@ async fn record_end(
             if cancelled {
                 // Tests wait for these lines instead of sleeping past the retry delay.
                 tracing::info!(review_id = id, reason = %message, "no automatic retry: the run was cancelled");
-            } else if no_retry == Some(NoRetry::Limit) {
+            } else if kind == FailureKind::Limit {
                 tracing::info!(
                     review_id = id,
                     "no automatic retry: the run stopped at an operator limit"
                 );
-            } else if no_retry == Some(NoRetry::Configuration) {
+            } else if kind == FailureKind::Configuration {
                 tracing::warn!(review_id = id, "no automatic retry: {CONFIGURATION_ERROR}");
             } else {
                 retry::after_genuine_failure(app, review, job, &message).await;
@@ -450,61 +537,18 @@ async fn record_end(
             } else {
                 CheckConclusion::Failure
             };
-            (conclusion, "Review failed".to_owned(), message)
+            RunEnd {
+                conclusion,
+                title: "Review failed".to_owned(),
+                summary: message,
+            }
         }
     }
 }
 
-/// Why a failed run gets no automatic retry although it was not cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NoRetry {
-    /// It stopped at a limit the operator set: its budget (REVIEW_MAX_TOKENS, REVIEW_MAX_COST),
-    /// its step limit or the tree caps (REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES). That is
-    /// the limit working: a retry would stop at the same place. The error names the limit.
-    Limit,
-    /// The configuration or the credentials are wrong (issue 26): no API key, an unknown
-    /// provider or model, a key the provider refuses, missing or refused GitHub App
-    /// credentials. A retry minutes later meets the same configuration and would only post a
-    /// "retry failed" comment.
-    Configuration,
-}
-
-/// The reason appended to the error of a run that failed for [`NoRetry::Configuration`].
+/// The reason appended to the error of a run that failed for [`FailureKind::Configuration`].
 const CONFIGURATION_ERROR: &str =
     "a configuration or credentials error, which a retry cannot fix; fix it and retry by hand";
-
-/// Whether `error` is one a retry cannot fix ([`NoRetry`]); None for a genuine failure.
-fn no_retry(error: &anyhow::Error) -> Option<NoRetry> {
-    error.chain().find_map(|cause| {
-        if let Some(e) = cause.downcast_ref::<agent::AgentError>() {
-            return match e {
-                agent::AgentError::BudgetExceeded(_) | agent::AgentError::StepLimit(_) => {
-                    Some(NoRetry::Limit)
-                }
-                agent::AgentError::MissingKey { .. }
-                | agent::AgentError::UnknownProvider(_)
-                | agent::AgentError::Catalog(_)
-                | agent::AgentError::Provider {
-                    status: 401 | 403 | 404,
-                    ..
-                } => Some(NoRetry::Configuration),
-                _ => None,
-            };
-        }
-        if let Some(e) = cause.downcast_ref::<forge::ForgeError>() {
-            return match e {
-                forge::ForgeError::Credentials(_)
-                | forge::ForgeError::Api {
-                    status: 401 | 403, ..
-                } => Some(NoRetry::Configuration),
-                _ => None,
-            };
-        }
-        cause
-            .downcast_ref::<prepare::TreeRefused>()
-            .map(|_| NoRetry::Limit)
-    })
-}
 
 fn cancel_reason(reason: &Mutex<Option<CancelReason>>) -> CancelReason {
     reason

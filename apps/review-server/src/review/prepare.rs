@@ -7,6 +7,7 @@
 
 use super::{REVIEW_TIMEOUT, RunError};
 use crate::job::PrJob;
+use crate::review::FailureKind;
 use crate::state::AppState;
 use anyhow::{Context, anyhow};
 use git_cache::{GitError, Limits, Repo, RepoKey, Worktree};
@@ -66,7 +67,7 @@ pub fn read_diff(
     head: &str,
     limits: Limits,
     stop: &AtomicBool,
-) -> anyhow::Result<DiffRead> {
+) -> Result<DiffRead, GitWorkError> {
     let diff = repo.diff_bytes(base, head, limits, stop).map_err(refusal)?;
     let commits = repo.log(base, head, COMMITS_SHOWN).unwrap_or_default();
     let merge_base = repo.merge_base(base, head)?;
@@ -88,7 +89,7 @@ pub fn check_out(
     parent: &Path,
     limits: Limits,
     stop: &AtomicBool,
-) -> anyhow::Result<Worktree> {
+) -> Result<Worktree, GitWorkError> {
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
     repo.checkout(head, Some(parent), limits, stop)
@@ -109,7 +110,7 @@ pub async fn prepare(
             tracing::debug!(error = %e, "no installation token; cloning from a local URL without one");
             None
         }
-        Err(e) => return Err(anyhow!(e).context("installation token").into()),
+        Err(e) => return Err(RunError::from(e).context("installation token")),
     };
     // Fetch the PR head and the base branch into the cache (clone on first use).
     let key = RepoKey {
@@ -209,7 +210,7 @@ impl Drop for StopOnDrop {
 async fn git_phase<T: Send + 'static>(
     deadline: Instant,
     stop: &Arc<AtomicBool>,
-    work: impl FnOnce(&AtomicBool) -> anyhow::Result<T> + Send + 'static,
+    work: impl FnOnce(&AtomicBool) -> Result<T, GitWorkError> + Send + 'static,
 ) -> Result<T, RunError> {
     let flag = stop.clone();
     let task = tokio::task::spawn_blocking(move || {
@@ -223,7 +224,8 @@ async fn git_phase<T: Send + 'static>(
         result
     });
     match tokio::time::timeout_at(deadline, task).await {
-        Ok(joined) => Ok(joined.map_err(|e| anyhow!("git task failed: {e}"))??),
+        Ok(Ok(done)) => Ok(done?),
+        Ok(Err(e)) => Err(anyhow!("git task failed: {e}").into()),
         Err(_) => {
             stop.store(true, Ordering::Relaxed);
             Err(anyhow!(
@@ -235,11 +237,38 @@ async fn git_phase<T: Send + 'static>(
     }
 }
 
-/// A tree over the limits, with the settings that raise them named (issue 16 item 5).
-fn refusal(e: GitError) -> anyhow::Error {
+/// A tree over the limits, with the settings that raise them named.
+fn refusal(e: GitError) -> GitWorkError {
     match e {
-        GitError::TooLarge { .. } => TreeRefused(e).into(),
-        other => other.into(),
+        GitError::TooLarge { .. } => GitWorkError::Refused(TreeRefused(e)),
+        other => GitWorkError::Other(other.into()),
+    }
+}
+
+/// Why the git work of a review failed: a tree over the limits (the limit working, never
+/// retried) or anything else (a genuine failure).
+#[derive(Debug, thiserror::Error)]
+pub enum GitWorkError {
+    /// A tree over REVIEW_MAX_TREE_ENTRIES or REVIEW_MAX_TREE_BYTES.
+    #[error(transparent)]
+    Refused(TreeRefused),
+    /// Sync, open, diff or checkout failed.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl From<GitError> for GitWorkError {
+    fn from(e: GitError) -> Self {
+        refusal(e)
+    }
+}
+
+impl From<GitWorkError> for RunError {
+    fn from(e: GitWorkError) -> Self {
+        match e {
+            GitWorkError::Refused(refused) => RunError::new(refused.into(), FailureKind::Limit),
+            GitWorkError::Other(other) => RunError::new(other, FailureKind::Genuine),
+        }
     }
 }
 

@@ -12,7 +12,6 @@ use crate::run_settings::{
 };
 use crate::state::AppState;
 use agent::{CancellationToken, ReviewJob, ReviewOutcome};
-use anyhow::anyhow;
 use review_domain::{ModelSpec, ReviewRow, model_cascade, review_focus};
 use tokio::time::Instant;
 
@@ -88,11 +87,7 @@ pub async fn run_agent(
         &app.transcripts,
         cancel,
     )
-    .await
-    .map_err(|e| RunError {
-        error: anyhow!(e),
-        spent: None,
-    })?;
+    .await?;
     drop(worktree);
     Ok(outcome)
 }
