@@ -1,4 +1,4 @@
-//! Builds the dashboard (`dashboard/`, issue 17, Set-up) before the server is compiled, so the
+//! Builds the dashboard (`dashboard/`) before the server is compiled, so the
 //! README's run command alone shows it at `/`: runs `npm ci` when `node_modules` is missing or
 //! older than the lock file, then `npm run build`, whenever `dashboard/dist` is missing or older
 //! than its sources. Nothing runs when the build is current, and cargo reruns this script only

@@ -1,4 +1,4 @@
-//! A "git bomb" for the tests and benches of issue 16 item 5: a commit whose tree has
+//! A "git bomb" for the tests and benches: a commit whose tree has
 //! `levels` levels of 10 entries, each pointing at the same tree below, so it holds 10^levels
 //! files (one 5-byte blob, `boom\n`) in `levels` tree objects of a few hundred bytes.
 //! Built with the real `git` CLI (`hash-object`, `mktree`, `commit-tree`).

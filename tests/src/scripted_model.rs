@@ -476,7 +476,7 @@ fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool)
     let count = |s: &str| comments.iter().filter(|c| c["severity"] == s).count();
     let (b, n, q) = (count("blocking"), count("nit"), count("question"));
     // A clean diff is approved, as models do: the reviewer keeps the APPROVE only to clear
-    // its own earlier REQUEST_CHANGES (issue 26), else it posts COMMENT.
+    // its own earlier REQUEST_CHANGES, else it posts COMMENT.
     let event = if b > 0 {
         "REQUEST_CHANGES"
     } else if comments.is_empty() {

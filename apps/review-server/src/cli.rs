@@ -250,7 +250,7 @@ pub async fn review_range(
 
 /// `review-server review --repo PATH --base REV --head REV [choices]`: [`review_range`], then
 /// the result as markdown on stdout. SIGINT or SIGTERM at any point stops the git work or the
-/// agent, removes the checkout and ends with an error (issue 16 item 6).
+/// agent, removes the checkout and ends with an error.
 pub async fn review_local(config: &Config, args: &ReviewArgs) -> anyhow::Result<()> {
     let interrupted = interrupt_signal()?;
     tokio::pin!(interrupted);

@@ -265,7 +265,7 @@ async fn improve(
 /// The reviewer's inline comments (findings with a forge comment id) of `reviews` that people
 /// with write access replied to, with those replies; bots' replies and replies by anyone
 /// without write access (author_association other than OWNER, MEMBER or COLLABORATOR) are
-/// left out, so a PR's author cannot teach the reviewer what to overlook (issue 26).
+/// left out, so a PR's author cannot teach the reviewer what to overlook.
 async fn threads(
     app: &AppState,
     repo: &RepoRef,

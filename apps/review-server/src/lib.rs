@@ -128,7 +128,7 @@ fn log_exposure(exposure: config::ApiExposure, config: &Config) {
 
 /// This replica's name in the work queue's leases: `<host>-<random>`, kept in
 /// DATA_DIR/replica-id so that after a kill the restarted process knows which runs were its own
-/// and fails them at boot ("interrupted by restart", issue 26) instead of waiting for their
+/// and fails them at boot ("interrupted by restart") instead of waiting for their
 /// leases to lapse. The file is locked for the life of the process: a second process started
 /// on the same DATA_DIR (never a supported set-up) gets a name of its own for this run, with a
 /// warning, so two processes never share leases.
@@ -206,7 +206,7 @@ fn transcript_mirror(records: &Records) -> agent::TranscriptMirror {
 }
 
 /// Removes every checkout left under DATA_DIR/worktrees by a process that died mid-review
-/// (issue 16 item 6): at boot no review is running, so none of them is in use. Failures are
+/// at boot: no review is running, so none of them is in use. Failures are
 /// logged, never fatal.
 fn sweep_worktrees(dir: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {

@@ -188,7 +188,7 @@ async fn empty_string_deletes_so_env_fallback_applies() {
     assert_eq!(last["model"], "claude-env");
 }
 
-/// Issue 27: the noise and verification settings take their closed values, and an empty
+/// The noise and verification settings take their closed values, and an empty
 /// string deletes them (rule 2) so the defaults (post every severity, never quiet, verify with
 /// the review's model) apply again.
 #[tokio::test]
@@ -219,7 +219,7 @@ async fn noise_settings_store_their_values_and_an_empty_string_deletes_them() {
     assert_eq!((status, body), (200, json!({})));
 }
 
-/// Issue 27: a repository's own min_severity is stored, kept when omitted (unlike prompt and
+/// A repository's own min_severity is stored, kept when omitted (unlike prompt and
 /// model), cleared by null or "", and refused with 422 naming it for any other text.
 #[tokio::test]
 async fn a_repositorys_min_severity_is_kept_when_omitted_and_cleared_by_null() {

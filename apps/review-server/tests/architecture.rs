@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Architecture checks over the sources (issue 18), so the shape of the code cannot quietly
+//! Architecture checks over the sources, so the shape of the code cannot quietly
 //! drift back:
 //!
 //! 1. **One writer.** Only `src/records.rs` may call a store method that writes review, repo or

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The dashboard beside the API, against the real binary (issue 17, Serving): app paths get
+//! The dashboard beside the API, against the real binary (docs/review-service.md §1, the dashboard): app paths get
 //! the single-page app (or, without a build, one line saying how to build it), API paths keep
 //! their JSON 404, and the committed OpenAPI copy the dashboard's types are generated from is
 //! the server's own document. The serving rules themselves (cache headers, encodings, paths)

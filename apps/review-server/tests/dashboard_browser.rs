@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The dashboard in a real browser (issue 17, Done when). This harness starts the real binary
+//! The dashboard in a real browser. This harness starts the real binary
 //! with the fake forge and the scripted model on a seeded database (`dashboard/e2e/seed.sql`),
 //! then runs `dashboard/e2e/run.mjs` (playwright-core driving Debian's chromium) against it:
 //! once on the seeded world, once with the OAuth gate on, once over 100,000 reviews for the

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Issue 16 items 5 and 6 against the real binary: a git bomb fails the review with a clear
+//! The git bounds against the real binary: a git bomb fails the review with a clear
 //! error before any diff or checkout, a stop interrupts a long checkout, checkouts left by a
 //! crash are swept at boot, and the CLI leaves no checkout behind when killed by SIGTERM.
 

@@ -209,7 +209,7 @@ async fn no_human_replies_is_recorded_skipped_without_a_model_call() {
 
 #[tokio::test]
 async fn replies_by_people_without_write_access_are_not_learnt_from() {
-    // Issue 26: a PR's author from outside the project (CONTRIBUTOR, NONE, a first-time
+    // A PR's author from outside the project (CONTRIBUTOR, NONE, a first-time
     // contributor) must not teach the reviewer what to overlook; only OWNER, MEMBER and
     // COLLABORATOR replies reach the improver.
     let w = reviewed().await;

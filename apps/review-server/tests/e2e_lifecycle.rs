@@ -304,7 +304,7 @@ async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_and_restarted_server_fails_its_interrupted_run_at_boot() {
-    // Issue 26: the default 30 s lease must not keep the killed run `running` after the
+    // The default 30 s lease must not keep the killed run `running` after the
     // restart; the process knows its own runs by the replica id kept in DATA_DIR.
     let settings = [
         ("RETRY_DELAY_SECS", "1".to_owned()),

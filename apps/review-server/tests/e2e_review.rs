@@ -461,7 +461,7 @@ async fn an_inline_comment_off_the_diff_is_folded_and_the_review_still_posts() {
     );
 }
 
-/// Issue 27, "Committable suggestions": an inline comment's `suggestion` reaches the PR as
+/// An inline comment's `suggestion` reaches the PR as
 /// GitHub's suggestion block, and the finding keeps it. One that cannot apply as meant (the same
 /// text as the lines it replaces, a code fence inside) is left out of a comment that is still
 /// posted, and a range across two hunks is folded into the summary without it: never a 422.
@@ -539,7 +539,7 @@ async fn put_settings(server: &Server, body: Value) {
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
 }
 
-/// Issue 27, "Less noise by setting": with `review_min_severity` at `question`, the reviewer's
+/// With `review_min_severity` at `question`, the reviewer's
 /// nit (the TODO) is not posted inline; the summary and the check run count it.
 #[tokio::test]
 async fn findings_under_the_minimum_severity_are_counted_not_posted() {
@@ -577,7 +577,7 @@ async fn findings_under_the_minimum_severity_are_counted_not_posted() {
     );
 }
 
-/// Issue 27: a repository's own min_severity wins over the global setting: `nit` there posts
+/// A repository's own min_severity wins over the global setting: `nit` there posts
 /// the TODO that the global `blocking` would have left out.
 #[tokio::test]
 async fn a_repositorys_min_severity_wins_over_the_global_setting() {
@@ -601,7 +601,7 @@ async fn a_repositorys_min_severity_wins_over_the_global_setting() {
     assert!(bodies.contains("`unwrap()`"), "{bodies}");
 }
 
-/// Issue 27, `review_quiet`: a review with nothing to post inline posts no review at all; the
+/// `review_quiet`: a review with nothing to post inline posts no review at all; the
 /// row completes and the check run says "No findings". Off, the same change gets its review.
 #[tokio::test]
 async fn review_quiet_posts_nothing_when_there_is_no_finding() {
@@ -646,7 +646,7 @@ fn verifier_requests(w: &World) -> Vec<Value> {
         .collect()
 }
 
-/// Issue 27, "Verification before posting": every inline candidate goes to an independent
+/// Every inline candidate goes to an independent
 /// verifier before anything is posted. One it rejects is not posted and is recorded with its
 /// reason (GET /api/reviews/:id/dropped); confirmed ones are posted as they are; one it cannot
 /// decide is posted marked unverified; the verdict line counts what was posted.
@@ -736,7 +736,7 @@ async fn a_candidate_the_verifier_rejects_is_not_posted_and_is_recorded_with_its
     );
 }
 
-/// Issue 27: `review_verify` set to "false" posts the candidates as the reviewer wrote them,
+/// `review_verify` set to "false" posts the candidates as the reviewer wrote them,
 /// with no verifier call.
 #[tokio::test]
 async fn with_review_verify_false_candidates_are_posted_unchecked() {
@@ -756,7 +756,7 @@ async fn with_review_verify_false_candidates_are_posted_unchecked() {
     assert!(!review["body"].as_str().unwrap().contains("Verification:"));
 }
 
-/// Issue 27: verification counts against the review's budget. Stopped by the budget during
+/// Verification counts against the review's budget. Stopped by the budget during
 /// verification, the review posts only confirmed findings (here none) and says so; the
 /// undecided candidates are recorded as dropped with the budget as the reason.
 #[tokio::test]
@@ -810,7 +810,7 @@ async fn a_budget_stop_during_verification_posts_only_confirmed_findings_and_say
     );
 }
 
-/// Issue 27, "Several passes": with `review_passes` at 2 the reviewer reads the diff twice (its
+/// With `review_passes` at 2 the reviewer reads the diff twice (its
 /// files in another order the second time); the candidates both passes found are merged, so
 /// each is verified and posted once, and the summary says how many passes found them.
 #[tokio::test]

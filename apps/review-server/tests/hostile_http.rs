@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The HTTP surface against a hostile network (issue 26, findings 7, 8, 11 and 12), through the
+//! The HTTP surface against a hostile network, through the
 //! real binary: a partial sign-in configuration refuses to start, `/api` is refused on a
 //! non-loopback LISTEN without the gate or the opt-in, the settings test (a model call) is
 //! refused cross-site, a skill URL cannot steer the installation token to another API path,

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Issue 26, the review pipeline against a hostile pull request and an unlucky process, through
+//! The review pipeline against a hostile pull request and an unlucky process, through
 //! the real binary with the fake forge and the scripted model:
 //!
 //! - a PR that edits REVIEW.md and `.gitattributes` changes neither what the reviewer is told

@@ -316,7 +316,7 @@ async fn a_delivery_sent_twice_is_reviewed_once_also_across_a_restart() {
     let r = deliver_with_id(&w, "72d3162e-cc78-11e3-81ab-4c9367dc0958").await;
     assert_eq!(r.status(), 200);
     // A new id is a new delivery; of a head already reviewed, so it is recorded skipped and
-    // posts nothing (issue 26, one review per head).
+    // posts nothing (one review per head).
     let r = deliver_with_id(&w, "0b4e8ea0-cc79-11e3-8f5e-5b1b2a1d6c4c").await;
     assert_eq!(r.status(), 200);
     // The handler records the delivery and creates the review row before it answers, so the

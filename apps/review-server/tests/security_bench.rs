@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Issue 26, findings 9, 10, 13, 14 and 15 of the review server, measured: the scenarios of
+//! The review server's security findings 9, 10, 13, 14 and 15 (bench/security/README.md), measured: the scenarios of
 //! hostile_review.rs, e2e_lifecycle.rs and the store's read_query_postgres_session.rs run
 //! against whichever binary `REVIEW_SERVER_BIN` names (a release build from before the fixes,
 //! or the current one), with the fake forge and the scripted model. Nothing here asserts the

@@ -65,8 +65,8 @@ pub const INSTRUCTIONS_CAP: usize = 64 * 1024;
 /// The repository's own review instructions, `(file name, text)`: the first of
 /// [`INSTRUCTION_FILES`] that `read` returns with non-blank text, capped at
 /// [`INSTRUCTIONS_CAP`]. The caller reads them at the pull request's merge base, never from
-/// its head: a PR's author must not be able to instruct the reviewer of that PR (issue 26;
-/// docs/security.md, "The git phase").
+/// its head: a PR's author must not be able to instruct the reviewer of that PR
+/// (docs/security.md, "The git phase").
 pub fn repo_instructions(read: impl Fn(&str) -> Option<Vec<u8>>) -> Option<(String, String)> {
     for name in INSTRUCTION_FILES {
         let Some(bytes) = read(name) else {

@@ -63,7 +63,7 @@ pub struct ReviewJob {
     pub instructions: Option<(String, String)>,
     /// Whether an APPROVE may be posted: only to clear a CHANGES_REQUESTED this App posted
     /// earlier on the PR (the caller knows its earlier reviews). Otherwise post_review turns
-    /// APPROVE into COMMENT and tells the model (issue 26). Default false.
+    /// APPROVE into COMMENT and tells the model. Default false.
     pub approve_allowed: bool,
     /// Inline comments under this severity are not posted, only counted in the summary
     /// (the `review_min_severity` setting); default [`Severity::Nit`]: all are posted.

@@ -119,7 +119,7 @@ pub struct CommentUser {
 
 impl ReviewComment {
     /// True when a person with write access wrote it (author_association OWNER, MEMBER or
-    /// COLLABORATOR): the replies the REVIEW.md improver may learn from (issue 26). A PR's
+    /// COLLABORATOR): the replies the REVIEW.md improver may learn from. A PR's
     /// author from outside the project cannot teach the reviewer what to overlook.
     pub fn by_maintainer(&self) -> bool {
         self.by_human()

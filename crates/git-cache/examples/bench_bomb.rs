@@ -1,4 +1,4 @@
-//! Benchmark: how fast and in how much memory a git bomb is refused (issue 16 item 5).
+//! Benchmark: how fast and in how much memory a git bomb is refused.
 //!
 //! Usage: `cargo run -p git-cache --example bench_bomb -- <levels>`: builds a repository whose
 //! head tree has `levels` levels of 10 entries each pointing at the same subtree (10^levels

@@ -7,7 +7,7 @@
 //! binary headers, `index` lines abbreviated like git's, quoted paths (`core.quotePath`), and
 //! `\ No newline at end of file`. The rules follow git's `diff.c` and `xdiff/xemit.c`.
 //!
-//! The `diff` attribute is honoured as git's `userdiff.c` does (issue 16 item 7): `-diff` (and
+//! The `diff` attribute is honoured as git's `userdiff.c` does: `-diff` (and
 //! the `binary` macro) prints "Binary files ... differ", `diff` forces a text diff, and
 //! `diff=<driver>` takes the hunk-header patterns of git's built-in driver of that name.
 

@@ -68,8 +68,8 @@ pub enum GitError {
         /// What was being done, e.g. `checkout of 1f2e...`.
         operation: String,
     },
-    /// A tree the review would diff or check out is over a [`crate::Limits`] cap (issue 16
-    /// item 5: git bombs); nothing was diffed or written.
+    /// A tree the review would diff or check out is over a [`crate::Limits`] cap (a git
+    /// bomb, say); nothing was diffed or written.
     #[error(
         "the tree of commit {commit} has more than {limit} {what}; a tree this large is not \
          diffed or checked out"

@@ -1,5 +1,5 @@
 //! The hunk-header ("function name") patterns of git's built-in diff drivers, for paths with a
-//! `diff=<driver>` attribute (issue 16 item 7).
+//! `diff=<driver>` attribute.
 //!
 //! The patterns are git 2.47's `userdiff.c` funcname patterns, verbatim: POSIX extended regular
 //! expressions, one per line, a leading `!` marking a line that is *not* a function line, and

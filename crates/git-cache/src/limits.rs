@@ -1,6 +1,6 @@
 //! Caps on the trees a review diffs and checks out, so a "git bomb" (a small pack whose trees
 //! point at the same subtree again and again, e.g. 10 levels of 10 entries = 10^10 files from a
-//! few KB) is refused before any diff or checkout work (issue 16 item 5).
+//! few KB) is refused before any diff or checkout work.
 //!
 //! A tree's size is computed once per distinct tree object and remembered, so measuring costs
 //! one read per distinct tree and one header lookup per distinct blob, however many times a

@@ -163,7 +163,7 @@ impl Repo {
     /// function-name context, git's `index` abbreviations and path quoting, and the `diff`
     /// attribute of the merge base's `.gitattributes` (`binary`, `-diff`, `diff`,
     /// `diff=<built-in driver>`): a pull request's own `.gitattributes` is code under review
-    /// and cannot hide its hunks from the reviewer (issue 26; docs/security.md, "The git
+    /// and cannot hide its hunks from the reviewer (docs/security.md, "The git
     /// phase"). Empty when nothing changed. Give the model
     /// [`crate::diff_text`] of it and compute [`crate::patch_id_bytes`] from it.
     ///

@@ -1,4 +1,4 @@
-//! The diff as text for the model (issue 16 item 7): git's bytes stay the diff of record (the
+//! The diff as text for the model: git's bytes stay the diff of record (the
 //! patch id is computed from them), and the model reads a UTF-8 copy in which each line that is
 //! not valid UTF-8 (Latin-1, EUC-JP, Shift-JIS content...) has every non-ASCII byte written as
 //! `\xNN`, so it is visible and exact instead of silently becoming U+FFFD. The whole line is

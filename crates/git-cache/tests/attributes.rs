@@ -1,4 +1,4 @@
-//! Issue 16 item 7: the diff honours `.gitattributes` as git does (`binary`, `-diff`, `diff`,
+//! The diff honours `.gitattributes` as git does (`binary`, `-diff`, `diff`,
 //! `diff=<driver>` with git's built-in hunk-header patterns), and content that is not UTF-8
 //! keeps its bytes; every case is compared with `git diff` and `git patch-id --stable` run in
 //! a working copy checked out at the head.
@@ -98,7 +98,7 @@ fn attributes_come_from_the_merge_base_and_subdirectories() {
 
 #[test]
 fn a_pull_requests_own_gitattributes_cannot_hide_its_hunks() {
-    // Issue 26: the PR adds `* -diff` (and `binary`) for every file; the reviewer still sees
+    // The PR adds `* -diff` (and `binary`) for every file; the reviewer still sees
     // every hunk, and the .gitattributes change itself as a change under review. The diff is
     // the one git prints in a working copy of the base.
     let f = Fixture::new();

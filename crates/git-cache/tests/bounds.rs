@@ -1,4 +1,4 @@
-//! Issue 16 item 5: trees over the limits are refused before any diff or checkout work, and a
+//! Trees over the limits are refused before any diff or checkout work, and a
 //! raised cancel flag stops a diff or a checkout in progress, leaving nothing behind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

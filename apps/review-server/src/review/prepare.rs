@@ -54,7 +54,7 @@ pub struct DiffRead {
     /// Commit subjects the agent is shown, oldest first.
     pub commits: Vec<String>,
     /// The repository's review instructions at the merge base (REVIEW.md, else AGENTS.md),
-    /// never the head's: the PR's own changes to them are code under review (issue 26).
+    /// never the head's: the PR's own changes to them are code under review.
     pub instructions: Option<(String, String)>,
 }
 

@@ -93,7 +93,7 @@ pub async fn run_agent(
 }
 
 /// Whether the last review this App posted on the PR requested changes: only then may the
-/// model APPROVE, to clear it (issue 26). Findings come from the database, so a review
+/// model APPROVE, to clear it. Findings come from the database, so a review
 /// another deployment or a person posted never counts.
 fn last_event_requested_changes(earlier: &[review_domain::FindingRow]) -> bool {
     earlier

@@ -217,7 +217,7 @@ pub fn commit_on(up: &Upstream, branch: &str, files: &[(&str, &str)], message: &
 }
 
 impl Upstream {
-    /// Issue 26, finding 10: the base carries REVIEW.md ("BASE-RULE-7"); PR 1 rewrites it
+    /// The base carries REVIEW.md ("BASE-RULE-7"); PR 1 rewrites it
     /// ("INJECTED-RULE-9") and marks every file `-diff` (and Rust files binary) in
     /// .gitattributes, which would hide each hunk if the head's attributes applied.
     pub fn rewriting_its_instructions() -> Upstream {
@@ -582,7 +582,7 @@ pub struct World {
 }
 
 impl World {
-    /// Issue 26, finding 15: the review model is zai-coding-plan's, whose key (SECOND_API_KEY)
+    /// The review model is zai-coding-plan's, whose key (SECOND_API_KEY)
     /// is unset, so every run fails on its configuration; RETRY_DELAY_SECS=1 would bring an
     /// automatic retry, if any, within a second or two.
     pub async fn without_the_models_key() -> World {

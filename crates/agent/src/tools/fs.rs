@@ -96,7 +96,7 @@ impl ToolHandler for ReadFile {
 }
 
 /// Reads `args.path` from `start_line` on, holding at most one 64 KiB buffer plus
-/// `READ_CAP_BYTES + 1` bytes of the file in memory whatever its size (issue 16 item 6): the
+/// `READ_CAP_BYTES + 1` bytes of the file in memory whatever its size: the
 /// lines before `start_line` are skipped through the buffer without being kept, and the rest
 /// is read through `Read::take(READ_CAP_BYTES + 1)`, so a larger file is never read whole.
 fn read_file(root: &Root, args: &ReadArgs) -> Result<String, String> {

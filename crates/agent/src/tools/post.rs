@@ -293,7 +293,7 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         event = ReviewEvent::Comment;
     }
     if event == ReviewEvent::Approve && !ctx.approve_allowed {
-        // Issue 26: an approval from a reviewer its PR's author can steer is posted only
+        // An approval from a reviewer its PR's author can steer is posted only
         // to clear this App's own earlier CHANGES_REQUESTED.
         notes.push("event changed from APPROVE to COMMENT: APPROVE only clears a REQUEST_CHANGES this reviewer posted earlier on the pull request, and there is none".to_owned());
         event = ReviewEvent::Comment;
