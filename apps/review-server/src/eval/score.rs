@@ -219,7 +219,7 @@ pub fn markdown(results: &EvalResults) -> String {
     let row = |out: &mut String, name: &str, c: &Score| {
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | ${:.4} | {:.1} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | ${:.4} | {:.2} |",
             c.golden,
             c.posted,
             c.dropped,
