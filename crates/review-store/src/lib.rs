@@ -6,8 +6,9 @@
 //!
 //! This file holds the [`Store`] handle, its connection setup and migrations, and the errors;
 //! each table has its own module with one `impl Store` block: `repos`, `reviews`, `findings`,
-//! `settings`, `skills`, `deliveries`, the dashboard aggregates in `stats` and the chat tool's
-//! read-only window in `read_query`.
+//! `settings`, `skills`, `deliveries`, `transcripts`, the work queue in `queue` and the webhook
+//! inbox in `inbox`, the dashboard aggregates in `stats` (their SQL assembled with the builder
+//! of `sql`) and the chat tool's read-only window in `read_query`.
 
 mod copy;
 mod deliveries;
@@ -20,7 +21,9 @@ mod reviews;
 mod rows;
 mod settings;
 mod skills;
+mod sql;
 mod stats;
+mod transcripts;
 
 pub use deliveries::DELIVERY_WINDOW_SECS;
 pub use inbox::{PROMOTE_LOCK, PROMOTE_LOCK_TIMEOUT_MS, PromotedReview};

@@ -1,5 +1,5 @@
-//! The durable work queue of docs/architecture.md, "Many replicas": the `review_queue`,
-//! `review_retries` and `transcripts` tables of migration 0012 (PostgreSQL: 0003).
+//! The durable work queue of docs/architecture.md, "Many replicas": the `review_queue` and
+//! `review_retries` tables of migration 0012 (PostgreSQL: 0003).
 //!
 //! - A review to run is inserted with its queue row in one transaction
 //!   ([`Store::insert_queued_review`]); a replica claims the oldest waiting one
@@ -378,27 +378,6 @@ impl Store {
         Ok(sqlx::query_scalar("SELECT count(*) FROM review_retries")
             .fetch_one(&self.pool)
             .await?)
-    }
-
-    /// Writes (or replaces) the transcript document of `session_id`.
-    pub async fn save_transcript(&self, session_id: &str, doc: &str, now: i64) -> Result<()> {
-        let query = sqlx::query(
-            "INSERT INTO transcripts (session_id, doc, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (session_id) DO UPDATE SET doc = excluded.doc, updated_at = excluded.updated_at",
-        )
-        .bind(session_id)
-        .bind(doc)
-        .bind(now);
-        self.changed(query).await?;
-        Ok(())
-    }
-
-    /// The stored transcript document of `session_id`, if any.
-    pub async fn transcript(&self, session_id: &str) -> Result<Option<String>> {
-        let query =
-            sqlx::query("SELECT doc FROM transcripts WHERE session_id = $1").bind(session_id);
-        self.optional(query, |r: &AnyRow| Ok(r.try_get::<String, _>(0)?))
-            .await
     }
 }
 

@@ -1,12 +1,13 @@
 //! The `reviews` table (docs/review-service.md §2, ReviewRow; §3, states): inserting a run,
 //! its conditional status transitions, and the lookups the pipeline, the retry and the
-//! improver make before they act.
+//! improver make before they act, and the filtered review list of GET /api/reviews.
 
 use crate::rows::review_from_row;
+use crate::sql::{Sql, bound, push_full_filter};
 use crate::{Result, Store};
-use review_domain::{ReviewRow, Trigger};
-use sqlx::Row;
+use review_domain::{ReviewRow, StatsFilter, Trigger};
 use sqlx::any::AnyRow;
+use sqlx::{Any, Row};
 
 /// The columns of a ReviewRow, in the order of the spec.
 pub(crate) const REVIEW_COLUMNS: &str = "id, repo_full_name, pr_number, title, session_id, status, error, \"trigger\", attempt, cost, tokens, model, check_run_id, patch_id, created_at, completed_at";
@@ -207,6 +208,26 @@ impl Store {
             .bind(pr_number)
             .bind(limit);
         self.all(query, review_from_row).await
+    }
+
+    /// GET /api/reviews (docs/review-service.md §4, Reviews): reviews matching the filter and the
+    /// exact status (skipped included), newest id first, at most `limit` rows.
+    pub async fn list_reviews(
+        &self,
+        f: &StatsFilter,
+        status: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<ReviewRow>> {
+        let mut q = Sql::new(format!("SELECT {REVIEW_COLUMNS} FROM reviews r WHERE true"));
+        push_full_filter(&mut q, f);
+        if let Some(s) = status {
+            q.push(" AND r.status = ").push_bind(s.to_owned());
+        }
+        q.push(" ORDER BY r.id DESC LIMIT ").push_bind(limit);
+        let rows = bound!(sqlx::query::<Any>(&q.text), q)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(review_from_row).collect()
     }
 
     /// True when a review of the PR other than `except` is pending or running (the automatic
