@@ -162,8 +162,8 @@ impl Store {
         .fetch_one(&target.pool)
         .await?;
         if occupied > 0 {
-            return Err(StoreError::Query(
-                "the target database already holds repos, reviews or settings: copy into an empty one".to_owned(),
+            return Err(StoreError::query(
+                "the target database already holds repos, reviews or settings: copy into an empty one",
             ));
         }
         let mut tx = target.pool.begin().await?;

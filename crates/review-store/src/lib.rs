@@ -72,15 +72,47 @@ pub enum StoreError {
     QueryRefused(String),
     /// The database rejected a read-only query ([`Store::read_query`]): syntax, unknown column,
     /// a value over [`READ_QUERY_MAX_VALUE_BYTES`]; the message is SQLite's or PostgreSQL's.
-    #[error("query failed: {0}")]
-    Query(String),
+    /// Also a [`Store::copy_into`] whose target is not empty.
+    #[error("query failed: {message}")]
+    Query {
+        /// What failed, in words for the model and the operator (the whole Display text after
+        /// `query failed: `).
+        message: String,
+        /// The error it came from: a `rusqlite::Error` or an [`sqlx::Error`] of the database,
+        /// or the failure to run or decode the query; None when the store itself refused.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
     /// PostgreSQL: the chat tool's reader role could not be created or granted at start
-    /// (docs/operations.md, PostgreSQL); the message names the cause.
-    #[error("the chat tool's reader role could not be set up: {0}")]
-    ReaderRole(String),
+    /// (docs/operations.md, PostgreSQL); the message names the cause, the database's error.
+    #[error(
+        "the chat tool's reader role could not be set up: {0}; the database user needs CREATEROLE at the first start (docs/operations.md, PostgreSQL)"
+    )]
+    ReaderRole(#[source] sqlx::Error),
     /// A read-only query ran longer than [`READ_QUERY_TIMEOUT`] and was interrupted.
     #[error("query interrupted after {} s: make it cheaper (filter, aggregate or add a LIMIT)", .0.as_secs())]
     QueryTimeout(Duration),
+}
+
+impl StoreError {
+    /// [`StoreError::Query`] that the store raised itself, with no underlying error.
+    pub(crate) fn query(message: impl Into<String>) -> Self {
+        StoreError::Query {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// [`StoreError::Query`] caused by `source`; `message` is what the Display text shows.
+    pub(crate) fn query_from(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreError::Query {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
 }
 
 /// Result of the store.

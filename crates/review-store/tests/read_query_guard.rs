@@ -30,7 +30,7 @@ async fn assert_refused(store: &Store, sql: &str) -> String {
             let text = e.to_string();
             assert!(!text.contains(SECRET), "{sql:?}: {text}");
             assert!(
-                matches!(e, StoreError::QueryRefused(_) | StoreError::Query(_)),
+                matches!(e, StoreError::QueryRefused(_) | StoreError::Query { .. }),
                 "{sql:?}: {e:?}"
             );
             text

@@ -386,6 +386,31 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    async fn a_rejected_query_keeps_the_database_error_as_its_source(store: TestStore) {
+        let err = store
+            .read_query("SELECT nope FROM reviews")
+            .await
+            .unwrap_err();
+        let source = std::error::Error::source(&err).expect("the database's error");
+        let (message, driver) = match &err {
+            StoreError::Query { message, .. } => (message.clone(), source.to_string()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(err.to_string(), format!("query failed: {message}"));
+        match store.backend() {
+            Backend::Sqlite => {
+                assert!(source.is::<rusqlite::Error>(), "{source:?}");
+                assert_eq!(message, driver);
+            }
+            Backend::Postgres => {
+                assert!(source.is::<sqlx::Error>(), "{source:?}");
+                assert!(driver.contains(&message), "{driver} / {message}");
+            }
+        }
+    }
+}
+
+on_both_backends! {
     async fn unknown_trigger_or_status_text_is_an_error_not_a_default(store: TestStore) {
         let r = store.insert_review(&new_review(4), 10).await.unwrap();
         // The trigger column has no CHECK: another program may write anything there.

@@ -81,11 +81,7 @@ impl Reader {
     ///
     /// Errors: [`StoreError::ReaderRole`] when the role cannot be created or granted.
     pub(crate) async fn set_up(writer: &AnyPool, options: PgConnectOptions) -> Result<Self> {
-        let (role, password) = Self::role(writer).await.map_err(|e| {
-            StoreError::ReaderRole(format!(
-                "{e}; the database user needs CREATEROLE at the first start (docs/operations.md, PostgreSQL)"
-            ))
-        })?;
+        let (role, password) = Self::role(writer).await.map_err(StoreError::ReaderRole)?;
         let pool = PgPoolOptions::new()
             .max_connections(READER_CONNECTIONS)
             .min_connections(0)
@@ -236,19 +232,21 @@ impl Reader {
     /// transaction. `text` is compiled first as it is, then wrapped (module docs, layer 2):
     /// a text that compiles alone but not as a subquery is a statement other than a query.
     async fn fetch(&self, text: &str) -> Result<(Vec<String>, Vec<Option<String>>)> {
-        let fail = |e: sqlx::Error| database_error(&e);
         let mut conn = self.pool.acquire().await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         (&mut *tx)
             .execute("SET TRANSACTION READ ONLY")
             .await
-            .map_err(fail)?;
+            .map_err(database_error)?;
         let timeout = format!(
             "SET LOCAL statement_timeout = {}",
             READ_QUERY_TIMEOUT.as_millis()
         );
-        (&mut *tx).execute(timeout.as_str()).await.map_err(fail)?;
-        let alone = (&mut *tx).prepare(text).await.map_err(fail)?;
+        (&mut *tx)
+            .execute(timeout.as_str())
+            .await
+            .map_err(database_error)?;
+        let alone = (&mut *tx).prepare(text).await.map_err(database_error)?;
         if alone.parameters().is_some_and(|p| match p {
             sqlx::Either::Left(types) => !types.is_empty(),
             sqlx::Either::Right(n) => n > 0,
@@ -268,7 +266,7 @@ impl Reader {
                     "only reads are allowed: send one SELECT statement".into(),
                 ));
             }
-            Err(e) => return Err(fail(e)),
+            Err(e) => return Err(database_error(e)),
         };
         let limit = READ_QUERY_MAX_ROWS + 1;
         let cap = READ_QUERY_MAX_VALUE_BYTES;
@@ -280,7 +278,7 @@ impl Reader {
         ))
         .fetch_all(&mut *tx)
         .await
-        .map_err(fail)?;
+        .map_err(database_error)?;
         tx.rollback().await?;
         // Layer 4 on the answering path; the pool's after_release covers every other one.
         (&mut *conn)
@@ -311,12 +309,12 @@ fn quoted(names: &[&str]) -> String {
 /// [`super::READ_QUERY_CELL_CHARS`].
 fn json_row(row: Option<String>, width: usize) -> Result<Vec<Value>> {
     let Some(text) = row else {
-        return Err(StoreError::Query(format!(
+        return Err(StoreError::query(format!(
             "a row is larger than {READ_QUERY_MAX_VALUE_BYTES} bytes: select fewer or shorter values"
         )));
     };
     let cells: Option<Vec<Value>> = serde_json::from_str(&text)
-        .map_err(|e| StoreError::Query(format!("a row did not read as JSON: {e}")))?;
+        .map_err(|e| StoreError::query_from(format!("a row did not read as JSON: {e}"), e))?;
     let mut cells = cells.unwrap_or_default();
     cells.resize(width, Value::Null);
     Ok(cells
@@ -342,12 +340,12 @@ fn sql_state(e: &sqlx::Error) -> Option<String> {
 
 /// PostgreSQL's error for a chat query, in words for the model: refusals for what the guard
 /// stopped, [`StoreError::QueryTimeout`] for the time cap, PostgreSQL's message otherwise.
-fn database_error(e: &sqlx::Error) -> StoreError {
+fn database_error(e: sqlx::Error) -> StoreError {
     let Some(db) = e.as_database_error() else {
-        return StoreError::Query(e.to_string());
+        return StoreError::query_from(e.to_string(), e);
     };
     let message = db.message().to_owned();
-    match sql_state(e).as_deref() {
+    match sql_state(&e).as_deref() {
         // query_canceled: the statement_timeout.
         Some("57014") => StoreError::QueryTimeout(READ_QUERY_TIMEOUT),
         // insufficient_privilege: a table or function the reader role may not use.
@@ -360,9 +358,12 @@ fn database_error(e: &sqlx::Error) -> StoreError {
             )),
         },
         // configuration_limit_exceeded: the role's temp_file_limit (READER_TEMP_FILE_LIMIT).
-        Some("53400") => StoreError::Query(format!(
-            "{message}: a chat query may spill at most {READER_TEMP_FILE_LIMIT} to temporary files; aggregate more narrowly"
-        )),
+        Some("53400") => StoreError::query_from(
+            format!(
+                "{message}: a chat query may spill at most {READER_TEMP_FILE_LIMIT} to temporary files; aggregate more narrowly"
+            ),
+            e,
+        ),
         // read_only_sql_transaction.
         Some("25006") => {
             StoreError::QueryRefused("only reads are allowed: send one SELECT statement".into())
@@ -374,6 +375,6 @@ fn database_error(e: &sqlx::Error) -> StoreError {
             "only one statement is allowed: send a single SELECT without a second statement after `;`"
                 .into(),
         ),
-        _ => StoreError::Query(message),
+        _ => StoreError::query_from(message, e),
     }
 }

@@ -116,7 +116,7 @@ pub(super) async fn read_query(database: &SqliteFile, sql: &str) -> Result<ReadQ
         }
     };
     drop(guard);
-    joined.map_err(|e| StoreError::Query(format!("the query task failed: {e}")))?
+    joined.map_err(|e| StoreError::query_from(format!("the query task failed: {e}"), e))?
 }
 
 /// Stops the statement when dropped (the caller went away) or fired (the deadline passed):
@@ -382,7 +382,7 @@ fn is_interrupt(e: &rusqlite::Error) -> bool {
 }
 
 fn sqlite_error(e: rusqlite::Error) -> StoreError {
-    StoreError::Query(e.to_string())
+    StoreError::query_from(e.to_string(), e)
 }
 
 fn cell(value: ValueRef<'_>) -> Value {
