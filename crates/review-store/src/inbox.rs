@@ -24,7 +24,7 @@ pub const PROMOTE_LOCK: i64 = 0x7276_696e_626f_7831;
 
 /// How long a promoter waits for [`PROMOTE_LOCK`] before it gives up this attempt
 /// (`lock_timeout`). Another promoter holds it for milliseconds; a longer wait means a session
-/// kept it (issue 26: a chat query's `pg_try_advisory_lock` once did, and intake stopped).
+/// kept it (a chat query's `pg_try_advisory_lock` could, which would stop intake).
 pub const PROMOTE_LOCK_TIMEOUT_MS: u64 = 2_000;
 
 /// Attempts of one promotion to take [`PROMOTE_LOCK`], each waiting [`PROMOTE_LOCK_TIMEOUT_MS`],

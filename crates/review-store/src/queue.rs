@@ -196,7 +196,7 @@ impl Store {
     /// Fails, with `error`, every review left pending or running without a queue row: rows of
     /// a version without the queue, or written by hand. Every review and improver row is
     /// written with its queue row in one transaction, so at boot such a row has nobody to end
-    /// it, whatever its age (issue 26: none may stay pending or running for ever). Returns the
+    /// it, whatever its age (none may stay pending or running for ever). Returns the
     /// rows changed.
     pub async fn fail_orphaned(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
         let sql = format!(

@@ -274,7 +274,7 @@ fn is_pull_request_event(trigger: Option<Trigger>) -> bool {
     )
 }
 
-/// The one-review-per-head rule (issue 26; docs/architecture.md, "One review per head"),
+/// The one-review-per-head rule (docs/architecture.md, "One review per head"),
 /// inside `tx`: when `new` comes from a pull_request event and the PR already has a pending,
 /// running or completed review of the same head, `new` is inserted as `skipped` (completed at
 /// `now`, epoch seconds) with the reason in `error` ("already reviewed at <sha>" or "coalesced

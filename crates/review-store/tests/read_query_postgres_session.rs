@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Issue 26, finding 9: a chat query on PostgreSQL leaves nothing behind on the reader's pooled
-//! connection (a session-level advisory lock taken in a SELECT survived the rollback and
-//! stopped review intake), the writers' waits for the promoter lock are bounded, and the reader
+//! A chat query on PostgreSQL leaves nothing behind on the reader's pooled connection (a
+//! session-level advisory lock taken in a SELECT survives the rollback and would stop review
+//! intake), the writers' waits for the promoter lock are bounded, and the reader
 //! role reads an allow-list of tables with bounded memory settings. Against a real PostgreSQL
 //! (REVIEW_TEST_DATABASE_URL; skipped without one, failed under CI).
 

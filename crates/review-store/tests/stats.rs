@@ -76,8 +76,8 @@ fn windows(repo: &str) -> Vec<StatsFilter> {
 }
 
 on_both_backends! {
-    /// Issue 19: a row failed at boot after a long wait counted in avg_duration (294,703 s
-    /// where the original service reports 329.5 s on the same data).
+    /// A row failed at boot after a long wait does not count in avg_duration (it once did:
+    /// 294,703 s where the original service reports 329.5 s on the same data).
     async fn avg_duration_averages_completed_reviews_only(store: TestStore) {
         completed(&store, "o/r", 1, T0 + 100, 300).await;
         completed(&store, "o/r", 2, T0 + 200, 359).await;
@@ -115,7 +115,7 @@ on_both_backends! {
 }
 
 on_both_backends! {
-    /// Many writers at once (the replicas of issue 19 on one database): every review's
+    /// Many writers at once (several replicas on one database): every review's
     /// inserts, transitions and findings land in the rollups exactly, without a deadlock. The
     /// all-time totals (rollups) equal the sums over the raw rows (a repo filter reads those).
     async fn concurrent_writers_keep_the_rollups_exact(store: TestStore) {
@@ -515,7 +515,7 @@ async fn edit(store: &Store, sql: &str) {
 }
 
 on_both_backends! {
-    /// Issue 19: a repo or model filter reads the rollups split by repo and by model, and
+    /// A repo or model filter reads the rollups split by repo and by model, and
     /// gives the numbers of the raw rows, after inserts, status changes, skipped reviews,
     /// findings written before the model is known, and hand edits of rows and findings.
     async fn repo_and_model_filters_from_the_rollups_match_the_raw_rows(store: TestStore) {

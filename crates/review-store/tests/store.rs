@@ -357,7 +357,7 @@ on_both_backends! {
             .await
             .unwrap_err();
         // Stopped by the time cap, or on PostgreSQL by the reader role's temp_file_limit when
-        // the recursion spills faster than the clock runs (issue 26), whichever comes first.
+        // the recursion spills faster than the clock runs, whichever comes first.
         assert!(
             matches!(err, StoreError::QueryTimeout(_)) || err.to_string().contains("temp_file_limit"),
             "{err}"

@@ -42,7 +42,7 @@ pub const READ_QUERY_MAX_SQL_BYTES: i32 = 100_000;
 /// §2).
 pub const HIDDEN_TABLES: &[&str] = &["settings"];
 
-/// The tables the chat's reader role is granted on PostgreSQL, and nothing else (issue 26: an
+/// The tables the chat's reader role is granted on PostgreSQL, and nothing else (an
 /// allow-list, so a table added later is unreadable until it is named here): the four the
 /// chat's system prompt describes, plus the stats rollups (`stats_*`), which hold only sums.
 /// The queue, the inbox, retries, deliveries and transcripts are not the chat's business.

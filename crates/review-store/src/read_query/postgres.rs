@@ -21,7 +21,7 @@
 //!    statement cannot lift it), and the client gives up a little later as a second line;
 //! 4. a query cannot leave anything behind on its pooled connection: session-level advisory
 //!    locks (`pg_try_advisory_lock` in a SELECT survives the rollback; one on the inbox
-//!    promoter's key stopped review intake, issue 26) are released by
+//!    promoter's key would stop review intake) are released by
 //!    `pg_advisory_unlock_all()` every time a connection goes back to the pool, and a
 //!    connection that cannot be reset is closed instead (which ends its session). GUCs set by
 //!    `set_config` inside the transaction are undone by the rollback;
