@@ -1,4 +1,6 @@
-//! [`StoreView`]: the store as every module but the writer sees it.
+//! [`StoreView`]: the store as every module but the writer sees it. It forwards no method that
+//! writes review, repo or finding rows: one here would let a caller write without publishing
+//! (`tests/architecture.rs` would then fail on this file).
 
 use review_domain::{FindingRow, RepoRow, ReviewRow, StatsFilter};
 use review_store::{Charts, NewReview, NewSkill, ReadQueryResult, Stats, Store, StoreError};
