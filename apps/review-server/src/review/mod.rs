@@ -437,27 +437,39 @@ async fn lifecycle(
         r = stages => r,
         _ = cancel.cancelled() => Err(anyhow!("cancelled").into()),
     };
-    let end = record_end(app, &review, &job, result, &cancel, &reason).await;
+    record_end(app, &review, &job, result, check_run_id, &cancel, &reason).await;
+}
+
+/// Completes the run's check run with `end` (a failure to do so is logged: the review stands).
+async fn complete_check(
+    app: &AppState,
+    job: &PrJob,
+    review_id: i64,
+    check_run_id: Option<i64>,
+    end: &RunEnd,
+) {
     if let Some(cid) = check_run_id
         && let Err(e) = app
             .forge
             .complete_check_run(&job.repo, cid, end.conclusion, &end.title, &end.summary)
             .await
     {
-        tracing::warn!(review_id = id, error = %e, "cannot complete check run");
+        tracing::warn!(review_id, error = %e, "cannot complete check run");
     }
 }
 
-/// Records how the run ended on the row and starts what follows a genuine failure; returns
-/// what the check run says.
+/// Completes the check run with how the run ended, then records the end on the row and starts
+/// what follows a genuine failure. The check run goes first, so that a row in its end state
+/// means the pull request shows the end too.
 async fn record_end(
     app: &AppState,
     review: &ReviewRow,
     job: &PrJob,
     result: Result<Finished, RunError>,
+    check_run_id: Option<i64>,
     cancel: &CancellationToken,
     reason: &Mutex<Option<CancelReason>>,
-) -> RunEnd {
+) {
     let id = review.id;
     match result {
         Ok(Finished::Completed(outcome, patch_id)) => {
@@ -467,7 +479,6 @@ async fn record_end(
                 model: outcome.model.clone(),
                 patch_id: Some(patch_id),
             };
-            log_store_error(id, &app.records.complete(id, &done).await);
             let mut summary = format!(
                 "Model {}: {} tokens, ${:.4}; {} inline comment(s) folded into the summary.",
                 outcome.model, outcome.tokens, outcome.cost, outcome.folded_comments
@@ -494,19 +505,22 @@ async fn record_end(
             } else {
                 "Review posted"
             };
-            RunEnd {
+            let end = RunEnd {
                 conclusion: CheckConclusion::Success,
                 title: title.to_owned(),
                 summary,
-            }
+            };
+            complete_check(app, job, id, check_run_id, &end).await;
+            log_store_error(id, &app.records.complete(id, &done).await);
         }
         Ok(Finished::Skipped(skip)) => {
-            log_store_error(id, &app.records.skip(id, skip.patch_id.as_deref()).await);
-            RunEnd {
+            let end = RunEnd {
                 conclusion: CheckConclusion::Skipped,
                 title: "No new changes".to_owned(),
                 summary: skip.summary.to_owned(),
-            }
+            };
+            complete_check(app, job, id, check_run_id, &end).await;
+            log_store_error(id, &app.records.skip(id, skip.patch_id.as_deref()).await);
         }
         Err(RunError { error, kind, spent }) => {
             let cancelled = cancel.is_cancelled();
@@ -518,6 +532,16 @@ async fn record_end(
                 format!("{error:#}")
             };
             tracing::warn!(review_id = id, error = %message, "review failed");
+            let end = RunEnd {
+                conclusion: if cancelled {
+                    CheckConclusion::Cancelled
+                } else {
+                    CheckConclusion::Failure
+                },
+                title: "Review failed".to_owned(),
+                summary: message.clone(),
+            };
+            complete_check(app, job, id, check_run_id, &end).await;
             log_store_error(id, &app.records.fail(id, &message, spent.as_ref()).await);
             if cancelled {
                 // Tests wait for these lines instead of sleeping past the retry delay.
@@ -531,16 +555,6 @@ async fn record_end(
                 tracing::warn!(review_id = id, "no automatic retry: {CONFIGURATION_ERROR}");
             } else {
                 retry::after_genuine_failure(app, review, job, &message).await;
-            }
-            let conclusion = if cancelled {
-                CheckConclusion::Cancelled
-            } else {
-                CheckConclusion::Failure
-            };
-            RunEnd {
-                conclusion,
-                title: "Review failed".to_owned(),
-                summary: message,
             }
         }
     }
