@@ -10,10 +10,7 @@
 use image_pipeline::{Limits, TransformSpec};
 use serde_json::{Value, json};
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/cache_keys.jsonl"
-);
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cache_keys.jsonl");
 
 fn limits(name: &str) -> Limits {
     match name {

@@ -10,6 +10,7 @@
 
 mod exif;
 mod generic;
+mod header;
 pub(crate) mod heif;
 pub(crate) mod icc;
 mod jpeg;
@@ -21,8 +22,9 @@ mod webp;
 
 use image::{DynamicImage, ImageDecoder, metadata::Orientation};
 
+pub use header::SourceInfo;
 pub(crate) use png::stream_rows as stream_png_rows;
-pub use probe::{SourceInfo, probe};
+pub use probe::probe;
 
 use crate::colour;
 use crate::error::PipelineError;

@@ -20,7 +20,8 @@ use image::{DynamicImage, RgbaImage};
 use resvg::tiny_skia;
 use resvg::usvg::{self, roxmltree};
 
-use super::{Decoded, SourceInfo, undecodable};
+use super::header::{self, SourceInfo};
+use super::{Decoded, undecodable};
 use crate::error::PipelineError;
 
 /// The most markup an SVG source may have: a drawing of tens of thousands of paths fits in a
@@ -416,10 +417,11 @@ fn doctype<'a>(rest: &'a str, entities: &mut Vec<(&'a str, &'a str)>) -> Option<
 fn embedded_image(_mime: &str, data: Arc<Vec<u8>>, _: &usvg::Options) -> Option<usvg::ImageKind> {
     use super::SourceFormat as F;
     // Sniffed first, so that an embedded SVG is not parsed (nor one embedded in that).
-    if !matches!(super::sniff(&data)?, F::Png | F::Jpeg | F::Gif | F::Webp) {
+    let format = super::sniff(&data)?;
+    if !matches!(format, F::Png | F::Jpeg | F::Gif | F::Webp) {
         return None;
     }
-    let info = super::probe(&data, MAX_EMBEDDED_PIXELS).ok()?;
+    let info = header::raster(&data, format, MAX_EMBEDDED_PIXELS).ok()?;
     match info.format {
         F::Png => Some(usvg::ImageKind::PNG(data)),
         F::Jpeg => Some(usvg::ImageKind::JPEG(data)),
