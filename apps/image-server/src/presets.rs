@@ -18,14 +18,15 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use image_params::Name;
 use image_pipeline::{Limits, PipelineError, TransformSpec};
 
 /// The query parameter naming presets.
-pub(crate) const PARAM: &str = "preset";
+pub(crate) const PARAM: &str = Name::Preset.as_str();
 
 /// Parameters a presets-only URL may carry besides `preset`: the signature and the version pin
 /// are no transformation.
-const ALLOWED_WITH_PRESETS_ONLY: [&str; 3] = [PARAM, crate::signing::PARAM, "v"];
+const ALLOWED_WITH_PRESETS_ONLY: [&str; 3] = [PARAM, crate::signing::PARAM, Name::Version.as_str()];
 
 /// The presets of PRESETS_FILE and the PRESETS_ONLY switch.
 #[derive(Debug, Clone, Default)]

@@ -26,7 +26,7 @@ use sha2::Sha256;
 use crate::error::ApiError;
 
 /// The query parameter that carries the signature.
-pub(crate) const PARAM: &str = "signature";
+pub(crate) const PARAM: &str = image_params::Name::Signature.as_str();
 
 /// Verifies the `signature` of resize URLs against one or more keys.
 pub(crate) struct UrlSigner {

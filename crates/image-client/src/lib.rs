@@ -14,6 +14,7 @@
 
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use image_params::Name;
 use reqwest::Url;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -35,51 +36,11 @@ pub enum ClientError {
     Status { status: u16, message: String },
 }
 
-/// Output format (`format=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Webp,
-    Jpeg,
-    Png,
-    /// AVIF, up to the server's AVIF_MAX_PIXELS (larger: 400).
-    Avif,
-    /// AVIF, WebP or JPEG chosen from the Accept header.
-    Auto,
-    /// GIF, animated when the source is.
-    Gif,
-    /// Not a picture: `{"blurhash", "components": {"x", "y"}, "width", "height"}` as JSON,
-    /// components set by [`ResizeOptions::blurhash_components`].
-    Blurhash,
-}
+pub use image_params::{CropRect, Fit, Format, WatermarkMark};
 
-/// How the image fits the width x height box (`fit=`), as sharp names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fit {
-    Inside,
-    Cover,
-    Contain,
-    Fill,
-    Outside,
-}
-
-/// A pixel rectangle of the oriented source, applied before the resize.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Crop {
-    pub left: u32,
-    pub top: u32,
-    pub width: u32,
-    pub height: u32,
-}
-
-/// What a watermark shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WatermarkMark {
-    /// Stored path of an image (`watermark`).
-    Image(String),
-    /// One line of text, 1 to 200 characters without control characters (`watermark_text`),
-    /// drawn by the server in its bundled font.
-    Text(String),
-}
+/// A pixel rectangle of the oriented source, applied before the resize: the server's
+/// [`CropRect`] under its old name here.
+pub type Crop = CropRect;
 
 /// A stored image or a line of text composited onto the output.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,131 +128,65 @@ pub struct ResizeOptions {
 }
 
 impl ResizeOptions {
+    /// The query pairs, named by [`image_params::Name`] (docs/image-service.md §4).
     fn pairs(&self) -> Vec<(&'static str, String)> {
-        let mut q: Vec<(&'static str, String)> = Vec::new();
-        if let Some(c) = self.crop {
-            q.push(("cropLeft", c.left.to_string()));
-            q.push(("cropTop", c.top.to_string()));
-            q.push(("cropWidth", c.width.to_string()));
-            q.push(("cropHeight", c.height.to_string()));
-        }
-        if let Some(w) = self.width {
-            q.push(("width", w.to_string()));
-        }
-        if let Some(h) = self.height {
-            q.push(("height", h.to_string()));
-        }
-        if let Some(d) = self.dpr {
-            q.push(("dpr", d.to_string()));
-        }
-        if let Some(f) = self.fit {
-            let name = match f {
-                Fit::Inside => "inside",
-                Fit::Cover => "cover",
-                Fit::Contain => "contain",
-                Fit::Fill => "fill",
-                Fit::Outside => "outside",
-            };
-            q.push(("fit", name.into()));
-        }
-        if let Some(p) = &self.position {
-            q.push(("position", p.clone()));
-        }
-        if let Some(b) = &self.background {
-            q.push(("background", b.clone()));
-        }
-        if let Some(r) = self.rotate {
-            q.push(("rotate", r.to_string()));
-        }
-        if let Some(b) = self.blur {
-            q.push(("blur", b.to_string()));
-        }
-        for (on, name) in [
-            (self.enlarge, "enlarge"),
-            (self.flip, "flip"),
-            (self.flop, "flop"),
-            (self.sharpen, "sharpen"),
-            (self.grayscale, "grayscale"),
-            (self.progressive, "progressive"),
-        ] {
-            if on {
-                q.push((name, "true".into()));
+        let mut q: Vec<(Name, String)> = Vec::new();
+        let mut put = |name: Name, value: Option<String>| {
+            if let Some(v) = value {
+                q.push((name, v));
             }
-        }
+        };
+        let text = |v: Option<&String>| v.cloned();
+        let switch = |on: bool| on.then(|| "true".to_owned());
+        let crop = self.crop;
+        put(Name::CropLeft, crop.map(|c| c.left.to_string()));
+        put(Name::CropTop, crop.map(|c| c.top.to_string()));
+        put(Name::CropWidth, crop.map(|c| c.width.to_string()));
+        put(Name::CropHeight, crop.map(|c| c.height.to_string()));
+        put(Name::Width, self.width.map(|w| w.to_string()));
+        put(Name::Height, self.height.map(|h| h.to_string()));
+        put(Name::Dpr, self.dpr.map(|d| d.to_string()));
+        put(Name::Fit, self.fit.map(|f| f.name().to_owned()));
+        put(Name::Position, text(self.position.as_ref()));
+        put(Name::Background, text(self.background.as_ref()));
+        put(Name::Rotate, self.rotate.map(|r| r.to_string()));
+        put(Name::Blur, self.blur.map(|b| b.to_string()));
+        put(Name::Enlarge, switch(self.enlarge));
+        put(Name::Flip, switch(self.flip));
+        put(Name::Flop, switch(self.flop));
+        put(Name::Sharpen, switch(self.sharpen));
+        put(Name::Grayscale, switch(self.grayscale));
+        put(Name::Progressive, switch(self.progressive));
         if let Some(w) = &self.watermark {
             match &w.mark {
-                WatermarkMark::Image(path) => q.push(("watermark", path.clone())),
-                WatermarkMark::Text(text) => q.push(("watermark_text", text.clone())),
+                WatermarkMark::Image(path) => put(Name::Watermark, Some(path.clone())),
+                WatermarkMark::Text(t) => put(Name::WatermarkText, Some(t.clone())),
             }
-            if let Some(p) = &w.position {
-                q.push(("watermark_position", p.clone()));
-            }
-            if let Some(o) = w.opacity {
-                q.push(("watermark_opacity", o.to_string()));
-            }
-            if let Some(s) = w.scale {
-                q.push(("watermark_scale", s.to_string()));
-            }
+            put(Name::WatermarkPosition, text(w.position.as_ref()));
+            put(Name::WatermarkOpacity, w.opacity.map(|o| o.to_string()));
+            put(Name::WatermarkScale, w.scale.map(|s| s.to_string()));
         }
-        if let Some(f) = self.format {
-            let name = match f {
-                Format::Webp => "webp",
-                Format::Jpeg => "jpeg",
-                Format::Png => "png",
-                Format::Avif => "avif",
-                Format::Auto => "auto",
-                Format::Blurhash => "blurhash",
-                Format::Gif => "gif",
-            };
-            q.push(("format", name.into()));
-        }
-        if let Some(quality) = self.quality {
-            q.push(("quality", quality.to_string()));
-        }
-        if self.still {
-            q.push(("animated", "false".into()));
-        }
-        if let Some(n) = self.frame {
-            q.push(("frame", n.to_string()));
-        }
-        if self.keep_copyright {
-            q.push(("keep_copyright", "true".into()));
-        }
-        if let Some(z) = self.zoom {
-            q.push(("zoom", z.to_string()));
-        }
-        if let Some(m) = self.min_width {
-            q.push(("min_width", m.to_string()));
-        }
-        if let Some(m) = self.min_height {
-            q.push(("min_height", m.to_string()));
-        }
-        if let Some(t) = self.trim {
-            q.push(("trim", t.to_string()));
-        }
-        if let Some([t, r, b, l]) = self.padding {
-            q.push(("padding", format!("{t},{r},{b},{l}")));
-        }
-        if let Some(n) = self.pixelate {
-            q.push(("pixelate", n.to_string()));
-        }
-        if let Some(n) = self.max_bytes {
-            q.push(("max_bytes", n.to_string()));
-        }
-        if !self.presets.is_empty() {
-            q.push(("preset", self.presets.join(",")));
-        }
-        if let Some((x, y)) = self.blurhash_components {
-            q.push(("blurhash_x", x.to_string()));
-            q.push(("blurhash_y", y.to_string()));
-        }
-        if self.lqip {
-            q.push(("lqip", "true".into()));
-        }
-        if let Some(v) = &self.version {
-            q.push(("v", v.clone()));
-        }
-        q
+        put(Name::Format, self.format.map(|f| f.name().to_owned()));
+        put(Name::Quality, self.quality.map(|n| n.to_string()));
+        put(Name::Animated, self.still.then(|| "false".to_owned()));
+        put(Name::Frame, self.frame.map(|n| n.to_string()));
+        put(Name::KeepCopyright, switch(self.keep_copyright));
+        put(Name::Zoom, self.zoom.map(|z| z.to_string()));
+        put(Name::MinWidth, self.min_width.map(|m| m.to_string()));
+        put(Name::MinHeight, self.min_height.map(|m| m.to_string()));
+        put(Name::Trim, self.trim.map(|t| t.to_string()));
+        let padding = self.padding.map(|[t, r, b, l]| format!("{t},{r},{b},{l}"));
+        put(Name::Padding, padding);
+        put(Name::Pixelate, self.pixelate.map(|n| n.to_string()));
+        put(Name::MaxBytes, self.max_bytes.map(|n| n.to_string()));
+        let presets = (!self.presets.is_empty()).then(|| self.presets.join(","));
+        put(Name::Preset, presets);
+        let (x, y) = self.blurhash_components.unzip();
+        put(Name::BlurhashX, x.map(|x| x.to_string()));
+        put(Name::BlurhashY, y.map(|y| y.to_string()));
+        put(Name::Lqip, switch(self.lqip));
+        put(Name::Version, text(self.version.as_ref()));
+        q.into_iter().map(|(n, v)| (n.as_str(), v)).collect()
     }
 }
 
@@ -388,7 +283,8 @@ impl ImageClient {
                 message.push_str(query);
             }
             let signature = sign(key.expose_secret(), &message);
-            url.query_pairs_mut().append_pair("signature", &signature);
+            url.query_pairs_mut()
+                .append_pair(Name::Signature.as_str(), &signature);
         }
         url.to_string()
     }

@@ -40,8 +40,8 @@ pub use decode::{SourceFormat, SourceInfo, probe, sniff, verify};
 pub use error::PipelineError;
 pub use info::{ExifFields, ImageInfo, info};
 pub use spec::{
-    CropRect, Fit, FormatParam, Limits, OutputFormat, Position, Rgba, TransformSpec, Watermark,
-    WatermarkMark,
+    CropRect, Fit, Format, FormatParam, Limits, OutputFormat, Position, Rgba, TransformSpec,
+    Watermark, WatermarkMark,
 };
 pub use text::{MAX_COMBINING_MARKS, MAX_GLYPH_COVERAGE, MAX_WATERMARK_TEXT_CHARS};
 
@@ -114,8 +114,12 @@ pub fn transform(
         animation::check(frames, (info.width, info.height), limits)?;
     }
     let moving_format = match format {
-        OutputFormat::Avif if spec.format == Some(FormatParam::Auto) => OutputFormat::Webp,
-        OutputFormat::Jpeg | OutputFormat::Png if spec.format == Some(FormatParam::Auto) => {
+        OutputFormat::Avif if spec.format == Some(FormatParam::Format(Format::Auto)) => {
+            OutputFormat::Webp
+        }
+        OutputFormat::Jpeg | OutputFormat::Png
+            if spec.format == Some(FormatParam::Format(Format::Auto)) =>
+        {
             OutputFormat::Gif
         }
         other => other,
@@ -172,7 +176,7 @@ pub fn transform(
         )?;
     }
     // An explicit AVIF over the cap is refused from the plan, before anything is decoded.
-    if format == OutputFormat::Avif && spec.format == Some(FormatParam::Avif) {
+    if format == OutputFormat::Avif && spec.format == Some(FormatParam::Format(Format::Avif)) {
         avif_fits(
             ops::rotated_size(plan.pad_to.unwrap_or(plan.resize), spec.rotate),
             limits,
@@ -236,7 +240,7 @@ pub fn transform(
     // gets PNG for a picture with a transparent pixel (as Cloudinary's f_auto does), and JPEG
     // for an opaque one, alpha channel or not.
     let format = if format == OutputFormat::Jpeg
-        && spec.format == Some(FormatParam::Auto)
+        && spec.format == Some(FormatParam::Format(Format::Auto))
         && has_transparency(&img)
     {
         OutputFormat::Png

@@ -1,13 +1,16 @@
 //! The canonical transformation request.
 //!
 //! The resize endpoint's query (docs/image-service.md §4; docs/architecture.md, Image server decisions) is parsed
-//! once into a [`TransformSpec`]. Its [`Display`](fmt::Display) form lists every parameter that
-//! differs from its default, in a fixed order and with normalised values, so two queries that
-//! ask for the same output print the same string: that string is the cache key.
+//! once into a [`TransformSpec`] (`query.rs`). Its [`Display`](std::fmt::Display) form
+//! (`key.rs`) lists every parameter that differs from its default, in a fixed order and with
+//! normalised values, so two queries that ask for the same output print the same string: that
+//! string is the cache key. The names, aliases, bounds, defaults and key tokens of the
+//! parameters are defined once, in the image-params crate (docs/architecture.md, "Image parameters").
 
-use std::fmt;
+mod key;
+mod query;
 
-use crate::error::PipelineError;
+use image_params::{DEFAULT_BLURHASH_COMPONENTS, DEFAULT_QUALITY};
 
 /// Limits that parsing and decoding enforce (docs/configuration.md).
 ///
@@ -82,24 +85,13 @@ impl Default for Limits {
     }
 }
 
-/// Requested output format (`format=`). Absent means WebP, as in the original service.
+/// Requested output (`format=` or `lqip=true`). Absent means WebP, as in the original service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FormatParam {
-    /// `webp`: lossy WebP.
-    Webp,
-    /// `jpeg` or `jpg`.
-    Jpeg,
-    /// `png`: lossless.
-    Png,
-    /// `avif`: AVIF through rav1e, for outputs up to [`Limits::avif_max_pixels`] (an
-    /// extension: the spec names webp, jpeg and png; imgproxy and thumbor users expect it).
-    Avif,
-    /// `auto`: AVIF, WebP or JPEG chosen from the client's Accept header.
-    Auto,
-    /// `gif`: GIF (256 colours a frame), animated when the source is.
-    Gif,
-    /// `blurhash`: the BlurHash of the result as JSON (docs/image-service.md §4, Placeholders).
-    Blurhash,
+    /// `format=`: one of [`Format`]'s values (`avif` only for outputs up to
+    /// [`Limits::avif_max_pixels`]; `blurhash` is the BlurHash of the result as JSON,
+    /// docs/image-service.md §4, Placeholders).
+    Format(Format),
     /// `lqip=true`: a tiny blurred WebP of the result as a `data:` URL in JSON.
     Lqip,
 }
@@ -201,157 +193,7 @@ impl OutputFormat {
     }
 }
 
-/// How the image fits the `width` x `height` box, named as sharp names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Fit {
-    /// Preserve aspect ratio, as large as possible inside the box (the default).
-    #[default]
-    Inside,
-    /// Preserve aspect ratio, cover the box, crop the overflow at `position`.
-    Cover,
-    /// Preserve aspect ratio, fit inside, pad to the exact box with `background`.
-    Contain,
-    /// Ignore aspect ratio, stretch to the box.
-    Fill,
-    /// Preserve aspect ratio, as small as possible while covering the box; no crop.
-    Outside,
-}
-
-impl Fit {
-    fn parse(v: &str) -> Option<Self> {
-        Some(match v.to_ascii_lowercase().as_str() {
-            "inside" => Self::Inside,
-            "cover" => Self::Cover,
-            "contain" => Self::Contain,
-            "fill" => Self::Fill,
-            "outside" => Self::Outside,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Inside => "inside",
-            Self::Cover => "cover",
-            Self::Contain => "contain",
-            Self::Fill => "fill",
-            Self::Outside => "outside",
-        }
-    }
-}
-
-/// Where the kept region sits (cover, contain padding) or the watermark goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Position {
-    /// Centre (the default for cover).
-    #[default]
-    Centre,
-    North,
-    NorthEast,
-    East,
-    SouthEast,
-    South,
-    SouthWest,
-    West,
-    NorthWest,
-    /// The window with the highest luminance entropy (cover only).
-    Entropy,
-    /// The window with the most edges and saturated colour (cover only).
-    Attention,
-}
-
-impl Position {
-    fn parse(v: &str) -> Option<Self> {
-        Some(
-            match v.to_ascii_lowercase().replace(['_', '-', ' '], "").as_str() {
-                "centre" | "center" => Self::Centre,
-                "north" | "top" => Self::North,
-                "northeast" | "righttop" | "topright" => Self::NorthEast,
-                "east" | "right" => Self::East,
-                "southeast" | "rightbottom" | "bottomright" => Self::SouthEast,
-                "south" | "bottom" => Self::South,
-                "southwest" | "leftbottom" | "bottomleft" => Self::SouthWest,
-                "west" | "left" => Self::West,
-                "northwest" | "lefttop" | "topleft" => Self::NorthWest,
-                "entropy" => Self::Entropy,
-                "attention" => Self::Attention,
-                _ => return None,
-            },
-        )
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Centre => "centre",
-            Self::North => "north",
-            Self::NorthEast => "northeast",
-            Self::East => "east",
-            Self::SouthEast => "southeast",
-            Self::South => "south",
-            Self::SouthWest => "southwest",
-            Self::West => "west",
-            Self::NorthWest => "northwest",
-            Self::Entropy => "entropy",
-            Self::Attention => "attention",
-        }
-    }
-
-    /// Fractional placement (0 = left/top, 0.5 = centre, 1 = right/bottom) of a compass
-    /// position; entropy and attention answer centre here and are handled by the caller.
-    pub(crate) fn fractions(self) -> (f64, f64) {
-        match self {
-            Self::North => (0.5, 0.0),
-            Self::NorthEast => (1.0, 0.0),
-            Self::East => (1.0, 0.5),
-            Self::SouthEast => (1.0, 1.0),
-            Self::South => (0.5, 1.0),
-            Self::SouthWest => (0.0, 1.0),
-            Self::West => (0.0, 0.5),
-            Self::NorthWest => (0.0, 0.0),
-            Self::Centre | Self::Entropy | Self::Attention => (0.5, 0.5),
-        }
-    }
-}
-
-/// An RGBA colour from a `background=` hex value (`fff`, `ffffff`, `ffffff80`, `#` optional).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Rgba(pub [u8; 4]);
-
-impl Rgba {
-    fn parse(v: &str) -> Option<Self> {
-        let hex = v.strip_prefix('#').unwrap_or(v);
-        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        let digit = |i: usize| u8::from_str_radix(hex.get(i..i + 1)?, 16).ok();
-        let pair = |i: usize| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok();
-        Some(match hex.len() {
-            3 => Self([digit(0)? * 17, digit(1)? * 17, digit(2)? * 17, 255]),
-            6 => Self([pair(0)?, pair(2)?, pair(4)?, 255]),
-            8 => Self([pair(0)?, pair(2)?, pair(4)?, pair(6)?]),
-            _ => return None,
-        })
-    }
-}
-
-/// A pixel rectangle of the oriented source (`cropLeft`, `cropTop`, `cropWidth`, `cropHeight`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CropRect {
-    pub left: u32,
-    pub top: u32,
-    pub width: u32,
-    pub height: u32,
-}
-
-/// What a watermark shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WatermarkMark {
-    /// Object path of a stored image (`watermark`, validated by the server like any path).
-    Image(String),
-    /// One line of text (`watermarkText`, 1..=200 characters, no control characters), drawn
-    /// in the bundled font without any markup (docs/image-service.md §4).
-    Text(String),
-}
+pub use image_params::{CropRect, Fit, Format, Position, Rgba, WatermarkMark};
 
 /// A watermark: a stored image or a line of text composited onto the output.
 #[derive(Debug, Clone, PartialEq)]
@@ -454,7 +296,7 @@ impl Default for TransformSpec {
             width: None,
             height: None,
             format: None,
-            quality: 80,
+            quality: DEFAULT_QUALITY,
             rotate: 0.0,
             sharpen: false,
             flip: false,
@@ -467,7 +309,7 @@ impl Default for TransformSpec {
             background: None,
             enlarge: false,
             progressive: false,
-            blurhash_components: (4, 3),
+            blurhash_components: DEFAULT_BLURHASH_COMPONENTS,
             default_box: None,
             keep_copyright: false,
             animated: true,
@@ -484,359 +326,7 @@ impl Default for TransformSpec {
     }
 }
 
-fn bad(name: &str, reason: impl Into<String>) -> PipelineError {
-    PipelineError::BadParam {
-        name: name.to_owned(),
-        reason: reason.into(),
-    }
-}
-
-fn switch(name: &str, v: &str) -> Result<bool, PipelineError> {
-    match v.to_ascii_lowercase().as_str() {
-        "" | "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(bad(name, "expected true, false, 1, 0 or no value")),
-    }
-}
-
-/// `padding`: one to four pixel counts, comma-separated, in CSS order (`10`; `10,20` top and
-/// bottom, left and right; `10,20,30` top, left and right, bottom; `10,20,30,40` top, right,
-/// bottom, left). All zero is no padding.
-fn padding(name: &str, v: &str, max: u32) -> Result<Option<[u32; 4]>, PipelineError> {
-    let sides = v
-        .split(',')
-        .map(|n| pixels(name, n, 0, max))
-        .collect::<Result<Vec<u32>, _>>()?;
-    let [t, r, b, l] = match sides[..] {
-        [a] => [a, a, a, a],
-        [v, h] => [v, h, v, h],
-        [t, h, b] => [t, h, b, h],
-        [t, r, b, l] => [t, r, b, l],
-        _ => return Err(bad(name, "expected 1 to 4 pixel counts, comma-separated")),
-    };
-    Ok((t | r | b | l != 0).then_some([t, r, b, l]))
-}
-
-/// A BlurHash component count, 1..=9 (the format's limit).
-fn component(name: &str, v: &str) -> Result<u8, PipelineError> {
-    v.trim()
-        .parse::<u8>()
-        .ok()
-        .filter(|n| (1..=9).contains(n))
-        .ok_or_else(|| bad(name, "must be a whole number from 1 to 9"))
-}
-
-fn number(name: &str, v: &str) -> Result<f64, PipelineError> {
-    v.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|n| n.is_finite())
-        .ok_or_else(|| bad(name, format!("{v:?} is not a number")))
-}
-
-/// A pixel count. The spec types width and height as "number" (section 4), and a client that
-/// computes `400 * devicePixelRatio` sends `533.3333333333334`, so a decimal is rounded to the
-/// nearest pixel (and shares the cache entry of that whole number) rather than refused.
-fn pixels(name: &str, v: &str, min: u32, max: u32) -> Result<u32, PipelineError> {
-    let t = v.trim();
-    let n = match t.parse::<u64>() {
-        Ok(n) => n,
-        Err(_) => {
-            let x = number(name, v)?;
-            if x < 0.0 {
-                return Err(bad(name, format!("must be between {min} and {max}")));
-            }
-            // Saturating: anything over u64 is over `max` too.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let n = x.round() as u64;
-            n
-        }
-    };
-    if n < u64::from(min) || n > u64::from(max) {
-        return Err(bad(name, format!("must be between {min} and {max}")));
-    }
-    u32::try_from(n).map_err(|_| bad(name, "too large"))
-}
-
-/// Largest accepted `dpr`: no display has a denser screen (phones reach 4), and Cloudinary's
-/// `dpr` stops at 5 too.
-const MAX_DPR: f64 = 5.0;
-
-/// `size` (a width or height) times the device pixel ratio `dpr`, rounded to the nearest pixel
-/// (at least 1); over `max` is an error naming `dpr` (`name`), which made it too large.
-fn scaled(name: &str, size: u32, dpr: f64, max: u32) -> Result<u32, PipelineError> {
-    let n = (f64::from(size) * dpr).round().max(1.0);
-    if n > f64::from(max) {
-        return Err(bad(
-            name,
-            format!("{size} x {dpr} = {n} pixels is over the output limit of {max}"),
-        ));
-    }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    Ok(n as u32)
-}
-
 impl TransformSpec {
-    /// Parses the resize endpoint's query pairs (already percent-decoded).
-    ///
-    /// Accepts the spec's names (docs/image-service.md §4) plus those of docs/architecture.md,
-    /// Image server decisions (`fit`, `position`, `background`, `enlarge`, crop as `cropLeft`/`cropTop`/`cropWidth`/`cropHeight`, `watermark*`) and `dpr`, the
-    /// device pixel ratio of imgproxy, imgix and Cloudinary (0 < dpr <= 5; it multiplies width
-    /// and height, so `width=400&dpr=2` is `width=800`, cache entry included); snake_case and
-    /// camelCase spellings of the multi-word names are both accepted. Unknown names are ignored
-    /// (and so never reach the cache key), so clients sending extra parameters keep working.
-    /// The original SDK's `watermarkImage`, `watermarkText`, `watermarkPosition`
-    /// (`top-left`...) and `watermarkOpacity` are accepted.
-    ///
-    /// # Errors
-    /// [`PipelineError::BadParam`] naming the first invalid parameter: a width or height of 0,
-    /// not a number or above `limits.max_output_dimension` (`dpr` when the ratio takes it
-    /// there); a dpr outside (0, 5]; quality outside 1..=100; rotate
-    /// outside 0..=360; an unknown format, fit or position; an incomplete crop rectangle; a
-    /// `watermarkText` that is empty, over 200 characters, holds a control character, or comes
-    /// with a watermark image.
-    pub fn from_query<'a, I>(pairs: I, limits: &Limits) -> Result<Self, PipelineError>
-    where
-        I: IntoIterator<Item = (&'a str, &'a str)>,
-    {
-        let mut spec = Self::default();
-        let mut crop = [None::<u32>; 4];
-        let mut wm_position = Position::SouthEast;
-        let mut wm_opacity = 0.5_f32;
-        let mut wm_scale = 0.25_f32;
-        let mut wm_path = None;
-        let mut wm_text = None;
-        let mut lqip = None;
-        let mut zoom = None;
-        let mut dpr = None;
-        let max = limits.max_output_dimension;
-        for (key, v) in pairs {
-            let canon: String = key
-                .chars()
-                .filter(|c| *c != '_' && *c != '-')
-                .collect::<String>()
-                .to_ascii_lowercase();
-            match canon.as_str() {
-                "width" | "w" => spec.width = Some(pixels(key, v, 1, max)?),
-                "dpr" => {
-                    let d = number(key, v)?;
-                    if !(d > 0.0 && d <= MAX_DPR) {
-                        return Err(bad(key, format!("must be above 0 and at most {MAX_DPR}")));
-                    }
-                    dpr = Some((key, d));
-                }
-                "height" | "h" => spec.height = Some(pixels(key, v, 1, max)?),
-                "format" | "f" => {
-                    spec.format = Some(match v.to_ascii_lowercase().as_str() {
-                        "webp" => FormatParam::Webp,
-                        "jpeg" | "jpg" => FormatParam::Jpeg,
-                        "png" => FormatParam::Png,
-                        "avif" if !cfg!(feature = "avif") => {
-                            return Err(bad(key, "this server is built without AVIF output"));
-                        }
-                        "avif" if limits.avif_max_pixels == 0 => {
-                            return Err(bad(key, "AVIF output is off (AVIF_MAX_PIXELS=0)"));
-                        }
-                        "avif" => FormatParam::Avif,
-                        "auto" => FormatParam::Auto,
-                        "blurhash" => FormatParam::Blurhash,
-                        "gif" => FormatParam::Gif,
-                        _ => {
-                            return Err(bad(
-                                key,
-                                "expected webp, jpeg, png, avif, gif, auto or blurhash",
-                            ));
-                        }
-                    });
-                }
-                "quality" | "q" => {
-                    let q = v
-                        .trim()
-                        .parse::<u8>()
-                        .ok()
-                        .filter(|q| (1..=100).contains(q))
-                        .ok_or_else(|| bad(key, "must be a whole number from 1 to 100"))?;
-                    spec.quality = q;
-                }
-                "rotate" => {
-                    let r = number(key, v)?;
-                    if !(0.0..=360.0).contains(&r) {
-                        return Err(bad(key, "must be between 0 and 360 degrees"));
-                    }
-                    #[allow(clippy::cast_possible_truncation)]
-                    let r = (r % 360.0) as f32;
-                    spec.rotate = r;
-                }
-                "sharpen" => spec.sharpen = switch(key, v)?,
-                "flip" => spec.flip = switch(key, v)?,
-                "flop" => spec.flop = switch(key, v)?,
-                "grayscale" | "greyscale" => spec.grayscale = switch(key, v)?,
-                "enlarge" => spec.enlarge = switch(key, v)?,
-                "progressive" => spec.progressive = switch(key, v)?,
-                "keepcopyright" => spec.keep_copyright = switch(key, v)?,
-                "animated" => spec.animated = switch(key, v)?,
-                "frame" => spec.frame = Some(pixels(key, v, 0, 100_000)?),
-                "lqip" => lqip = Some((key, switch(key, v)?)),
-                "trim" => {
-                    spec.trim = match v.trim().parse::<u8>() {
-                        Ok(threshold) => Some(threshold),
-                        Err(_) => switch(key, v)
-                            .map_err(|_| bad(key, "expected a threshold 0..=255, true or false"))?
-                            .then_some(10),
-                    };
-                }
-                "padding" => spec.padding = padding(key, v, max)?,
-                "zoom" => {
-                    let z = number(key, v)?;
-                    if !(z > 0.0 && z <= MAX_DPR) {
-                        return Err(bad(key, format!("must be above 0 and at most {MAX_DPR}")));
-                    }
-                    zoom = Some((key, z));
-                }
-                "minwidth" => spec.min_width = Some(pixels(key, v, 1, max)?),
-                "minheight" => spec.min_height = Some(pixels(key, v, 1, max)?),
-                "maxbytes" => {
-                    let n = v
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|n| (100..=1 << 31).contains(n));
-                    spec.max_bytes =
-                        Some(n.ok_or_else(|| {
-                            bad(key, "must be a byte count from 100 to 2147483648")
-                        })?);
-                }
-                "pixelate" => {
-                    let n = pixels(key, v, 1, 256)?;
-                    spec.pixelate = (n > 1).then_some(n);
-                }
-                "blurhashx" => {
-                    spec.blurhash_components.0 = component(key, v)?;
-                }
-                "blurhashy" => {
-                    spec.blurhash_components.1 = component(key, v)?;
-                }
-                "blur" => {
-                    let s = number(key, v)?;
-                    if !(0.0..=100.0).contains(&s) {
-                        return Err(bad(key, "sigma must be between 0 and 100"));
-                    }
-                    #[allow(clippy::cast_possible_truncation)]
-                    let s = s as f32;
-                    spec.blur = (s > 0.0).then_some(s);
-                }
-                "fit" => {
-                    spec.fit = Fit::parse(v).ok_or_else(|| {
-                        bad(key, "expected inside, cover, contain, fill or outside")
-                    })?;
-                }
-                "position" | "gravity" => {
-                    spec.position = Position::parse(v).ok_or_else(|| {
-                        bad(
-                            key,
-                            "expected centre, a compass point, entropy or attention",
-                        )
-                    })?;
-                }
-                "background" | "bg" => {
-                    spec.background = Some(
-                        Rgba::parse(v)
-                            .ok_or_else(|| bad(key, "expected a hex colour such as ffffff"))?,
-                    );
-                }
-                "cropleft" => crop[0] = Some(pixels(key, v, 0, u32::MAX)?),
-                "croptop" => crop[1] = Some(pixels(key, v, 0, u32::MAX)?),
-                "cropwidth" => crop[2] = Some(pixels(key, v, 1, u32::MAX)?),
-                "cropheight" => crop[3] = Some(pixels(key, v, 1, u32::MAX)?),
-                "watermark" | "watermarkimage" => {
-                    wm_path = Some(v.to_owned()).filter(|p| !p.is_empty())
-                }
-                "watermarktext" => {
-                    wm_text = Some(crate::text::checked(key, v)?);
-                }
-                "watermarkposition" => {
-                    wm_position = Position::parse(v)
-                        .filter(|p| !matches!(p, Position::Entropy | Position::Attention))
-                        .ok_or_else(|| bad(key, "expected centre or a compass point"))?;
-                }
-                "watermarkopacity" => {
-                    let o = number(key, v)?;
-                    if !(0.0..=1.0).contains(&o) {
-                        return Err(bad(key, "must be between 0 and 1"));
-                    }
-                    #[allow(clippy::cast_possible_truncation)]
-                    let o = o as f32;
-                    wm_opacity = o;
-                }
-                "watermarkscale" => {
-                    let s = number(key, v)?;
-                    if !(s > 0.0 && s <= 1.0) {
-                        return Err(bad(key, "must be above 0 and at most 1"));
-                    }
-                    #[allow(clippy::cast_possible_truncation)]
-                    let s = s as f32;
-                    wm_scale = s;
-                }
-                _ => {}
-            }
-        }
-        if let Some((key, true)) = lqip {
-            match spec.format {
-                None | Some(FormatParam::Lqip) => spec.format = Some(FormatParam::Lqip),
-                Some(_) => {
-                    return Err(bad(
-                        key,
-                        "a placeholder is a small WebP: leave out `format`",
-                    ));
-                }
-            }
-        }
-        if let Some((key, d)) = dpr {
-            spec.width = spec.width.map(|w| scaled(key, w, d, max)).transpose()?;
-            spec.height = spec.height.map(|h| scaled(key, h, d, max)).transpose()?;
-        }
-        if let Some((key, z)) = zoom {
-            if spec.width.is_none() && spec.height.is_none() {
-                spec.zoom = Some(z);
-            }
-            spec.width = spec.width.map(|w| scaled(key, w, z, max)).transpose()?;
-            spec.height = spec.height.map(|h| scaled(key, h, z, max)).transpose()?;
-        }
-        spec.crop = match crop {
-            [None, None, None, None] => None,
-            [left, top, Some(width), Some(height)] => Some(CropRect {
-                left: left.unwrap_or(0),
-                top: top.unwrap_or(0),
-                width,
-                height,
-            }),
-            _ => {
-                return Err(bad(
-                    "cropWidth",
-                    "cropWidth and cropHeight are both required",
-                ));
-            }
-        };
-        let mark = match (wm_path, wm_text) {
-            (Some(_), Some(_)) => {
-                return Err(bad(
-                    "watermarkText",
-                    "give a watermark image or a watermark text, not both",
-                ));
-            }
-            (Some(path), None) => Some(WatermarkMark::Image(path)),
-            (None, Some(text)) => Some(WatermarkMark::Text(text)),
-            (None, None) => None,
-        };
-        spec.watermark = mark.map(|mark| Watermark {
-            mark,
-            position: wm_position,
-            opacity: wm_opacity,
-            scale: wm_scale,
-        });
-        Ok(spec)
-    }
-
     /// Gives a request that names neither `width` nor `height` the default box: the output is
     /// fitted inside `width` x `height` and never enlarged, whatever `fit` and `enlarge` say
     /// (without a size they had nothing to act on). A 0 side is left free; 0 x 0 changes
@@ -857,134 +347,15 @@ impl TransformSpec {
     /// The concrete output format: `auto` resolved against the Accept header, absent = WebP.
     pub fn output_format(&self, accept: &str) -> OutputFormat {
         match self.format {
-            None | Some(FormatParam::Webp) => OutputFormat::Webp,
-            Some(FormatParam::Jpeg) => OutputFormat::Jpeg,
-            Some(FormatParam::Png) => OutputFormat::Png,
-            Some(FormatParam::Avif) => OutputFormat::Avif,
-            Some(FormatParam::Auto) => OutputFormat::negotiate(accept),
-            Some(FormatParam::Blurhash) => OutputFormat::Blurhash,
-            Some(FormatParam::Gif) => OutputFormat::Gif,
+            None | Some(FormatParam::Format(Format::Webp)) => OutputFormat::Webp,
+            Some(FormatParam::Format(Format::Jpeg)) => OutputFormat::Jpeg,
+            Some(FormatParam::Format(Format::Png)) => OutputFormat::Png,
+            Some(FormatParam::Format(Format::Avif)) => OutputFormat::Avif,
+            Some(FormatParam::Format(Format::Auto)) => OutputFormat::negotiate(accept),
+            Some(FormatParam::Format(Format::Blurhash)) => OutputFormat::Blurhash,
+            Some(FormatParam::Format(Format::Gif)) => OutputFormat::Gif,
             Some(FormatParam::Lqip) => OutputFormat::Lqip,
         }
-    }
-}
-
-/// Canonical form: `key=value` pairs joined by `&`, in a fixed order, defaults omitted.
-/// `format` is printed as given (`auto` included); the server appends the resolved format.
-impl fmt::Display for TransformSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = Self::default();
-        let mut parts: Vec<String> = Vec::new();
-        if let Some(c) = self.crop {
-            parts.push(format!(
-                "crop={},{},{},{}",
-                c.left, c.top, c.width, c.height
-            ));
-        }
-        if let Some(t) = self.trim {
-            parts.push(format!("trim={t}"));
-        }
-        if let Some(w) = self.width {
-            parts.push(format!("w={w}"));
-        }
-        if let Some(h) = self.height {
-            parts.push(format!("h={h}"));
-        }
-        if let Some(z) = self.zoom {
-            parts.push(format!("zoom={z}"));
-        }
-        for (min, name) in [(self.min_width, "minw"), (self.min_height, "minh")] {
-            if let Some(m) = min {
-                parts.push(format!("{name}={m}"));
-            }
-        }
-        if let Some((w, h)) = self.default_box {
-            let side = |v: Option<u32>| v.map_or_else(String::new, |v| v.to_string());
-            parts.push(format!("box={}x{}", side(w), side(h)));
-        }
-        if self.fit != d.fit {
-            parts.push(format!("fit={}", self.fit.name()));
-        }
-        if self.position != d.position {
-            parts.push(format!("pos={}", self.position.name()));
-        }
-        if self.enlarge {
-            parts.push("enlarge".into());
-        }
-        if let Some(Rgba([r, g, b, a])) = self.background {
-            parts.push(format!("bg={r:02x}{g:02x}{b:02x}{a:02x}"));
-        }
-        if self.rotate != 0.0 {
-            parts.push(format!("rot={}", self.rotate));
-        }
-        for (on, name) in [(self.flip, "flip"), (self.flop, "flop")] {
-            if on {
-                parts.push(name.into());
-            }
-        }
-        if let Some(b) = self.blur {
-            parts.push(format!("blur={b}"));
-        }
-        for (on, name) in [(self.sharpen, "sharpen"), (self.grayscale, "gray")] {
-            if on {
-                parts.push(name.into());
-            }
-        }
-        if let Some(n) = self.pixelate {
-            parts.push(format!("pixelate={n}"));
-        }
-        if let Some([t, r, b, l]) = self.padding {
-            parts.push(format!("pad={t},{r},{b},{l}"));
-        }
-        if let Some(w) = &self.watermark {
-            let (name, value) = match &w.mark {
-                WatermarkMark::Image(path) => ("wm", path),
-                WatermarkMark::Text(text) => ("wmt", text),
-            };
-            parts.push(format!(
-                "{name}={},{},{},{}",
-                value
-                    .replace('%', "%25")
-                    .replace(',', "%2C")
-                    .replace('&', "%26")
-                    .replace('|', "%7C"),
-                w.position.name(),
-                w.opacity,
-                w.scale
-            ));
-        }
-        match self.format {
-            None => {}
-            Some(FormatParam::Webp) => parts.push("f=webp".into()),
-            Some(FormatParam::Jpeg) => parts.push("f=jpeg".into()),
-            Some(FormatParam::Png) => parts.push("f=png".into()),
-            Some(FormatParam::Avif) => parts.push("f=avif".into()),
-            Some(FormatParam::Auto) => parts.push("f=auto".into()),
-            Some(FormatParam::Blurhash) => parts.push("f=blurhash".into()),
-            Some(FormatParam::Gif) => parts.push("f=gif".into()),
-            Some(FormatParam::Lqip) => parts.push("f=lqip".into()),
-        }
-        parts.push(format!("q={}", self.quality));
-        if let Some(n) = self.max_bytes {
-            parts.push(format!("maxb={n}"));
-        }
-        if self.progressive {
-            parts.push("progressive".into());
-        }
-        if self.keep_copyright {
-            parts.push("keepcr".into());
-        }
-        if !self.animated {
-            parts.push("still".into());
-        }
-        if let Some(n) = self.frame {
-            parts.push(format!("frame={n}"));
-        }
-        if self.format == Some(FormatParam::Blurhash) && self.blurhash_components != (4, 3) {
-            let (x, y) = self.blurhash_components;
-            parts.push(format!("bh={x}x{y}"));
-        }
-        f.write_str(&parts.join("&"))
     }
 }
 
@@ -1005,6 +376,7 @@ pub(crate) struct EncodeSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::PipelineError;
     use pretty_assertions::assert_eq;
 
     fn parse(q: &[(&str, &str)]) -> Result<TransformSpec, PipelineError> {

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use image_pipeline::{FormatParam, TransformSpec};
+use image_pipeline::{Format, FormatParam, TransformSpec};
 use object_store::PutPayload;
 use rand::RngCore;
 use serde::Deserialize;
@@ -38,7 +38,7 @@ const RESIZE_PREFIX: &str = "/images/resize/";
 const PINNED_CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
 
 /// The query parameter that pins a source version (docs/image-service.md §4, Caching).
-const VERSION_PARAM: &str = "v";
+const VERSION_PARAM: &str = image_params::Name::Version.as_str();
 
 /// The version of a source as a URL carries it: the first 64 bits of SHA-256 of its ETag in
 /// hex (16 characters). The store's ETag changes whenever the object is replaced; hashing it
@@ -186,7 +186,7 @@ async fn resize(
     if let Ok(v) = HeaderValue::from_str(&etag) {
         common.insert(header::ETAG, v);
     }
-    if spec.format == Some(FormatParam::Auto) {
+    if spec.format == Some(FormatParam::Format(Format::Auto)) {
         common.insert(header::VARY, HeaderValue::from_static("Accept"));
     }
     if if_none_match_hits(&headers, &etag) {
