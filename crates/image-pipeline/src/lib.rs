@@ -24,9 +24,11 @@ mod encode;
 mod error;
 mod heif_boxes;
 mod info;
+mod limits;
 mod metadata;
 mod ops;
 mod placeholder;
+mod plan;
 mod reduce;
 mod shrink;
 mod spec;
@@ -34,6 +36,9 @@ mod text;
 mod trim;
 
 use image::DynamicImage;
+
+use limits::{RequestBudget, avif_fits, padding_fits};
+use plan::{mark_scale, output_plan, text_width};
 
 pub use cancel::Cancel;
 pub use decode::{SourceFormat, SourceInfo, probe, sniff, verify};
@@ -85,27 +90,7 @@ pub fn transform(
     let (ow, oh) = info.oriented_size();
 
     // The region of the oriented source that is kept, in full-resolution pixels.
-    let crop = match spec.crop {
-        None => (0, 0, ow, oh),
-        Some(c) => {
-            let over_x = u64::from(c.left) + u64::from(c.width) > u64::from(ow);
-            let over_y = u64::from(c.top) + u64::from(c.height) > u64::from(oh);
-            if over_x || over_y {
-                // Name the edge that is out.
-                let name = match (over_x, c.left >= ow, c.top >= oh) {
-                    (true, true, _) => "cropLeft",
-                    (true, false, _) => "cropWidth",
-                    (false, _, true) => "cropTop",
-                    (false, _, false) => "cropHeight",
-                };
-                return Err(PipelineError::BadParam {
-                    name: name.into(),
-                    reason: format!("the crop rectangle lies outside the {ow}x{oh} image"),
-                });
-            }
-            (c.left, c.top, c.width, c.height)
-        }
-    };
+    let crop = plan::crop_region(spec.crop, (ow, oh))?;
     // An animated GIF or WebP (animation.rs): its frames are counted and limited before
     // anything is decoded. It stays animated in WebP and GIF (format=auto picks WebP, or GIF for
     // a client without WebP); a still result shows its first frame, or `frame`'s.
@@ -138,7 +123,11 @@ pub fn transform(
     // decode, where the other requests shrink on load), and the box inside the border becomes
     // the crop the plan is made for.
     let (crop, plan, decoded) = match spec.trim {
-        None => (crop, output_plan((crop.2, crop.3), spec, limits)?, None),
+        None => (
+            crop,
+            output_plan((crop.width, crop.height), spec, limits)?,
+            None,
+        ),
         Some(threshold) => {
             let (full, scale) = match picked.take() {
                 Some(frame) => (frame, (1.0, 1.0)),
@@ -147,23 +136,23 @@ pub fn transform(
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let at = |v: u32, s: f64| (f64::from(v) * s).round() as u32;
             let region = full.crop_imm(
-                at(crop.0, scale.0),
-                at(crop.1, scale.1),
-                at(crop.2, scale.0).max(1),
-                at(crop.3, scale.1).max(1),
+                at(crop.left, scale.0),
+                at(crop.top, scale.1),
+                at(crop.width, scale.0).max(1),
+                at(crop.height, scale.1).max(1),
             );
             let (l, t, w, h) = trim::content_box(&region, threshold)?;
             // A whole decode is at scale 1 on every path; the division keeps it right if not.
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let back = |v: u32, s: f64| (f64::from(v) / s).round() as u32;
             let (l, t) = (back(l, scale.0), back(t, scale.1));
-            let crop = (
-                crop.0 + l,
-                crop.1 + t,
-                back(w, scale.0).clamp(1, crop.2 - l.min(crop.2 - 1)),
-                back(h, scale.1).clamp(1, crop.3 - t.min(crop.3 - 1)),
-            );
-            let plan = output_plan((crop.2, crop.3), spec, limits)?;
+            let crop = CropRect {
+                left: crop.left + l,
+                top: crop.top + t,
+                width: back(w, scale.0).clamp(1, crop.width - l.min(crop.width - 1)),
+                height: back(h, scale.1).clamp(1, crop.height - t.min(crop.height - 1)),
+            };
+            let plan = output_plan((crop.width, crop.height), spec, limits)?;
             (crop, plan, Some((full, scale)))
         }
     };
@@ -171,7 +160,7 @@ pub fn transform(
         padding_fits(
             ops::rotated_size(plan.pad_to.unwrap_or(plan.resize), spec.rotate),
             sides,
-            (crop.2, crop.3),
+            (crop.width, crop.height),
             limits,
         )?;
     }
@@ -184,8 +173,8 @@ pub fn transform(
     }
 
     // Decode no larger than needed: the kept share of the crop must still cover the output.
-    let need_x = f64::from(plan.resize.0) / (f64::from(crop.2) * plan.keep.0);
-    let need_y = f64::from(plan.resize.1) / (f64::from(crop.3) * plan.keep.1);
+    let need_x = f64::from(plan.resize.0) / (f64::from(crop.width) * plan.keep.0);
+    let need_y = f64::from(plan.resize.1) / (f64::from(crop.height) * plan.keep.1);
     let min_scale = need_x.max(need_y).min(1.0);
     // The cost model (cost.rs): what this request will hold and do, from the headers and
     // the parameters, refused over the budget before anything is decoded.
@@ -358,172 +347,6 @@ fn animated(
     })
 }
 
-/// The inputs of the cost model (`cost.rs`) that [`transform`] knows before decoding.
-struct RequestBudget<'a> {
-    source: &'a [u8],
-    info: &'a SourceInfo,
-    /// Frames decoded, finished and encoded (1 for a still).
-    frames: u32,
-    /// Whether the whole picture is decoded (trim, or one frame of an animation).
-    whole: bool,
-    /// Frames decoded before the picked one.
-    frames_before: u32,
-    plan: &'a ops::Plan,
-    min_scale: f64,
-    format: OutputFormat,
-    /// The watermark image's header and bytes.
-    mark: Option<(SourceInfo, &'a [u8])>,
-}
-
-impl RequestBudget<'_> {
-    /// Refuses the request over MAX_ANIMATION_OUTPUT_PIXELS, MAX_REQUEST_BYTES or
-    /// MAX_REQUEST_PIXEL_OPS, or a text whose glyphs pile up (`text::layout_for`), naming the
-    /// parameter that asked for the most.
-    fn check(&self, spec: &TransformSpec, limits: &Limits) -> Result<(), PipelineError> {
-        let plan = self.plan;
-        let turned = ops::rotated_size(plan.pad_to.unwrap_or(plan.resize), spec.rotate);
-        let output = spec.padding.map_or(turned, |[t, r, b, l]| {
-            (
-                turned.0.saturating_add(l).saturating_add(r),
-                turned.1.saturating_add(t).saturating_add(b),
-            )
-        });
-        let size_name = if spec.width.is_none() && spec.height.is_some() {
-            "height"
-        } else {
-            "width"
-        };
-        if self.frames > 1 {
-            let total = cost::area(output).saturating_mul(u64::from(self.frames));
-            if total > limits.max_animation_output_pixels {
-                return Err(PipelineError::BadParam {
-                    name: size_name.into(),
-                    reason: format!(
-                        "the animation would be {} frames of {}x{}, {total} pixels over all \
-                         frames, above the limit of {} (MAX_ANIMATION_OUTPUT_PIXELS): ask for a \
-                         smaller size, or animated=false for a still",
-                        self.frames, output.0, output.1, limits.max_animation_output_pixels
-                    ),
-                });
-            }
-        }
-        let (decoded, bpp) = if self.whole || self.frames > 1 {
-            let (_, bpp) = decode::decoded_size(self.source, self.info, 1.0);
-            ((self.info.width, self.info.height), bpp)
-        } else {
-            decode::decoded_size(self.source, self.info, self.min_scale)
-        };
-        let largest = [
-            plan.resize,
-            plan.pad_to.unwrap_or(plan.resize),
-            turned,
-            output,
-        ]
-        .into_iter()
-        .max_by_key(|&size| cost::area(size))
-        .unwrap_or(output);
-        let mut finish_ops = 4;
-        for (on, ops) in [
-            (plan.pad_to.is_some(), 2),
-            (spec.rotate != 0.0, 8),
-            (spec.flip || spec.flop, 1),
-            (spec.blur.is_some(), 12),
-            (spec.sharpen, 12),
-            (spec.pixelate.is_some(), 2),
-            (spec.grayscale, 4),
-            (spec.padding.is_some(), 2),
-        ] {
-            if on {
-                finish_ops += ops;
-            }
-        }
-        let source_px = cost::area((self.info.width, self.info.height));
-        let mut extra_ops = source_px.saturating_mul(2 * u64::from(self.frames_before));
-        if spec.trim.is_some() {
-            extra_ops = extra_ops.saturating_add(source_px.saturating_mul(20));
-        }
-        if matches!(spec.position, Position::Entropy | Position::Attention) {
-            extra_ops = extra_ops.saturating_add(cost::area(decoded).saturating_mul(20));
-        }
-        let wm = spec.watermark.as_ref();
-        let mark = match (self.mark, wm) {
-            (Some((info, bytes)), Some(wm)) => {
-                let fitted = cost::fitted_mark(info.oriented_size(), output, wm.scale);
-                let need = mark_scale(info.oriented_size(), fitted);
-                Some((decode::decoded_size(bytes, &info, need).0, fitted))
-            }
-            _ => None,
-        };
-        let text = match wm.map(|wm| (&wm.mark, wm.scale)) {
-            Some((WatermarkMark::Text(text), scale)) => {
-                let laid = text::layout_for(text, text_width(output.0, scale), output.1)?;
-                Some((laid.size, laid.coverage))
-            }
-            _ => None,
-        };
-        let request = cost::Request {
-            source: (self.info.width, self.info.height),
-            source_bpp: bpp,
-            decoded,
-            turned: self.info.orientation > 1,
-            frames: self.frames,
-            resized: plan.resize,
-            largest,
-            output,
-            finish_ops,
-            filtered: spec.blur.is_some() || spec.sharpen,
-            format: self.format,
-            webp_effort: limits.webp_effort,
-            encodes: if spec.max_bytes.is_some() { 12 } else { 1 },
-            mark,
-            text,
-            extra_ops,
-        };
-        let bare = cost::Request {
-            mark: None,
-            text: None,
-            ..request
-        };
-        let what = format!(
-            "a {}x{} result{}",
-            output.0,
-            output.1,
-            if self.frames > 1 {
-                format!(" of {} frames", self.frames)
-            } else {
-                String::new()
-            }
-        );
-        cost::within(cost::estimate(&bare), limits, size_name, &what)?;
-        let mark_name = match wm.map(|wm| &wm.mark) {
-            Some(WatermarkMark::Text(_)) => "watermarkText",
-            _ => "watermark",
-        };
-        cost::within(
-            cost::estimate(&request),
-            limits,
-            mark_name,
-            &format!("{what} with its watermark"),
-        )
-    }
-}
-
-/// The width a text watermark is drawn at on an output `width` pixels wide.
-fn text_width(width: u32, scale: f32) -> u32 {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let w = (f64::from(width) * f64::from(scale))
-        .round()
-        .clamp(1.0, f64::from(u32::MAX)) as u32;
-    w
-}
-
-/// The share of a `mark`-sized watermark's full size its decode must keep for `fitted`.
-fn mark_scale(mark: (u32, u32), fitted: (u32, u32)) -> f64 {
-    let need_x = f64::from(fitted.0) / f64::from(mark.0.max(1));
-    let need_y = f64::from(fitted.1) / f64::from(mark.1.max(1));
-    need_x.max(need_y).min(1.0)
-}
-
 /// The watermark of one request, made once when the first picture (or frame) is finished and
 /// composited onto every frame after it: all frames are the same size.
 struct Marks<'a> {
@@ -609,14 +432,14 @@ fn finish(
     Ok(img)
 }
 
-/// The crop rectangle `(left, top, width, height)` at a decode's `scale` per axis; it may
-/// overhang a scaled decode by under a pixel, which the resize centres (`ops::resize`).
-fn scaled_region(crop: (u32, u32, u32, u32), scale: (f64, f64)) -> ops::Region {
+/// The crop rectangle at a decode's `scale` per axis; it may overhang a scaled decode by under
+/// a pixel, which the resize centres (`ops::resize`).
+fn scaled_region(crop: CropRect, scale: (f64, f64)) -> ops::Region {
     ops::Region {
-        left: f64::from(crop.0) * scale.0,
-        top: f64::from(crop.1) * scale.1,
-        width: f64::from(crop.2) * scale.0,
-        height: f64::from(crop.3) * scale.1,
+        left: f64::from(crop.left) * scale.0,
+        top: f64::from(crop.top) * scale.1,
+        width: f64::from(crop.width) * scale.0,
+        height: f64::from(crop.height) * scale.1,
     }
 }
 
@@ -624,8 +447,8 @@ fn scaled_region(crop: (u32, u32, u32, u32), scale: (f64, f64)) -> ops::Region {
 struct ResizeJob<'a> {
     source: &'a [u8],
     info: &'a SourceInfo,
-    /// The crop rectangle `(left, top, width, height)` of the oriented source.
-    crop: (u32, u32, u32, u32),
+    /// The crop rectangle of the oriented source.
+    crop: CropRect,
     plan: ops::Plan,
     position: Position,
     /// The smallest share of the full size the decode must keep (see `decode::decode`).
@@ -692,221 +515,6 @@ impl ResizeJob<'_> {
     }
 }
 
-/// The resize plan for a `crop`-sized region, held to `limits.max_output_dimension` pixels a
-/// side after padding and rotation (MAX_OUTPUT_DIMENSION, apps/image-server/README.md
-/// "Configuration"), and to `limits.max_enlarge` and `limits.max_grown_output_pixels` when they
-/// are set (image-server's caps for unsigned URLs, README "Deployment").
-///
-/// Without `width` and `height` the size comes from the source, so a larger source (a
-/// panorama, a rotation's bounding box) is shrunk to fit rather than refused: every parameter
-/// is optional (docs/image-service.md §4).
-///
-/// # Errors
-/// [`PipelineError::BadParam`] naming the parameter that asked for more: `enlarge` when the
-/// enlargement is over its cap, `rotate` when only the turned bounding box is too large,
-/// otherwise `width` or `height`.
-fn output_plan(
-    crop: (u32, u32),
-    spec: &TransformSpec,
-    limits: &Limits,
-) -> Result<ops::Plan, PipelineError> {
-    let max = limits.max_output_dimension;
-    // Any output up to the size of the region it shows; a larger one only up to the cap.
-    let max_area = limits
-        .max_grown_output_pixels
-        .map(|cap| cap.max(area(crop)));
-    let fits = |size: (u32, u32)| {
-        size.0.max(size.1) <= max && max_area.is_none_or(|most| area(size) <= most)
-    };
-    let plan = |w, h, fit, enlarge| ops::plan(crop, w, h, fit, enlarge);
-    let mut enlarge = spec.enlarge;
-    // A request without a size is fitted inside the default box, if the server has one; with
-    // `zoom` alone it is the source region times the zoom.
-    let mut chosen = match (spec.width, spec.height, spec.default_box, spec.zoom) {
-        (None, None, _, Some(z)) => {
-            enlarge |= z > 1.0;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let w = (f64::from(crop.0) * z)
-                .round()
-                .max(1.0)
-                .min(f64::from(u32::MAX)) as u32;
-            plan(Some(w), None, Fit::Inside, enlarge)
-        }
-        (None, None, Some((w, h)), None) => plan(w, h, Fit::Inside, false),
-        _ => plan(spec.width, spec.height, spec.fit, spec.enlarge),
-    };
-    // `min_width` and `min_height`: a result smaller than them (with the padding of
-    // `contain`, which is part of it) is scaled up, its shape kept.
-    let (rw, rh) = chosen.pad_to.unwrap_or(chosen.resize);
-    let need_w = spec.min_width.map_or(1.0, |m| f64::from(m) / f64::from(rw));
-    let need_h = spec
-        .min_height
-        .map_or(1.0, |m| f64::from(m) / f64::from(rh));
-    let grow = need_w.max(need_h);
-    if grow > 1.0 {
-        enlarge = true;
-        chosen = match (spec.width, spec.height) {
-            (Some(w), Some(h)) if spec.fit != Fit::Inside => {
-                // A box that crops, pads or stretches: the fit stays, in the smallest box of
-                // its shape that holds the minimums (the box itself when it already does and
-                // only a source smaller than it, not enlarged, fell short).
-                let (w, h) = grown_box((w, h), (spec.min_width, spec.min_height));
-                plan(Some(w), Some(h), spec.fit, true)
-            }
-            _ if need_w >= need_h => plan(spec.min_width, None, Fit::Inside, true),
-            _ => plan(None, spec.min_height, Fit::Inside, true),
-        };
-    }
-    let asked = spec.width.is_some() || spec.height.is_some() || spec.zoom.is_some() || grow > 1.0;
-    let outer = |p: &ops::Plan| ops::rotated_size(p.pad_to.unwrap_or(p.resize), spec.rotate);
-    let (ow, oh) = outer(&chosen);
-    if !fits((ow, oh)) && !asked {
-        // The turned box grows in proportion to the picture: scale the picture by the share
-        // of the limits the box may take, rounded down.
-        let mut share = f64::from(max) / f64::from(ow.max(oh));
-        if let Some(most) = max_area {
-            #[allow(clippy::cast_precision_loss)]
-            let by_area = (most as f64 / area((ow, oh)) as f64).sqrt();
-            share = share.min(by_area);
-        }
-        let from = chosen.resize;
-        // The turned box's sides are rounded to whole pixels, which can leave it a sliver over
-        // an area; a percent less then fits.
-        for _ in 0..8 {
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let (w, h) = (
-                ((f64::from(from.0) * share).floor() as u32).max(1),
-                ((f64::from(from.1) * share).floor() as u32).max(1),
-            );
-            chosen = plan(Some(w), Some(h), Fit::Inside, false);
-            if fits(outer(&chosen)) {
-                break;
-            }
-            share *= 0.99;
-        }
-    }
-    if enlarge && let Some(most) = limits.max_enlarge {
-        enlargement_fits(&chosen, crop, most)?;
-    }
-    let (pw, ph) = chosen.pad_to.unwrap_or(chosen.resize);
-    let (ow, oh) = outer(&chosen);
-    if fits((ow, oh)) {
-        return Ok(chosen);
-    }
-    let name = if fits((pw, ph)) {
-        "rotate"
-    } else if spec.height.is_some() && (ph > pw || spec.width.is_none()) {
-        "height"
-    } else {
-        "width"
-    };
-    let reason = if ow.max(oh) > max {
-        format!("the output would be {ow}x{oh}, above the limit of {max} pixels a side")
-    } else {
-        format!(
-            "the output would be {ow}x{oh} ({} pixels) from a {}x{} source region; an \
-             unsigned URL may ask for an output larger than its source only up to {} pixels \
-             (MAX_UNSIGNED_OUTPUT_PIXELS): ask for less, or sign the URL",
-            area((ow, oh)),
-            crop.0,
-            crop.1,
-            limits.max_grown_output_pixels.unwrap_or(0),
-        )
-    };
-    Err(PipelineError::BadParam {
-        name: name.into(),
-        reason,
-    })
-}
-
-/// The smallest box of the shape of `(width, height)`, no smaller than it, whose sides reach
-/// `min_width` and `min_height` (`min_width`, `min_height` of docs/image-service.md §4): both
-/// sides times the larger of the ratios minimum / side, rounded up in whole numbers, so the
-/// side that sets the ratio is its minimum exactly (in floating point, 7 x (29 / 7) rounds up
-/// to 30).
-fn grown_box(
-    (width, height): (u32, u32),
-    (min_width, min_height): (Option<u32>, Option<u32>),
-) -> (u32, u32) {
-    // The ratio as a fraction (numerator, denominator), at least 1.
-    let mut ratio = (1_u64, 1_u64);
-    for (min, side) in [(min_width, width), (min_height, height)] {
-        if let Some(m) = min
-            && u64::from(m) * ratio.1 > ratio.0 * u64::from(side)
-        {
-            ratio = (u64::from(m), u64::from(side).max(1));
-        }
-    }
-    let by = |v: u32| u32::try_from((u64::from(v) * ratio.0).div_ceil(ratio.1)).unwrap_or(u32::MAX);
-    (by(width), by(height))
-}
-
-/// Refuses `padding` that takes the `output` (after rotation) past MAX_OUTPUT_DIMENSION, or, on
-/// an unsigned URL, past MAX_UNSIGNED_OUTPUT_PIXELS when it grows larger than its source
-/// region `crop`, naming `padding`; decided before decoding.
-fn padding_fits(
-    output: (u32, u32),
-    [t, r, b, l]: [u32; 4],
-    crop: (u32, u32),
-    limits: &Limits,
-) -> Result<(), PipelineError> {
-    let padded = (
-        u64::from(output.0) + u64::from(l) + u64::from(r),
-        u64::from(output.1) + u64::from(t) + u64::from(b),
-    );
-    let bad = |reason: String| PipelineError::BadParam {
-        name: "padding".into(),
-        reason,
-    };
-    let max = u64::from(limits.max_output_dimension);
-    if padded.0.max(padded.1) > max {
-        return Err(bad(format!(
-            "the padded output would be {}x{}, above the limit of {max} pixels a side",
-            padded.0, padded.1
-        )));
-    }
-    if let Some(cap) = limits.max_grown_output_pixels {
-        let most = cap.max(area(crop));
-        if padded.0 * padded.1 > most {
-            return Err(bad(format!(
-                "the padded output would be {}x{}, more than the {most} pixels an unsigned URL \
-                 may ask for (MAX_UNSIGNED_OUTPUT_PIXELS): pad less, or sign the URL",
-                padded.0, padded.1
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Width times height, in pixels.
-fn area((w, h): (u32, u32)) -> u64 {
-    u64::from(w) * u64::from(h)
-}
-
-/// Refuses a `plan` that enlarges the source region it shows (`crop`, of which the plan keeps
-/// its `keep` share) more than `most` times on either side, naming `enlarge`. Each side may
-/// reach its region's size times `most`, rounded to the nearest pixel.
-fn enlargement_fits(plan: &ops::Plan, crop: (u32, u32), most: f64) -> Result<(), PipelineError> {
-    let region = (
-        f64::from(crop.0) * plan.keep.0,
-        f64::from(crop.1) * plan.keep.1,
-    );
-    let over = |size: u32, region: f64| f64::from(size) > (region * most).round().max(1.0);
-    if !over(plan.resize.0, region.0) && !over(plan.resize.1, region.1) {
-        return Ok(());
-    }
-    let factor = (f64::from(plan.resize.0) / region.0).max(f64::from(plan.resize.1) / region.1);
-    Err(PipelineError::BadParam {
-        name: "enlarge".into(),
-        reason: format!(
-            "the output would enlarge the {:.0}x{:.0} source region {factor:.1} times to {}x{}; \
-             an unsigned URL may enlarge at most {most} times a side (MAX_UNSIGNED_ENLARGE): \
-             ask for a smaller size, leave enlarge out, or sign the URL",
-            region.0, region.1, plan.resize.0, plan.resize.1,
-        ),
-    })
-}
-
 /// Errors of the watermark's own bytes name the `watermark` parameter (400), so they do not
 /// read as if the source were at fault.
 fn unusable_mark(e: PipelineError) -> PipelineError {
@@ -936,21 +544,6 @@ fn image_mark(
         height: f64::from(mark.height()),
     };
     Ok(ops::resize(&decode::normalise(mark), region, target, None)?.to_rgba8())
-}
-
-/// Refuses an AVIF output of `(width, height)` over `limits.avif_max_pixels`, naming `format`.
-fn avif_fits((width, height): (u32, u32), limits: &Limits) -> Result<(), PipelineError> {
-    if u64::from(width) * u64::from(height) <= limits.avif_max_pixels {
-        return Ok(());
-    }
-    Err(PipelineError::BadParam {
-        name: "format".into(),
-        reason: format!(
-            "AVIF output is limited to {} pixels (AVIF_MAX_PIXELS) and this one is \
-             {width}x{height}; ask for a smaller size or another format",
-            limits.avif_max_pixels
-        ),
-    })
 }
 
 /// Whether any pixel is less than fully opaque.
@@ -1033,10 +626,15 @@ mod tests {
             let Some(info) = info else {
                 panic!("probe failed");
             };
-            let crop = (0, 0, info.width, info.height);
+            let crop = CropRect {
+                left: 0,
+                top: 0,
+                width: info.width,
+                height: info.height,
+            };
             let plan = ops::plan((info.width, info.height), width, height, fit, false);
-            let need_x = f64::from(plan.resize.0) / (f64::from(crop.2) * plan.keep.0);
-            let need_y = f64::from(plan.resize.1) / (f64::from(crop.3) * plan.keep.1);
+            let need_x = f64::from(plan.resize.0) / (f64::from(crop.width) * plan.keep.0);
+            let need_y = f64::from(plan.resize.1) / (f64::from(crop.height) * plan.keep.1);
             let min_scale = need_x.max(need_y).min(1.0);
             let job = ResizeJob {
                 source: &source,
