@@ -22,6 +22,7 @@ mod cost;
 mod decode;
 mod encode;
 mod error;
+mod finish;
 mod heif_boxes;
 mod info;
 mod limits;
@@ -30,6 +31,7 @@ mod ops;
 mod placeholder;
 mod plan;
 mod reduce;
+mod resize;
 mod shrink;
 mod spec;
 mod text;
@@ -37,8 +39,10 @@ mod trim;
 
 use image::DynamicImage;
 
+use finish::{Marks, finish, unusable_mark};
 use limits::{RequestBudget, avif_fits, padding_fits};
-use plan::{mark_scale, output_plan, text_width};
+use plan::output_plan;
+use resize::ResizeJob;
 
 pub use cancel::Cancel;
 pub use decode::{SourceFormat, SourceInfo, probe, sniff, verify};
@@ -347,205 +351,6 @@ fn animated(
     })
 }
 
-/// The watermark of one request, made once when the first picture (or frame) is finished and
-/// composited onto every frame after it: all frames are the same size.
-struct Marks<'a> {
-    bytes: Option<&'a [u8]>,
-    limits: &'a Limits,
-    made: Option<image::RgbaImage>,
-}
-
-impl<'a> Marks<'a> {
-    fn new(bytes: Option<&'a [u8]>, limits: &'a Limits) -> Self {
-        Self {
-            bytes,
-            limits,
-            made: None,
-        }
-    }
-
-    /// The mark for a picture of `canvas` size, made on first use; `None` for an image
-    /// watermark whose bytes the caller did not pass.
-    fn get(
-        &mut self,
-        wm: &Watermark,
-        canvas: (u32, u32),
-    ) -> Result<Option<&image::RgbaImage>, PipelineError> {
-        if self.made.is_none() {
-            self.made = match (&wm.mark, self.bytes) {
-                (WatermarkMark::Image(_), Some(bytes)) => {
-                    Some(image_mark(canvas, bytes, wm, self.limits)?)
-                }
-                (WatermarkMark::Image(_), None) => None,
-                (WatermarkMark::Text(text), _) => Some(text::render(
-                    text,
-                    text_width(canvas.0, wm.scale),
-                    canvas.1,
-                )?),
-            };
-        }
-        Ok(self.made.as_ref())
-    }
-}
-
-/// The steps after the resize, on one picture (or one frame): `contain`'s padding to
-/// `pad_to`, rotate, flip/flop, blur, sharpen, pixelate, grayscale, padding, watermark.
-fn finish(
-    mut img: DynamicImage,
-    spec: &TransformSpec,
-    pad_to: Option<(u32, u32)>,
-    bg: [u8; 4],
-    marks: &mut Marks<'_>,
-) -> Result<DynamicImage, PipelineError> {
-    if let Some(size) = pad_to {
-        img = ops::pad(&img, size, bg, spec.position)?;
-    }
-    if spec.rotate != 0.0 {
-        img = ops::rotate(img, spec.rotate, bg)?;
-    }
-    if spec.flip {
-        img = img.fliph();
-    }
-    if spec.flop {
-        img = img.flipv();
-    }
-    if let Some(sigma) = spec.blur {
-        img = ops::blur(img, sigma)?;
-    }
-    if spec.sharpen {
-        img = ops::sharpen(img)?;
-    }
-    if let Some(block) = spec.pixelate {
-        img = ops::pixelate(img, block);
-    }
-    if spec.grayscale {
-        img = ops::grayscale(img);
-    }
-    if let Some(sides) = spec.padding {
-        img = ops::extend(&img, sides, bg)?;
-    }
-    if let Some(wm) = &spec.watermark
-        && let Some(mark) = marks.get(wm, (img.width(), img.height()))?
-    {
-        img = ops::composite(img, mark, wm.position, wm.opacity);
-    }
-    Ok(img)
-}
-
-/// The crop rectangle at a decode's `scale` per axis; it may overhang a scaled decode by under
-/// a pixel, which the resize centres (`ops::resize`).
-fn scaled_region(crop: CropRect, scale: (f64, f64)) -> ops::Region {
-    ops::Region {
-        left: f64::from(crop.left) * scale.0,
-        top: f64::from(crop.top) * scale.1,
-        width: f64::from(crop.width) * scale.0,
-        height: f64::from(crop.height) * scale.1,
-    }
-}
-
-/// The decode-and-resize step of one transform.
-struct ResizeJob<'a> {
-    source: &'a [u8],
-    info: &'a SourceInfo,
-    /// The crop rectangle of the oriented source.
-    crop: CropRect,
-    plan: ops::Plan,
-    position: Position,
-    /// The smallest share of the full size the decode must keep (see `decode::decode`).
-    min_scale: f64,
-}
-
-impl ResizeJob<'_> {
-    /// Decodes the source no larger than `min_scale` needs, then cuts and resizes it as `plan` says.
-    fn decode_and_resize(&self) -> Result<DynamicImage, PipelineError> {
-        let (img, scale) = decode::decode(self.source, self.info, self.min_scale)?;
-        self.resize(&img, scale)
-    }
-
-    /// Cuts and resizes `img`, decoded at `scale` of the full size per axis, as `plan` says.
-    fn resize(&self, img: &DynamicImage, scale: (f64, f64)) -> Result<DynamicImage, PipelineError> {
-        let region = scaled_region(self.crop, scale);
-        let region = ops::place(img, region, self.plan.keep, self.position);
-        let shrink = self.plan.scale.map(|s| (scale.0 / s, scale.1 / s));
-        ops::resize(img, region, self.plan.resize, shrink)
-    }
-
-    /// The PNG fast path: an RGB PNG that shrinks by 2 or more is streamed row by row through
-    /// libvips' row box and into the reduction ([`reduce::Reducer`]), so the shrunk copy of the
-    /// source is never held whole (the 85 MB budget at concurrency 2; the same pixels as the
-    /// whole-image path). `None` when the request needs the decoded image first: another format,
-    /// an EXIF orientation, an entropy or attention position, an enlargement, or a PNG with alpha,
-    /// grey or interlace.
-    fn reduce_png_streamed(&self) -> Result<Option<DynamicImage>, PipelineError> {
-        let (source, info, plan) = (self.source, self.info, &self.plan);
-        let k = shrink::factor(self.min_scale);
-        if info.format != SourceFormat::Png || info.orientation != 1 || k < 2 {
-            return Ok(None);
-        }
-        #[allow(clippy::cast_precision_loss)]
-        let scale = (1.0, 1.0 / k as f64);
-        let Some(region) = ops::place_at(scaled_region(self.crop, scale), plan.keep, self.position)
-        else {
-            return Ok(None);
-        };
-        let dst = plan.resize;
-        let shrink = plan.scale.map_or_else(
-            || ops::fill_shrink(region, dst),
-            |s| (scale.0 / s, scale.1 / s),
-        );
-        if shrink.0 < 1.0 || shrink.1 < 1.0 || reduce::box_factor(shrink.1) > 1 {
-            return Ok(None);
-        }
-        let height = info.height.div_ceil(u32::try_from(k).unwrap_or(1));
-        let size = (f64::from(info.width), f64::from(height));
-        let reduction = ops::reduction(region, size, dst, shrink);
-        let mut reducer = reduce::Reducer::<3>::new(
-            info.width as usize,
-            height as usize,
-            &reduction,
-            reduce::box_factor(shrink.0),
-        )?;
-        if !decode::stream_png_rows(source, k, &mut |row| reducer.push(row))? {
-            return Ok(None);
-        }
-        let pixels = reducer.finish()?;
-        image::RgbImage::from_raw(dst.0, dst.1, pixels)
-            .map(|img| Some(DynamicImage::ImageRgb8(img)))
-            .ok_or_else(|| PipelineError::Encode("resize: bad buffer size".into()))
-    }
-}
-
-/// Errors of the watermark's own bytes name the `watermark` parameter (400), so they do not
-/// read as if the source were at fault.
-fn unusable_mark(e: PipelineError) -> PipelineError {
-    PipelineError::BadParam {
-        name: "watermark".into(),
-        reason: format!("the watermark image is unusable: {e}"),
-    }
-}
-
-/// The watermark image `bytes` for a picture of `canvas` size: `scale` of its width wide and
-/// fitted inside it both ways (`cost::fitted_mark`), decoded no larger than that needs.
-fn image_mark(
-    canvas: (u32, u32),
-    bytes: &[u8],
-    wm: &Watermark,
-    limits: &Limits,
-) -> Result<image::RgbaImage, PipelineError> {
-    let info = probe(bytes, limits.max_source_pixels).map_err(unusable_mark)?;
-    let size = info.oriented_size();
-    let target = cost::fitted_mark(size, canvas, wm.scale);
-    let (mark, _) =
-        decode::decode(bytes, &info, mark_scale(size, target)).map_err(unusable_mark)?;
-    let region = ops::Region {
-        left: 0.0,
-        top: 0.0,
-        width: f64::from(mark.width()),
-        height: f64::from(mark.height()),
-    };
-    Ok(ops::resize(&decode::normalise(mark), region, target, None)?.to_rgba8())
-}
-
 /// Whether any pixel is less than fully opaque.
 fn has_transparency(img: &DynamicImage) -> bool {
     match img {
@@ -596,62 +401,3 @@ pub use image;
 pub mod fuzzing;
 #[cfg(feature = "samples")]
 pub mod samples;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    /// A 640x400 RGB PNG with edges and gradients (a flat picture would hide sampling errors).
-    fn png() -> Vec<u8> {
-        let img = image::RgbImage::from_fn(640, 400, |x, y| {
-            let v = |a: u32| u8::try_from(a % 256).unwrap_or(0);
-            image::Rgb([v(x * 7 + y), v((y * 3) ^ x), v((x / 16 + y / 16) * 40)])
-        });
-        let mut out = std::io::Cursor::new(Vec::new());
-        assert!(img.write_to(&mut out, image::ImageFormat::Png).is_ok());
-        out.into_inner()
-    }
-
-    #[test]
-    fn a_streamed_png_gives_the_pixels_of_the_whole_image_path() {
-        let source = png();
-        let info = probe(&source, u64::MAX).ok();
-        let info = info.as_ref();
-        for (width, height, fit) in [
-            (Some(150), None, Fit::Inside),
-            (Some(101), Some(77), Fit::Fill),
-            (Some(80), Some(80), Fit::Cover),
-        ] {
-            let Some(info) = info else {
-                panic!("probe failed");
-            };
-            let crop = CropRect {
-                left: 0,
-                top: 0,
-                width: info.width,
-                height: info.height,
-            };
-            let plan = ops::plan((info.width, info.height), width, height, fit, false);
-            let need_x = f64::from(plan.resize.0) / (f64::from(crop.width) * plan.keep.0);
-            let need_y = f64::from(plan.resize.1) / (f64::from(crop.height) * plan.keep.1);
-            let min_scale = need_x.max(need_y).min(1.0);
-            let job = ResizeJob {
-                source: &source,
-                info,
-                crop,
-                plan,
-                position: Position::Centre,
-                min_scale,
-            };
-            let streamed = job
-                .reduce_png_streamed()
-                .ok()
-                .flatten()
-                .map(DynamicImage::into_bytes);
-            let whole = job.decode_and_resize().ok().map(DynamicImage::into_bytes);
-            assert!(streamed.is_some(), "{width:?}x{height:?} was not streamed");
-            assert_eq!(streamed, whole, "{width:?}x{height:?} {fit:?}");
-        }
-    }
-}
