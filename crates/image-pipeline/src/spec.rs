@@ -150,17 +150,24 @@ impl OutputFormat {
         }
     }
 
-    /// Lower-case name used in cache keys and file extensions.
+    /// Lower-case name used in cache keys and file extensions: the `format=` value of
+    /// image-params' [`Format`] that asks for it, or `lqip`.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Webp => "webp",
-            Self::Jpeg => "jpeg",
-            Self::Png => "png",
-            Self::Avif => "avif",
-            Self::Gif => "gif",
-            Self::Blurhash => "blurhash",
-            Self::Lqip => "lqip",
-        }
+        self.requested().map_or("lqip", Format::name)
+    }
+
+    /// The `format=` value that asks for this format; `None` for `lqip`, asked for by
+    /// `lqip=true`.
+    fn requested(self) -> Option<Format> {
+        Some(match self {
+            Self::Webp => Format::Webp,
+            Self::Jpeg => Format::Jpeg,
+            Self::Png => Format::Png,
+            Self::Avif => Format::Avif,
+            Self::Gif => Format::Gif,
+            Self::Blurhash => Format::Blurhash,
+            Self::Lqip => return None,
+        })
     }
 
     /// Picks the best format the client accepts, for `format=auto`: AVIF, then WebP, then JPEG.
