@@ -1,6 +1,7 @@
-//! The parameter table of docs/image-service.md §4 and the TypeScript client
-//! (clients/typescript/src/index.ts) use the names of [`image_params::PARAMS`], so a parameter
-//! added, renamed or dropped in one place and not the others fails here.
+//! The parameter tables of docs/image-service.md §4 and of apps/image-server/README.md ("URL
+//! API") and the TypeScript client (clients/typescript/src/index.ts) use the names of
+//! [`image_params::PARAMS`], so a parameter added, renamed or dropped in one place and not the
+//! others fails here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -98,5 +99,62 @@ fn the_typescript_client_sends_only_known_names_and_every_parameter() {
     assert!(missing.is_empty(), "index.ts never sends {missing:?}");
     for (name, why) in NOT_IN_TYPESCRIPT {
         assert!(!sent.contains(name), "index.ts sends {name:?} now ({why})");
+    }
+}
+
+/// The parameters of image-server's README table ("URL API"): every name in its first column
+/// (`` `format=blurhash` `` counting as `format`) with the rows it belongs to.
+fn readme_names() -> Vec<String> {
+    let readme = repo_file("apps/image-server/README.md");
+    let section = readme
+        .split("\n## URL API\n")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            let first = l.split('|').nth(1).unwrap();
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(|name| name.split('=').next().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Parameters the README's table leaves to a section of their own, and which.
+const NOT_IN_README_TABLE: &[(Name, &str)] = &[(Name::Signature, "Signed URLs")];
+
+#[test]
+fn the_server_readme_table_names_every_parameter_and_nothing_else() {
+    let mut listed = BTreeSet::new();
+    for name in readme_names() {
+        let known = Name::lookup(&name).unwrap_or_else(|| {
+            panic!("apps/image-server/README.md lists {name:?}, which the server ignores")
+        });
+        listed.insert(known);
+    }
+    let missing: Vec<_> = PARAMS
+        .iter()
+        .map(|p| p.name)
+        .filter(|n| !listed.contains(n) && !NOT_IN_README_TABLE.iter().any(|(m, _)| m == n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the README's URL API table lacks {missing:?}"
+    );
+    let readme = repo_file("apps/image-server/README.md");
+    for (name, section) in NOT_IN_README_TABLE {
+        assert!(
+            readme.contains(&format!("\n## {section}"))
+                || readme.contains(&format!("\n### {section}")),
+            "{name:?} is said to be in the README's section {section:?}"
+        );
     }
 }
