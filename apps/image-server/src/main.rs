@@ -55,7 +55,10 @@ fn tune_allocator() -> Option<usize> {
     let value = libc::c_int::try_from(MMAP_THRESHOLD).ok()?;
     // SAFETY: mallopt only changes malloc's tuning parameters, under malloc's own lock; it is
     // called before any other thread of this process exists.
-    #[allow(unsafe_code)]
+    #[expect(
+        unsafe_code,
+        reason = "mallopt is a C call; the SAFETY comment above gives the conditions it needs"
+    )]
     let ok = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, value) };
     (ok == 1).then_some(MMAP_THRESHOLD)
 }

@@ -114,7 +114,10 @@ impl Drop for CancelOnDrop {
 /// A resize miss's place in the queue, held from before its source is fetched until its
 /// transformation ends (it moves into the blocking job), and its request's deadline.
 pub(crate) struct Admitted {
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "held for its drop: the queue place is released when the job ends"
+    )]
     ticket: Option<OwnedSemaphorePermit>,
     deadline: Deadline,
 }

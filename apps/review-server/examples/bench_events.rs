@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::zombie_processes,
+    reason = "a benchmark run by hand: a failure ends it with its message, and it kills and waits for its server itself"
+)]
 //! Event-stream fan-out (bench/review/run.sh runs it): N clients hold GET /api/events open; an
 //! event is published (a repo registration through the API, which emits repo:updated) and
 //! every client's receipt is timed from just before the request that publishes it.

@@ -1,4 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark or tool run by hand: a failure ends it with its message"
+)]
 //! Benchmark of GET /api/stats and GET /api/stats/charts (bench/review-stats/run.sh runs it).
 //!
 //! For each backend and scale it seeds N reviews and 3N findings (bench/review-stats/seed_*.sql:

@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::zombie_processes)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::zombie_processes,
+    reason = "a benchmark run by hand: a failure ends it with its message, and it kills and waits for its server itself"
+)]
 //! Benchmark of the webhook path and the server's footprint (bench/review/run.sh runs it):
 //! startup to a healthy /health (fresh and existing database), idle RSS, acknowledgement
 //! latency over 1,000 sequential signed 16 KB deliveries on loopback (p50, p99), and

@@ -2,7 +2,11 @@
 //! FIXTURES the crate's `tests/fixtures` and OUT the `fuzz` folder. Every seed is a small real
 //! photo (lake.jpg and iphone.heic cut down) in one of the source formats and layouts the
 //! pipeline decodes differently.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark or tool run by hand: a failure ends it with its message"
+)]
 
 use image_pipeline::{Limits, OutputFormat, TransformSpec, samples};
 

@@ -2,7 +2,10 @@
 //! image-server's output with sharp's. Usage: `ssim A B` prints a number in [-1, 1]; images
 //! of different sizes are an error. The mean absolute difference of R, G and B goes to stderr
 //! (colour shifts that luma SSIM does not see).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a benchmark or tool run by hand: a failure ends it with its message"
+)]
 
 fn luma(img: &image_pipeline::image::RgbaImage) -> Vec<f64> {
     img.pixels()

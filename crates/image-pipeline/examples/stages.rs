@@ -1,7 +1,10 @@
 //! Times one transformation end to end (for tuning): `stages FILE QUERY [N [OUT]]`, with
 //! WEBP_EFFORT read as the server does and format=auto negotiated from ACCEPT; with OUT the
 //! result is also written there (compare it with `ssim`).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a benchmark or tool run by hand: a failure ends it with its message"
+)]
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

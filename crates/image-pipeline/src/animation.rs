@@ -197,10 +197,12 @@ impl AnimEncoder {
         config.method = i32::from(settings.webp_effort.min(6));
         // SAFETY: the options are initialised by WebPAnimEncoderOptionsInitInternal before
         // they are read; the encoder it creates is owned by `Self` and deleted in `drop`.
-        #[allow(unsafe_code)]
+        #[expect(
+            unsafe_code,
+            reason = "an FFI call into a C library; the SAFETY comment above gives the conditions it needs"
+        )]
         unsafe {
             let mut options = std::mem::MaybeUninit::<w::WebPAnimEncoderOptions>::uninit();
-            #[allow(clippy::cast_possible_wrap)]
             let abi = w::WEBP_MUX_ABI_VERSION as i32;
             if w::WebPAnimEncoderOptionsInitInternal(options.as_mut_ptr(), abi) == 0 {
                 return Err(encode_error("webp: options"));
@@ -228,10 +230,12 @@ impl AnimEncoder {
         // SAFETY: the picture is initialised by WebPPictureInit, imports from `buffer`, which
         // outlives the call and holds width x height x 4 bytes (checked above), and is freed
         // after it was added (the encoder keeps its own copy).
-        #[allow(unsafe_code)]
+        #[expect(
+            unsafe_code,
+            reason = "an FFI call into a C library; the SAFETY comment above gives the conditions it needs"
+        )]
         unsafe {
             let mut picture = std::mem::MaybeUninit::<w::WebPPicture>::uninit();
-            #[allow(clippy::cast_possible_wrap)]
             let version = w::WEBP_ENCODER_ABI_VERSION as i32;
             if w::WebPPictureInitInternal(picture.as_mut_ptr(), version) == 0 {
                 return Err(encode_error("webp: picture"));
@@ -264,7 +268,10 @@ impl AnimEncoder {
         use libwebp_sys as w;
         // SAFETY: the encoder is live until `self` drops; the assembled data is copied out and
         // released with WebPDataClear, as libwebp's API requires.
-        #[allow(unsafe_code)]
+        #[expect(
+            unsafe_code,
+            reason = "an FFI call into a C library; the SAFETY comment above gives the conditions it needs"
+        )]
         unsafe {
             let mut ok =
                 w::WebPAnimEncoderAdd(self.encoder, std::ptr::null_mut(), end, std::ptr::null())
@@ -288,7 +295,10 @@ impl AnimEncoder {
 impl Drop for AnimEncoder {
     fn drop(&mut self) {
         // SAFETY: created by WebPAnimEncoderNewInternal, deleted once, here.
-        #[allow(unsafe_code)]
+        #[expect(
+            unsafe_code,
+            reason = "an FFI call into a C library; the SAFETY comment above gives the conditions it needs"
+        )]
         unsafe {
             libwebp_sys::WebPAnimEncoderDelete(self.encoder);
         }

@@ -87,12 +87,10 @@ pub(crate) fn encode_within(
         }
         // Bytes grow about with the pixels: shrink by the square root of the share that
         // fits, a little more so the next try is likely the last.
-        #[allow(clippy::cast_precision_loss)]
         let share = (max_bytes as f64 / smallest as f64).sqrt() * 0.9;
         let share = share.clamp(0.1, 0.9);
         let floor_share = f64::from(MIN_SIDE) / f64::from(w.min(h));
         let share = share.max(floor_share);
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let (nw, nh) = (
             ((f64::from(w) * share).round() as u32).max(1),
             ((f64::from(h) * share).round() as u32).max(1),

@@ -260,7 +260,6 @@ pub(crate) fn fitted_mark((mw, mh): (u32, u32), (cw, ch): (u32, u32), scale: f32
     let want_w = (cw * f64::from(scale).clamp(0.0, 1.0)).round().max(1.0);
     // The largest size of the mark's shape within want_w by ch.
     let by = (want_w / mw).min(ch / mh);
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let side = |v: f64, most: f64| (v * by).round().clamp(1.0, most) as u32;
     (side(mw, want_w), side(mh, ch))
 }

@@ -208,7 +208,6 @@ impl ItemTransform {
             f64::from(hon) / f64::from(hod) + (f64::from(width) - 1.0) / 2.0 - (cw - 1.0) / 2.0;
         let top =
             f64::from(von) / f64::from(vod) + (f64::from(height) - 1.0) / 2.0 - (ch - 1.0) / 2.0;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let (left, top, cw, ch) = (
             left.floor().max(0.0) as u32,
             top.floor().max(0.0) as u32,

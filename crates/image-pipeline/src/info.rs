@@ -307,7 +307,6 @@ fn exif_fields(bytes: &[u8]) -> ExifFields {
         };
         Some(sign * unsigned).filter(|n| n.is_finite())
     };
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     ExifFields {
         make: text(Tag::Make),
         model: text(Tag::Model),

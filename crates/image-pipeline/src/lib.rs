@@ -137,7 +137,6 @@ pub fn transform(
                 Some(frame) => (frame, (1.0, 1.0)),
                 None => decode::decode(source, &info, 1.0)?,
             };
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let at = |v: u32, s: f64| (f64::from(v) * s).round() as u32;
             let region = full.crop_imm(
                 at(crop.left, scale.0),
@@ -147,7 +146,6 @@ pub fn transform(
             );
             let (l, t, w, h) = trim::content_box(&region, threshold)?;
             // A whole decode is at scale 1 on every path; the division keeps it right if not.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let back = |v: u32, s: f64| (f64::from(v) / s).round() as u32;
             let (l, t) = (back(l, scale.0), back(t, scale.1));
             let crop = CropRect {
@@ -369,7 +367,6 @@ fn flatten(img: &DynamicImage, bg: [u8; 4]) -> Result<DynamicImage, PipelineErro
         let a = f32::from(src.0[3]) / 255.0;
         for ((d, &s), &b) in dst.0.iter_mut().zip(&src.0[..3]).zip(&bg[..3]) {
             let under = f32::from(b) * bg_a + 255.0 * (1.0 - bg_a);
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let v = (f32::from(s) * a + under * (1.0 - a))
                 .round()
                 .clamp(0.0, 255.0) as u8;

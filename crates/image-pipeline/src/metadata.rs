@@ -174,10 +174,12 @@ fn webp(encoded: &[u8], kept: &Kept) -> Result<Vec<u8>, PipelineError> {
     // SAFETY: every pointer handed to libwebp points into a slice that outlives the call
     // (`copy_data` = 1 makes the mux copy what it keeps); the mux is deleted on every path,
     // and the assembled data is copied out and freed with WebPFree as libwebp requires.
-    #[allow(unsafe_code)]
+    #[expect(
+        unsafe_code,
+        reason = "an FFI call into a C library; the SAFETY comment above gives the conditions it needs"
+    )]
     unsafe {
         let bitstream = data(encoded);
-        #[allow(clippy::cast_possible_wrap)]
         let mux = w::WebPMuxCreateInternal(&raw const bitstream, 1, w::WEBP_MUX_ABI_VERSION as i32);
         if mux.is_null() {
             return Err(fail("libwebp cannot read its own output"));

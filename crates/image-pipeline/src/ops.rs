@@ -24,9 +24,7 @@ pub(crate) struct Plan {
 }
 
 fn round_px(v: f64) -> u32 {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let r = v.round().max(1.0).min(f64::from(u32::MAX)) as u32;
-    r
+    v.round().max(1.0).min(f64::from(u32::MAX)) as u32
 }
 
 /// Plans the resize of a `sw` x `sh` source into the requested box.
@@ -161,7 +159,6 @@ fn best_window(
         } else {
             (region.left, region.top + (region.height - h) * t)
         };
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let (x0, y0, x1, y1) = (
             left as u32,
             top as u32,
@@ -176,7 +173,6 @@ fn best_window(
                 let l = luma(p);
                 n += 1;
                 if entropy {
-                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                     let bin = (l / 4.0) as usize;
                     hist[bin.min(63)] += 1;
                 } else {
@@ -311,9 +307,7 @@ pub(crate) fn pad(
 ) -> Result<DynamicImage, PipelineError> {
     let mut canvas = crate::cost::canvas(w, h, Px(bg))?;
     let (fx, fy) = position.fractions();
-    #[allow(clippy::cast_possible_truncation)]
     let x = (f64::from(w.saturating_sub(img.width())) * fx).round() as i64;
-    #[allow(clippy::cast_possible_truncation)]
     let y = (f64::from(h.saturating_sub(img.height())) * fy).round() as i64;
     image::imageops::overlay(&mut canvas, &img.to_rgba8(), x, y);
     Ok(keep_alpha_only_if_needed(
@@ -366,7 +360,6 @@ pub(crate) fn pixelate(img: DynamicImage, block: u32) -> DynamicImage {
                 }
             }
             let n = u64::from(bw) * u64::from(bh);
-            #[allow(clippy::cast_possible_truncation)]
             let mean = Px(sum.map(|s| ((s + n / 2) / n) as u8));
             for y in by..by + bh {
                 for x in bx..bx + bw {
@@ -438,7 +431,6 @@ pub(crate) fn rotate(
         if x < 0 || y < 0 || x > max_x || y > max_y {
             bg.map(f64::from)
         } else {
-            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
             src.get_pixel(x as u32, y as u32).0.map(f64::from)
         }
     };
@@ -453,7 +445,6 @@ pub(crate) fn rotate(
         }
         let (x0, y0) = (sx.floor(), sy.floor());
         let (tx, ty) = (sx - x0, sy - y0);
-        #[allow(clippy::cast_possible_truncation)]
         let (ix, iy) = (x0 as i64, y0 as i64);
         let (a, b, c, d) = (
             fetch(ix, iy),
@@ -464,7 +455,6 @@ pub(crate) fn rotate(
         for ch in 0..4 {
             let top = a[ch] + (b[ch] - a[ch]) * tx;
             let bottom = c[ch] + (d[ch] - c[ch]) * tx;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let v = (top + (bottom - top) * ty).round().clamp(0.0, 255.0) as u8;
             px.0[ch] = v;
         }
@@ -520,7 +510,6 @@ fn box_pass_rows(src: &[u8], dst: &mut [u8], w: usize, ch: usize, r: usize) {
             let at = |i: usize| u32::from(row[i * ch + c]);
             let mut acc = window_start(at, w, r);
             for i in 0..w {
-                #[allow(clippy::cast_possible_truncation)]
                 let v = ((acc + div / 2) / div) as u8;
                 out[i * ch + c] = v;
                 acc += at((i + r + 1).min(last));
@@ -563,7 +552,6 @@ fn box_pass_columns(
     }
     for (y, out) in dst.chunks_exact_mut(row_len).enumerate() {
         for (o, a) in out.iter_mut().zip(&acc) {
-            #[allow(clippy::cast_possible_truncation)]
             let v = ((a + div / 2) / div) as u8;
             *o = v;
         }
@@ -643,15 +631,11 @@ pub(crate) fn grayscale(mut img: DynamicImage) -> DynamicImage {
     for px in buf.chunks_exact_mut(ch) {
         // In single precision where libvips is: linear samples and Y are `float`s there.
         let [r, g, b] = [px[0], px[1], px[2]].map(|c| f64::from(linear[usize::from(c)]));
-        #[allow(clippy::cast_possible_truncation)]
         let y = (0.2126 * r + 0.7152 * g + 0.0722 * b) as f32;
         let yf = (y * 255.0).clamp(0.0, 255.0);
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let yi = (yf as usize).min(254);
-        #[allow(clippy::cast_precision_loss)]
         let v = yf - yi as f32;
         let (lo, hi) = (f32::from(encode[yi]), f32::from(encode[yi + 1]));
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let l = (lo + (hi - lo) * v + 0.5).clamp(0.0, 255.0) as u8;
         px[0] = l;
         px[1] = l;
@@ -673,7 +657,6 @@ fn srgb_tables() -> &'static ([f32; 256], [u8; 256]) {
             } else {
                 ((c + 0.055) / 1.055).powf(2.4)
             };
-            #[allow(clippy::cast_possible_truncation)]
             {
                 *l = lin as f32;
             }
@@ -682,7 +665,6 @@ fn srgb_tables() -> &'static ([f32; 256], [u8; 256]) {
             } else {
                 1.055 * c.powf(1.0 / 2.4) - 0.055
             };
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             {
                 *e = (s * 255.0 + 0.5).clamp(0.0, 255.0) as u8;
             }
@@ -701,9 +683,7 @@ pub(crate) fn composite(
     let has_alpha = base.color().has_alpha();
     let mut canvas = base.to_rgba8();
     let (fx, fy) = position.fractions();
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let x0 = (f64::from(canvas.width().saturating_sub(mark.width())) * fx).round() as u32;
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let y0 = (f64::from(canvas.height().saturating_sub(mark.height())) * fy).round() as u32;
     for (x, y, m) in mark.enumerate_pixels() {
         let (cx, cy) = (x0 + x, y0 + y);
@@ -714,12 +694,10 @@ pub(crate) fn composite(
         let p = canvas.get_pixel_mut(cx, cy);
         for c in 0..3 {
             let v = f32::from(p.0[c]) * (1.0 - a) + f32::from(m.0[c]) * a;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let v = v.round().clamp(0.0, 255.0) as u8;
             p.0[c] = v;
         }
         let under = f32::from(p.0[3]) / 255.0;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let out_a = ((a + under * (1.0 - a)) * 255.0).round().clamp(0.0, 255.0) as u8;
         p.0[3] = out_a;
     }

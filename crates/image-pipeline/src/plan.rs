@@ -79,7 +79,6 @@ pub(crate) fn output_plan(
     let mut chosen = match (spec.width, spec.height, spec.default_box, spec.zoom) {
         (None, None, _, Some(z)) => {
             enlarge |= z > 1.0;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let w = (f64::from(crop.0) * z)
                 .round()
                 .max(1.0)
@@ -119,7 +118,6 @@ pub(crate) fn output_plan(
         // of the limits the box may take, rounded down.
         let mut share = f64::from(max) / f64::from(ow.max(oh));
         if let Some(most) = max_area {
-            #[allow(clippy::cast_precision_loss)]
             let by_area = (most as f64 / cost::area((ow, oh)) as f64).sqrt();
             share = share.min(by_area);
         }
@@ -127,7 +125,6 @@ pub(crate) fn output_plan(
         // The turned box's sides are rounded to whole pixels, which can leave it a sliver over
         // an area; a percent less then fits.
         for _ in 0..8 {
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let (w, h) = (
                 ((f64::from(from.0) * share).floor() as u32).max(1),
                 ((f64::from(from.1) * share).floor() as u32).max(1),
@@ -221,11 +218,9 @@ fn enlargement_fits(plan: &ops::Plan, crop: (u32, u32), most: f64) -> Result<(),
 
 /// The width a text watermark is drawn at on an output `width` pixels wide.
 pub(crate) fn text_width(width: u32, scale: f32) -> u32 {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let w = (f64::from(width) * f64::from(scale))
+    (f64::from(width) * f64::from(scale))
         .round()
-        .clamp(1.0, f64::from(u32::MAX)) as u32;
-    w
+        .clamp(1.0, f64::from(u32::MAX)) as u32
 }
 
 /// The share of a `mark`-sized watermark's full size its decode must keep for `fitted`.

@@ -53,7 +53,6 @@ impl Axis {
     /// [`PipelineError::Encode`] when the per-sample list cannot be reserved.
     fn new(out_len: usize, shrink: f64, start: f64) -> Result<Self, PipelineError> {
         // libvips skips an axis that keeps its size.
-        #[allow(clippy::float_cmp)]
         if shrink == 1.0 && start == 0.0 {
             return Ok(Self {
                 taps: 1,
@@ -61,12 +60,10 @@ impl Axis {
                 samples: cost::collect(out_len, (0..out_len).map(|i| (i as isize, 0)))?,
             });
         }
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let taps = 2 * (3.0 * shrink).round_ties_even() as usize + 1;
         let mut table = Vec::with_capacity((SUBPIXEL + 1) * taps);
         let mut mask = vec![0.0f64; taps];
         for t in 0..=SUBPIXEL {
-            #[allow(clippy::cast_precision_loss)]
             let x = t as f64 / SUBPIXEL as f64;
             let half = x + taps as f64 / 2.0 - 1.0;
             let mut sum = 0.0;
@@ -74,7 +71,6 @@ impl Axis {
                 *m = lanczos3((i as f64 - half) / shrink);
                 sum += *m;
             }
-            #[allow(clippy::cast_possible_truncation)]
             table.extend(
                 mask.iter()
                     .map(|m| (m / sum * f64::from(1 << SHIFT)) as i16),
@@ -86,15 +82,11 @@ impl Axis {
         let samples = cost::collect(
             out_len,
             (0..out_len).map(|i| {
-                #[allow(clippy::cast_precision_loss)]
                 let y = start + (i as f64 + 0.5) * shrink;
                 let py = y.floor();
-                #[allow(clippy::cast_possible_truncation)]
                 let sub =
                     ((y * (2 * SUBPIXEL) as f64).floor() as i64).rem_euclid(2 * SUBPIXEL as i64);
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 let t = ((sub + 1) >> 1) as usize;
-                #[allow(clippy::cast_possible_truncation)]
                 (py as isize - pad as isize, t * taps)
             }),
         )?;
@@ -141,7 +133,6 @@ pub(crate) struct Reduction {
 pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Result<Vec<u8>, PipelineError> {
     let height = src.len() / (width * 3).max(1);
     let (bx, by) = (box_factor(r.shrink.0), box_factor(r.shrink.1));
-    #[allow(clippy::cast_precision_loss)]
     let k = by as f64;
     let boxed = Reduction {
         shrink: (r.shrink.0, r.shrink.1 / k),
@@ -172,9 +163,7 @@ pub(crate) fn reduce_rgb(src: &[u8], width: usize, r: Reduction) -> Result<Vec<u
 
 /// The box factor libvips puts before a Lanczos3 reduction by `shrink` (its gap of 2).
 pub(crate) fn box_factor(shrink: f64) -> usize {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let k = (shrink / 2.0).floor().max(1.0) as usize;
-    k
+    (shrink / 2.0).floor().max(1.0) as usize
 }
 
 /// A reduction fed one source row at a time, top to bottom, holding only the rows the next
@@ -231,7 +220,6 @@ impl<const CH: usize> Reducer<CH> {
     ) -> Result<Self, PipelineError> {
         let (ow, oh) = r.out;
         let hbox = hbox.max(1);
-        #[allow(clippy::cast_precision_loss)]
         let k = hbox as f64;
         let boxed_width = width.div_ceil(hbox);
         // The output's size is checked now, before any row is decoded; `finish` reserves it.
@@ -385,7 +373,10 @@ fn vertical(rows: &[&[u8]], mask: &[i16], out: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above), the only requirement of the call.
-        #[allow(unsafe_code)]
+        #[expect(
+            unsafe_code,
+            reason = "an AVX2 intrinsic; the SAFETY comment above gives the condition it needs"
+        )]
         unsafe {
             vertical_avx2(rows, mask, out);
         }

@@ -65,7 +65,6 @@ impl ResizeJob<'_> {
         if info.format != SourceFormat::Png || info.orientation != 1 || k < 2 {
             return Ok(None);
         }
-        #[allow(clippy::cast_precision_loss)]
         let scale = (1.0, 1.0 / k as f64);
         let Some(region) = ops::place_at(scaled_region(self.crop, scale), plan.keep, self.position)
         else {

@@ -5,7 +5,10 @@ use image::{DynamicImage, ImageEncoder, RgbaImage};
 
 /// A committed test photo: `tests/fixtures/<name>` of this crate (sources and licences in
 /// `tests/fixtures/ATTRIBUTION.md`). Panics when it is absent (test helper).
-#[allow(clippy::expect_used)]
+#[expect(
+    clippy::expect_used,
+    reason = "a test helper: a missing fixture or a failing encoder is the test's failure"
+)]
 pub fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).expect(&path)
@@ -207,7 +210,10 @@ pub fn heic_grey(img: &image::GrayImage) -> Vec<u8> {
 }
 
 /// A HEIC file of one 8-bit plane (`Interleaved` or `Y`) in `space`, filled from `rows`.
-#[allow(clippy::expect_used)]
+#[expect(
+    clippy::expect_used,
+    reason = "a test helper: a missing fixture or a failing encoder is the test's failure"
+)]
 fn heic_of_plane(
     (width, height): (u32, u32),
     space: libheif_rs::ColorSpace,
@@ -246,7 +252,10 @@ pub fn libheif() -> &'static libheif_rs::LibHeif {
 
 /// `image` (any libheif layout and depth) as a HEIC file, written by libheif's HEVC encoder
 /// (x265) at quality 90. Panics if libheif has no HEVC encoder (test helper).
-#[allow(clippy::expect_used)]
+#[expect(
+    clippy::expect_used,
+    reason = "a test helper: a missing fixture or a failing encoder is the test's failure"
+)]
 pub fn encode_heic(image: &libheif_rs::Image) -> Vec<u8> {
     let lib = libheif();
     let mut ctx = libheif_rs::HeifContext::new().expect("libheif context");
@@ -263,7 +272,10 @@ pub fn encode_heic(image: &libheif_rs::Image) -> Vec<u8> {
 
 /// A two-frame animated WebP (libwebp's animation encoder, lossless): `first` for 100 ms, then
 /// `second`.
-#[allow(clippy::expect_used)]
+#[expect(
+    clippy::expect_used,
+    reason = "a test helper: a missing fixture or a failing encoder is the test's failure"
+)]
 pub fn animated_webp(first: &RgbaImage, second: &RgbaImage) -> Vec<u8> {
     let mut config = webp::WebPConfig::new().expect("libwebp config");
     config.lossless = 1;

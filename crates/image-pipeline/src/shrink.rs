@@ -21,11 +21,10 @@ pub(crate) fn factor(min_scale: f64) -> usize {
     if min_scale.is_nan() || min_scale <= 0.0 {
         return 1;
     }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let k = (1.0 / (2.0 * min_scale))
+
+    (1.0 / (2.0 * min_scale))
         .floor()
-        .clamp(1.0, MAX_FACTOR as f64) as usize;
-    k
+        .clamp(1.0, MAX_FACTOR as f64) as usize
 }
 
 /// Box-averages rows of 8-bit pixels by `kx` across and `ky` down as they arrive.

@@ -130,19 +130,16 @@ pub(crate) fn layout_for(text: &str, width: u32, max_height: u32) -> Result<Layo
         let s = font.as_scaled(PxScale::from(100.0));
         s.ascent() - s.descent()
     };
-    #[allow(clippy::cast_precision_loss)]
     let by_width = if at_100 > 0.0 {
         100.0 * width as f32 / at_100
     } else {
         MIN_PX
     };
-    #[allow(clippy::cast_precision_loss)]
     let by_height = 100.0 * max_height as f32 / line_height_at_100;
     let px = by_width.min(by_height).max(MIN_PX);
     let (glyphs, advance) = layout(&font, text, px);
     let scaled = font.as_scaled(PxScale::from(px));
     let shadow = (px / 16.0).round().max(1.0);
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let size = (
         (advance + shadow).ceil().clamp(1.0, u32::MAX as f32) as u32,
         (scaled.ascent() - scaled.descent() + shadow)
@@ -154,7 +151,6 @@ pub(crate) fn layout_for(text: &str, width: u32, max_height: u32) -> Result<Layo
         .filter_map(|g| font.outline_glyph(g.clone()))
         .fold(0_u64, |total, outline| {
             let b = outline.px_bounds();
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let box_area = (f64::from(b.width().max(0.0)) * f64::from(b.height().max(0.0)))
                 .min(u64::MAX as f64) as u64;
             total.saturating_add(box_area)
@@ -213,16 +209,13 @@ fn draw(laid: Layout) -> Result<RgbaImage, PipelineError> {
         };
         let bounds = outline.px_bounds();
         outline.draw(|gx, gy, coverage| {
-            #[allow(clippy::cast_possible_truncation)]
             let (x, y) = (
                 bounds.min.x as i64 + i64::from(gx),
                 bounds.min.y as i64 + i64::from(gy),
             );
-            #[allow(clippy::cast_possible_truncation)]
             let d = shadow as i64;
             for (layer, (lx, ly)) in [(&mut fill, (x, y)), (&mut dark, (x + d, y + d))] {
                 if lx >= 0 && ly >= 0 && lx < i64::from(w) && ly < i64::from(h) {
-                    #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
                     let i = ly as usize * w as usize + lx as usize;
                     layer[i] = (layer[i] + coverage).min(1.0);
                 }
@@ -239,7 +232,6 @@ fn draw(laid: Layout) -> Result<RgbaImage, PipelineError> {
             continue;
         }
         let value = 255.0 * a_fill / alpha;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let (v, a) = (
             value.round().clamp(0.0, 255.0) as u8,
             (alpha * 255.0).round().clamp(0.0, 255.0) as u8,

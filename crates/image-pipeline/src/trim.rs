@@ -33,9 +33,8 @@ pub(crate) fn content_box(
             let a = u32::from(p.0[3]);
             std::array::from_fn(|c| {
                 let v = u32::from(p.0[c]) * a + u32::from(corner[c]) * (255 - a);
-                #[allow(clippy::cast_possible_truncation)]
-                let v = ((v + 127) / 255) as u8;
-                v
+
+                ((v + 127) / 255) as u8
             })
         }),
     )?;
@@ -43,7 +42,6 @@ pub(crate) fn content_box(
     let at = |x: i64, y: i64| {
         let x = x.clamp(0, i64::from(w) - 1);
         let y = y.clamp(0, i64::from(h) - 1);
-        #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
         let i = y as usize * w as usize + x as usize;
         flat[i]
     };
@@ -52,7 +50,6 @@ pub(crate) fn content_box(
         (0..3).any(|c| {
             let mut window = [0u8; 9];
             for (k, v) in window.iter_mut().enumerate() {
-                #[allow(clippy::cast_possible_wrap)]
                 let (dx, dy) = ((k % 3) as i64 - 1, (k / 3) as i64 - 1);
                 *v = at(x + dx, y + dy)[c];
             }

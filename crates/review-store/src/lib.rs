@@ -337,7 +337,6 @@ fn redacted(url: &str) -> String {
 /// A store on a fresh database file in a temporary folder (deleted when the folder is dropped).
 #[cfg(test)]
 pub(crate) async fn test_store() -> (tempfile::TempDir, Store) {
-    #![allow(clippy::unwrap_used)]
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/review.db", dir.path().display());
     let store = Store::open(&url).await.unwrap();

@@ -236,7 +236,10 @@ struct JsonUpload {
     image: String,
     path: Option<String>,
     /// Ignored: the type is sniffed from the bytes.
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "accepted for compatibility with clients that send it; the type is sniffed from the bytes"
+    )]
     content_type: Option<String>,
 }
 

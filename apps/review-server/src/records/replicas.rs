@@ -219,7 +219,6 @@ impl Records {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use events::EventBus;
 

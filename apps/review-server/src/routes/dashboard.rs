@@ -298,7 +298,6 @@ fn text(status: StatusCode, body: &'static str) -> Response {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use pretty_assertions::assert_eq;
 

@@ -266,9 +266,8 @@ pub(super) fn decode(
 fn expand_limited_range(img: &mut DynamicImage) {
     let lut: [u8; 256] = std::array::from_fn(|v| {
         let full = (v as f64 - 16.0) * 255.0 / 219.0;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let full = full.round().clamp(0.0, 255.0) as u8;
-        full
+
+        full.round().clamp(0.0, 255.0) as u8
     });
     let (buf, channels): (&mut [u8], usize) = match img {
         DynamicImage::ImageRgb8(b) => (b.as_mut(), 3),

@@ -126,7 +126,6 @@ fn denominator(min_scale: f64) -> usize {
         .into_iter()
         .find(|&den| shrink >= den as f64)
         .unwrap_or(1);
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     if denom > 1 && shrink.floor() as usize == denom {
         return denom / 2;
     }

@@ -236,7 +236,6 @@ pub(crate) fn decoded_size(bytes: &[u8], info: &SourceInfo, min_scale: f64) -> (
     } else {
         1.0
     };
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let side = |v: u32| ((f64::from(v) * share).ceil() + 1.0).min(f64::from(v)) as u32;
     ((side(info.width), side(info.height)), bpp)
 }

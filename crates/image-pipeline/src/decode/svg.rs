@@ -157,7 +157,6 @@ fn render_cost(tree: &usvg::Tree) -> crate::cost::Cost {
         peak: 0.0,
     };
     walk.group(tree.root(), 0.0);
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let whole = |v: f64| v.clamp(0.0, u64::MAX as f64) as u64;
     crate::cost::Cost::new(whole(walk.peak), whole(walk.ops))
 }
@@ -196,7 +195,6 @@ impl Walk {
                         for filter in g.filters() {
                             let primitives = filter.primitives();
                             // Every primitive's result stays alive until the filter ends.
-                            #[allow(clippy::cast_precision_loss)]
                             let results = (primitives.len() + 2) as f64;
                             self.peak = self.peak.max(inner + layer * 4.0 * results);
                             for p in primitives {
@@ -453,7 +451,6 @@ pub(super) fn size(bytes: &[u8]) -> Result<(u32, u32), PipelineError> {
 /// pixels first).
 fn pixels(side: f64) -> Result<u32, PipelineError> {
     if side.is_finite() && side <= f64::from(u32::MAX) {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         return Ok(side as u32);
     }
     Err(PipelineError::Undecodable(
@@ -485,7 +482,6 @@ pub(super) fn decode(
     let mut pixmap = tiny_skia::Pixmap::new(w, h)
         .ok_or_else(|| PipelineError::Undecodable(format!("an SVG canvas of {w}x{h}")))?;
     let size = tree.size();
-    #[allow(clippy::cast_possible_truncation)]
     let transform = tiny_skia::Transform::from_scale(
         (f64::from(w) / f64::from(size.width())) as f32,
         (f64::from(h) / f64::from(size.height())) as f32,

@@ -11,7 +11,10 @@ use crate::error::PipelineError;
 pub(super) fn still(bytes: &[u8]) -> Option<libwebp_sys::WebPBitstreamFeatures> {
     // SAFETY: `features` is plain old data that WebPGetFeatures fills in; `bytes` is a valid
     // slice for its whole length, which libwebp reads no further than.
-    #[allow(unsafe_code)]
+    #[expect(
+        unsafe_code,
+        reason = "an FFI call into a C library; the SAFETY comment above gives the conditions it needs"
+    )]
     unsafe {
         let mut features = std::mem::zeroed::<libwebp_sys::WebPBitstreamFeatures>();
         let status = libwebp_sys::WebPGetFeatures(bytes.as_ptr(), bytes.len(), &raw mut features);
@@ -44,7 +47,6 @@ pub(super) fn decode(
         1.0
     };
     // libvips' VIPS_RINT: round half away from zero.
-    #[allow(clippy::cast_possible_truncation)]
     let scaled = |n: i32| ((f64::from(n) * scale).round() as i32).max(1);
     let (sw, sh) = (scaled(w), scaled(h));
     let alpha = features.has_alpha != 0;
@@ -63,7 +65,10 @@ pub(super) fn decode(
     // of `channels` bytes per pixel, which is what libwebp writes for that size and mode; it
     // outlives the call, and libwebp keeps no pointer to it or to `bytes` after WebPDecode
     // returns (WebPFreeDecBuffer releases only what libwebp allocated itself: nothing here).
-    #[allow(unsafe_code)]
+    #[expect(
+        unsafe_code,
+        reason = "an FFI call into a C library; the SAFETY comment above gives the conditions it needs"
+    )]
     let status = unsafe {
         let mut config = std::mem::zeroed::<WebPDecoderConfig>();
         if !libwebp_sys::WebPInitDecoderConfig(&raw mut config) {

@@ -99,7 +99,6 @@ fn between(name: &str, v: &str, most: f64, reason: &str) -> Result<f64, Pipeline
 }
 
 /// `n` as the `f32` the spec keeps (and the cache key prints).
-#[allow(clippy::cast_possible_truncation)]
 fn single(n: f64) -> f32 {
     n as f32
 }
@@ -117,9 +116,8 @@ fn pixels(name: &str, v: &str, min: u32, max: u32) -> Result<u32, PipelineError>
                 return Err(bad(name, format!("must be between {min} and {max}")));
             }
             // Saturating: anything over u64 is over `max` too.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let n = x.round() as u64;
-            n
+
+            x.round() as u64
         }
     };
     if n < u64::from(min) || n > u64::from(max) {
@@ -138,7 +136,6 @@ fn scaled(name: &str, size: u32, dpr: f64, max: u32) -> Result<u32, PipelineErro
             format!("{size} x {dpr} = {n} pixels is over the output limit of {max}"),
         ));
     }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     Ok(n as u32)
 }
 
