@@ -18,6 +18,10 @@ pub struct PrJob {
     pub trigger: Trigger,
     /// 0, or 1 for the automatic retry.
     pub attempt: i64,
+    /// Review the whole diff even when an earlier review of the PR exists (`/review full`;
+    /// docs/review-service.md, "Incremental review"). Absent in jobs queued before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub full_diff: bool,
 }
 
 impl PrJob {
@@ -33,6 +37,7 @@ impl PrJob {
             pr: pr.to_domain(),
             trigger,
             attempt,
+            full_diff: false,
         }
     }
 }

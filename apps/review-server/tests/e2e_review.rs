@@ -283,7 +283,7 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
         !first_prompt.contains("Earlier findings"),
         "the first review had no earlier findings: {first_prompt}"
     );
-    // The check run is completed right after the row (the row first, then the forge call).
+    // Both check runs are completed (each before its row ended).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while w.forge.completed_check_runs().len() < 2 && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -362,39 +362,9 @@ async fn synchronize_with_unchanged_patch_id_is_skipped() {
 async fn review_command_from_a_collaborator_reviews_the_pull_request() {
     let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
     w.server.enable(&w.full_name(), None).await;
-    let head = w.upstream.sha("feature");
-    let pull: Value = serde_json::from_slice(&w.pull_request_payload("opened", &head)).unwrap();
-    w.forge
-        .set_pull(&w.full_name(), 1, pull["pull_request"].clone());
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/webhooks/issue_comment.created.json"
-    );
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    v["repository"] = pull["repository"].clone();
-    v["installation"] = serde_json::json!({ "id": INSTALLATION });
-    v["issue"]["number"] = serde_json::json!(1);
-    v["issue"]["pull_request"] = serde_json::json!({ "url": "x" });
-    v["comment"]["body"] = serde_json::json!("/review");
-    v["comment"]["author_association"] = serde_json::json!("CONTRIBUTOR");
-    // A contributor without write access cannot trigger a review.
-    let body = serde_json::to_vec(&v).unwrap();
-    assert_eq!(
-        w.server
-            .deliver("issue_comment", &body, Some(SECRET))
-            .await
-            .status(),
-        200
-    );
-    v["comment"]["author_association"] = serde_json::json!("MEMBER");
-    let body = serde_json::to_vec(&v).unwrap();
-    assert_eq!(
-        w.server
-            .deliver("issue_comment", &body, Some(SECRET))
-            .await
-            .status(),
-        200
-    );
+    // A contributor without write access cannot trigger a review; a member can.
+    w.deliver_pr_comment("/review", "CONTRIBUTOR").await;
+    w.deliver_pr_comment("/review", "MEMBER").await;
     let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
     assert_eq!(rows.len(), 1);
     assert_eq!(

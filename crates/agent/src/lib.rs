@@ -24,7 +24,7 @@ pub use chat::{Chat, ChatDatabase, ChatEnd, ChatOutcome, UiPart};
 pub use error::{AgentError, ErrorSource};
 pub use prompt::{Skill, repo_instructions};
 pub use provider::{ProviderSettings, Usage, complete, complete_text};
-pub use review::{Budget, REVIEW_TIMEOUT, ReviewJob, ReviewOutcome, run_review};
+pub use review::{Budget, REVIEW_TIMEOUT, ReviewJob, ReviewOutcome, Since, run_review};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::ReviewPoster;
 pub use transcript::{TranscriptMirror, TranscriptStore, validate_session_id};

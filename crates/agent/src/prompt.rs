@@ -219,6 +219,17 @@ pub fn user_message(
     s
 }
 
+/// The user message's note on a re-review of the change since the last reviewed head
+/// (docs/review-service.md, "Incremental review").
+pub fn since_note(last_head: &str, files: usize) -> String {
+    format!(
+        "\nYou reviewed this pull request before, at {last_head}. Review what changed since then: \
+git_diff shows that change ({files} file(s)); git_diff with scope \"pull_request\" shows the \
+pull request's whole diff, for context. Inline comments go on lines of the pull request's \
+diff.\n"
+    )
+}
+
 /// Sent once when the model stops without posting anything.
 pub const NUDGE: &str = "You have not posted anything yet, so the review is not visible to anyone. \
 Finish now: call post_review with your findings (the summary ends with the verdict line), even \

@@ -664,3 +664,45 @@ async fn overloaded_provider_is_retried_and_the_run_completes() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_re_review_shows_the_model_only_the_change_since_the_last_reviewed_head() {
+    let repo = make_repo(&[], false);
+    let p = repo.dir.path();
+    let last_head = git(p, &["rev-parse", "HEAD"]).trim().to_owned();
+    let mut head = std::fs::read_to_string(p.join("src/lib.rs")).unwrap();
+    head.push_str(
+        "\npub fn size(path: &str) -> u64 {\n    std::fs::metadata(path).unwrap().len()\n}\n",
+    );
+    std::fs::write(p.join("src/lib.rs"), &head).unwrap();
+    git(p, &["commit", "-q", "-am", "add size"]);
+    let size_line = head
+        .lines()
+        .position(|l| l.contains("metadata(path).unwrap()"))
+        .unwrap() as i64
+        + 1;
+    let model = ScriptedModel::start(Behavior::Reviewer);
+    let mut job = job(&repo, "since-1");
+    job.diff = git(p, &["diff", "main...feature"]);
+    job.since = Some(agent::Since {
+        head_sha: last_head.clone(),
+        diff: git(p, &["diff", &format!("{last_head}..feature")]),
+    });
+    let run = run(&model, ANTHROPIC, false, job).await;
+    run.result.unwrap();
+    // Only the new commit's unwrap is found: the earlier load() is not shown by default.
+    let reviews = run.poster.reviews.lock().unwrap().clone();
+    let lines: Vec<i64> = reviews[0].comments.iter().map(|c| c.line).collect();
+    assert_eq!(lines, vec![size_line]);
+    let requests = model.requests();
+    let first = last_user_text(&requests[0]);
+    assert!(
+        first.contains(&format!(
+            "You reviewed this pull request before, at {last_head}"
+        )),
+        "{first}"
+    );
+    let after_diff = last_user_text(&requests[1]);
+    assert!(after_diff.contains("metadata(path)"), "{after_diff}");
+    assert!(!after_diff.contains("read_to_string"), "{after_diff}");
+}

@@ -182,12 +182,30 @@ impl Store {
 
     /// The patch id of the PR's newest completed review, if any.
     pub async fn last_completed_patch_id(&self, repo: &str, pr: i64) -> Result<Option<String>> {
-        let query = sqlx::query(
-            "SELECT patch_id FROM reviews WHERE repo_full_name = $1 AND pr_number = $2
-             AND status = 'completed' AND patch_id IS NOT NULL ORDER BY id DESC LIMIT 1",
+        self.of_last_completed(repo, pr, "patch_id").await
+    }
+
+    /// The head SHA of the PR's last completed review: where an incremental review starts
+    /// (docs/review-service.md, "Incremental review").
+    pub async fn last_reviewed_head(&self, repo: &str, pr: i64) -> Result<Option<String>> {
+        self.of_last_completed(repo, pr, "head_sha").await
+    }
+
+    /// `column` (a text column of reviews, named by the caller) of the PR's last completed
+    /// review that has one.
+    async fn of_last_completed(
+        &self,
+        repo: &str,
+        pr: i64,
+        column: &'static str,
+    ) -> Result<Option<String>> {
+        let sql = format!(
+            "SELECT {column} FROM reviews WHERE repo_full_name = $1 AND pr_number = $2
+             AND status = 'completed' AND {column} IS NOT NULL ORDER BY id DESC LIMIT 1"
         );
-        let patch_id = |r: &AnyRow| Ok(r.try_get::<String, _>(0)?);
-        self.optional(query.bind(repo).bind(pr), patch_id).await
+        let value = |r: &AnyRow| Ok(r.try_get::<String, _>(0)?);
+        self.optional(sqlx::query(&sql).bind(repo).bind(pr), value)
+            .await
     }
 
     /// Reviews of a repo (and PR when given), newest id first, at most `limit`

@@ -37,6 +37,28 @@ pub struct Checkout {
     pub instructions: Option<(String, String)>,
     /// The head's checkout; removed when dropped.
     pub worktree: Worktree,
+    /// What part of the pull request the agent reviews.
+    pub range: Range,
+}
+
+/// What part of a pull request a review covers (docs/review-service.md, "Incremental review").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Range {
+    /// The whole diff: the first review, `/review full`, or a head that did not move.
+    Whole,
+    /// The change since the last reviewed head, an ancestor of this head.
+    Since {
+        /// The last reviewed head.
+        last_head: String,
+        /// `git diff <last_head>...<head>`, as text.
+        diff: String,
+    },
+    /// The last reviewed head is not an ancestor of this head (a force-push or a rebase): the
+    /// whole diff, said so in the summary.
+    Rewritten {
+        /// The last reviewed head.
+        last_head: String,
+    },
 }
 
 /// A review with nothing to review (docs/architecture.md, Lifecycle extras).
@@ -133,13 +155,26 @@ pub async fn prepare(
     let limits = app.config.tree_limits();
     let git = app.git.clone();
     let (base_sha, head_sha) = (job.pr.base_sha.clone(), job.pr.head_sha.clone());
-    let (cloned, repo, read) = git_phase(deadline, &stop.0, move |stop| {
+    let last_head = if job.full_diff {
+        None
+    } else {
+        app.records
+            .store
+            .last_reviewed_head(&job.repo.full_name(), job.pr.number)
+            .await?
+            .filter(|last| *last != job.pr.head_sha)
+    };
+    let (cloned, repo, read, range) = git_phase(deadline, &stop.0, move |stop| {
         let synced = git
             .sync(&key, &url, &refspecs, token.as_ref(), stop)
             .with_context(|| format!("fetching {url}"))?;
         let repo = Repo::open(&synced.path)?;
         let read = read_diff(&repo, &base_sha, &head_sha, limits, stop)?;
-        Ok((synced.cloned, repo, read))
+        let range = match last_head {
+            None => Range::Whole,
+            Some(last) => range_since(&repo, last, &head_sha, limits, stop)?,
+        };
+        Ok((synced.cloned, repo, read, range))
     })
     .await?;
     let DiffRead {
@@ -173,7 +208,34 @@ pub async fn prepare(
         commits,
         instructions,
         worktree,
+        range,
     }))
+}
+
+/// The range of a re-review whose last reviewed head is `last`: the change since it when it is
+/// an ancestor of `head`, else (a force-push or rebase, or a head the cache no longer has)
+/// [`Range::Rewritten`].
+fn range_since(
+    repo: &Repo,
+    last: String,
+    head: &str,
+    limits: Limits,
+    stop: &AtomicBool,
+) -> Result<Range, GitWorkError> {
+    let ancestor = repo
+        .resolve(&last)
+        .and_then(|l| repo.merge_base(&l, head))
+        .is_ok_and(|base| base == last);
+    if !ancestor {
+        return Ok(Range::Rewritten { last_head: last });
+    }
+    let diff = repo
+        .diff_bytes(&last, head, limits, stop)
+        .map_err(refusal)?;
+    Ok(Range::Since {
+        last_head: last,
+        diff: git_cache::diff_text(&diff),
+    })
 }
 
 /// The patch-id skip (docs/architecture.md, Lifecycle extras): a push (trigger synchronize)

@@ -100,7 +100,10 @@ pub async fn run_due_retry(app: &AppState, claimed: ClaimedRetry) {
         }
     }
     let next = match app.forge.pull_request(&job.repo, job.pr.number).await {
-        Ok(pr) => PrJob::from_pull(job.repo.clone(), &pr, Trigger::Retry, 1),
+        Ok(pr) => PrJob {
+            full_diff: job.full_diff,
+            ..PrJob::from_pull(job.repo.clone(), &pr, Trigger::Retry, 1)
+        },
         Err(e) => {
             tracing::warn!(review_id = failed_id, error = %e, "automatic retry: cannot re-fetch the PR; retrying its last known head");
             PrJob {

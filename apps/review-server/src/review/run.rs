@@ -5,7 +5,7 @@
 
 use super::RunError;
 use super::poster::ForgePoster;
-use super::prepare::Checkout;
+use super::prepare::{Checkout, Range};
 use crate::job::PrJob;
 use crate::run_settings::{
     provider_settings, review_budget, review_noise, review_passes, review_verifier,
@@ -31,6 +31,7 @@ pub async fn run_agent(
         commits,
         instructions,
         worktree,
+        range,
         ..
     } = checkout;
     let full_name = job.repo.full_name();
@@ -67,6 +68,27 @@ pub async fn run_agent(
     (agent_job.min_severity, agent_job.quiet) = review_noise(&settings);
     agent_job.verify = review_verifier(&settings, &agent_job.model);
     agent_job.passes = review_passes(&settings);
+    (agent_job.since, agent_job.range_note) = match range {
+        Range::Whole => (None, None),
+        Range::Since { last_head, diff } => {
+            let note = format!(
+                "Reviewed the changes since `{}`, the head of the last review; the whole diff was in view.",
+                short(&last_head)
+            );
+            let since = agent::Since {
+                head_sha: last_head,
+                diff,
+            };
+            (Some(since), Some(note))
+        }
+        Range::Rewritten { last_head } => (
+            None,
+            Some(format!(
+                "The last reviewed head `{}` is not an ancestor of this head (a force-push or a rebase): reviewed the whole diff.",
+                short(&last_head)
+            )),
+        ),
+    };
     if let Some(own) = repo_row.as_ref().and_then(|r| r.min_severity) {
         agent_job.min_severity = own; // the repository's own wins over the global setting
     }
@@ -102,4 +124,9 @@ fn last_event_requested_changes(earlier: &[review_domain::FindingRow]) -> bool {
         .max_by_key(|f| f.id)
         .and_then(|f| f.event)
         == Some(review_domain::ReviewEvent::RequestChanges)
+}
+
+/// The first 7 characters of a SHA, as git shows it.
+fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
 }

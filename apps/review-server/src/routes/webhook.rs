@@ -282,6 +282,7 @@ async fn issue_comment(
         return Ok(());
     };
     let number = e.issue.number;
+    let full = e.comment.body.split_whitespace().nth(1) == Some("full");
     if !first_delivery(app, delivery).await? {
         return Ok(());
     }
@@ -292,7 +293,9 @@ async fn issue_comment(
     app.tasks.clone().spawn(async move {
         match app.forge.pull_request(&repo, number).await {
             Ok(pr) => {
-                let job = PrJob::from_pull(repo, &pr, Trigger::Command, 0);
+                let mut job = PrJob::from_pull(repo, &pr, Trigger::Command, 0);
+                // `/review full`: the whole diff, not the change since the last review.
+                job.full_diff = full;
                 if let Err(e) = review::enqueue(&app, job).await {
                     tracing::error!(error = %e, "cannot start the /review command");
                     release_delivery(&app, delivery.as_deref()).await;

@@ -784,6 +784,37 @@ impl World {
         serde_json::to_vec(&v).unwrap()
     }
 
+    /// Delivers GitHub's example `issue_comment` (created) as a comment `text` on PR 1 by a
+    /// user with `association`, after telling the fake forge PR 1 is at the feature head (the
+    /// server fetches it for a command); asserts 200.
+    pub async fn deliver_pr_comment(&self, text: &str, association: &str) {
+        let head = self.upstream.sha("feature");
+        let pull: Value =
+            serde_json::from_slice(&self.pull_request_payload("synchronize", &head)).unwrap();
+        self.forge
+            .set_pull(&self.full_name(), 1, pull["pull_request"].clone());
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/webhooks/issue_comment.created.json"
+        );
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v["repository"] = pull["repository"].clone();
+        v["installation"] = json!({ "id": INSTALLATION });
+        v["issue"]["number"] = json!(1);
+        v["issue"]["pull_request"] = json!({ "url": "x" });
+        v["comment"]["body"] = json!(text);
+        v["comment"]["author_association"] = json!(association);
+        let r = self
+            .server
+            .deliver(
+                "issue_comment",
+                &serde_json::to_vec(&v).unwrap(),
+                Some(SECRET),
+            )
+            .await;
+        assert_eq!(r.status(), 200);
+    }
+
     /// Enables the repo, delivers `opened` for PR 1, waits for its one review to complete and
     /// returns the review posted on the fake forge.
     pub async fn review_once(&self) -> Value {

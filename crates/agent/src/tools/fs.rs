@@ -406,6 +406,18 @@ pub(super) struct GitDiff;
 struct DiffArgs {
     #[serde(default)]
     path: Option<String>,
+    #[serde(default)]
+    scope: Option<DiffScope>,
+}
+
+/// Which diff git_diff shows.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum DiffScope {
+    /// The change since the last reviewed head (a re-review), else the pull request's diff.
+    SinceLastReview,
+    /// The pull request's whole diff, base...head.
+    PullRequest,
 }
 
 #[async_trait::async_trait]
@@ -413,11 +425,12 @@ impl ToolHandler for GitDiff {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "git_diff".into(),
-            description: "The pull request's diff (`git diff base...head`). Without arguments: the whole diff (very large diffs are capped at file boundaries, with a note naming the omitted files). With `path`: only that file's diff.".into(),
+            description: "The pull request's diff (`git diff base...head`). Without arguments: the whole diff (very large diffs are capped at file boundaries, with a note naming the omitted files); on a re-review, the change since the last reviewed head. With `path`: only that file's diff. With `scope`: \"pull_request\" for the whole pull request's diff, \"since_last_review\" for the change since the last review.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "Show only this file's diff"}
+                    "path": {"type": "string", "description": "Show only this file's diff"},
+                    "scope": {"type": "string", "enum": ["since_last_review", "pull_request"], "description": "Which diff: default since_last_review on a re-review, else pull_request"}
                 },
                 "additionalProperties": false
             }),
@@ -426,20 +439,25 @@ impl ToolHandler for GitDiff {
 
     async fn handle(&self, ctx: &ToolContext<'_>, args: Value) -> Result<String, ToolError> {
         let args: DiffArgs = parse_args("git_diff", args)?;
+        let (diff, capped, what) = match (&ctx.since, args.scope) {
+            (Some(s), None | Some(DiffScope::SinceLastReview)) => {
+                (&s.parsed, &s.capped, "the change since the last review")
+            }
+            _ => (&ctx.diff, &ctx.capped, "this PR"),
+        };
         match args
             .path
             .as_deref()
             .map(str::trim)
             .filter(|p| !p.is_empty())
         {
-            None if ctx.capped.text.is_empty() => Ok("the diff is empty".into()),
-            None => Ok(ctx.capped.text.clone()),
+            None if capped.text.is_empty() => Ok("the diff is empty".into()),
+            None => Ok(capped.text.clone()),
             Some(p) => {
-                let file = ctx.diff.file(p).ok_or_else(|| {
+                let file = diff.file(p).ok_or_else(|| {
                     format!(
-                        "{p} is not changed by this PR; changed files: {}",
-                        ctx.diff
-                            .files
+                        "{p} is not changed by {what}; changed files: {}",
+                        diff.files
                             .iter()
                             .map(|f| f.path())
                             .collect::<Vec<_>>()

@@ -84,6 +84,22 @@ pub struct ToolContext<'a> {
     /// The review post_review accepted while [`ToolContext::verify`] is on, until the run
     /// verifies and posts it.
     pub(crate) pending: Mutex<Option<post::Draft>>,
+    /// A re-review's change since the last reviewed head ([`crate::ReviewJob::since`]): what
+    /// git_diff shows by default.
+    pub since: Option<SinceDiff>,
+    /// [`crate::ReviewJob::range_note`]: post_review adds it to the summary.
+    pub range_note: Option<String>,
+}
+
+/// The change since the last reviewed head, parsed and capped as the model sees it.
+#[derive(Debug, Clone)]
+pub struct SinceDiff {
+    /// The last reviewed head's SHA.
+    pub head_sha: String,
+    /// The change, parsed.
+    pub parsed: ParsedDiff,
+    /// The change as git_diff shows it.
+    pub capped: CappedDiff,
 }
 
 impl ToolContext<'_> {
@@ -284,6 +300,8 @@ mod tests {
             verify: false,
             defer_all: false,
             pending: Mutex::new(None),
+            since: None,
+            range_note: None,
         }
     }
 
@@ -314,7 +332,42 @@ mod tests {
                 other => panic!("{} -> {other:?}", c.name),
             }
         }
-        // git_diff reads no file: the model still gets it.
+        // git_diff reads no file: the model still gets it, the change since the last review by
+        // default and the whole pull request's diff on request.
+        let pr_diff =
+            "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1 +1,2 @@\n x\n+old_change()\n";
+        let new_diff =
+            "diff --git a/b.rs b/b.rs\n--- a/b.rs\n+++ b/b.rs\n@@ -1 +1,2 @@\n y\n+new_change()\n";
+        let mut ctx = ctx;
+        ctx.diff = crate::diff::parse(pr_diff);
+        ctx.capped = crate::diff::cap(&ctx.diff, 1000);
+        let since = crate::diff::parse(new_diff);
+        ctx.since = Some(SinceDiff {
+            head_sha: "abc".into(),
+            capped: crate::diff::cap(&since, 1000),
+            parsed: since,
+        });
+        let shown = |args: &str| {
+            let reg = &reg;
+            let ctx = &ctx;
+            let c = call("git_diff", args);
+            async move { reg.dispatch(ctx, &c).await.unwrap().content }
+        };
+        let default = shown("{}").await;
+        assert!(
+            default.contains("new_change") && !default.contains("old_change"),
+            "{default}"
+        );
+        let whole = shown(r#"{"scope":"pull_request"}"#).await;
+        assert!(
+            whole.contains("old_change") && !whole.contains("new_change"),
+            "{whole}"
+        );
+        let missing = shown(r#"{"path":"a.rs"}"#).await;
+        assert!(
+            missing.contains("not changed by the change since the last review"),
+            "{missing}"
+        );
         assert!(
             !reg.dispatch(&ctx, &call("git_diff", "{}"))
                 .await

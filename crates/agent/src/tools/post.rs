@@ -318,6 +318,9 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         return Ok(out);
     }
     let mut extra = Vec::new();
+    if let Some(note) = &ctx.range_note {
+        extra.push(format!("_{note}_"));
+    }
     if let Some(note) = &passes_note {
         extra.push(format!("_{note}_"));
     }
