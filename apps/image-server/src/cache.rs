@@ -34,7 +34,7 @@ use crate::storage::CACHE_PREFIX;
 
 /// An encoded result as served.
 #[derive(Debug)]
-pub struct CachedImage {
+pub(crate) struct CachedImage {
     pub bytes: Bytes,
     pub content_type: &'static str,
     /// True when this value was produced by a transformation (not read from a cache tier).
@@ -43,7 +43,7 @@ pub struct CachedImage {
 
 /// The identity of one result.
 #[derive(Debug, Clone)]
-pub struct CacheKey {
+pub(crate) struct CacheKey {
     /// Source object path.
     pub path: String,
     /// `spec|format|source etag|watermark etag`.
@@ -57,18 +57,18 @@ pub struct CacheKey {
 
 impl CacheKey {
     /// The full key string (memory tier key).
-    pub fn full(&self) -> String {
+    pub(crate) fn full(&self) -> String {
         format!("{}|{}", self.path, self.variant)
     }
 
     /// A strong ETag for the response, derived from the key alone (same on every replica).
-    pub fn etag(&self) -> String {
+    pub(crate) fn etag(&self) -> String {
         let digest = Sha256::digest(self.full().as_bytes());
         format!("\"{}\"", hex::encode(&digest[..16]))
     }
 
     /// Where the storage tier keeps this result: `cache/<path>/<digest>.<ext>`.
-    pub fn storage_path(&self) -> Path {
+    pub(crate) fn storage_path(&self) -> Path {
         let digest = Sha256::digest(self.variant.as_bytes());
         Path::from(format!(
             "{CACHE_PREFIX}/{}/{}.{}",
@@ -80,10 +80,10 @@ impl CacheKey {
 }
 
 /// The object whose ETag changes with every clear, on any replica: `cache/.clear-marker`.
-pub const CLEAR_MARKER: &str = "cache/.clear-marker";
+pub(crate) const CLEAR_MARKER: &str = "cache/.clear-marker";
 
 /// Both tiers.
-pub struct ResultCache {
+pub(crate) struct ResultCache {
     memory: Option<moka::future::Cache<String, Arc<CachedImage>>>,
     /// The clear marker's ETag as last read from the store (`""`: no clear yet), remembered
     /// for SOURCE_ETAG_TTL_MS so that at most one HEAD per interval reaches the store.
@@ -108,7 +108,7 @@ impl ResultCache {
     /// `max_bytes` = 0 disables the memory tier (and with it, coalescing); `persist` enables the
     /// storage tier; `marker_ttl` (SOURCE_ETAG_TTL_MS) is how long the clear marker's ETag is
     /// trusted before the store is asked again.
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<dyn ObjectStore>,
         max_bytes: u64,
         ttl: Duration,
@@ -198,7 +198,11 @@ impl ResultCache {
     ///
     /// # Errors
     /// Whatever `make` fails with, given to every request that waited for it.
-    pub async fn get_or_make<F>(&self, key: &CacheKey, make: F) -> Result<Arc<CachedImage>, Failure>
+    pub(crate) async fn get_or_make<F>(
+        &self,
+        key: &CacheKey,
+        make: F,
+    ) -> Result<Arc<CachedImage>, Failure>
     where
         F: Future<Output = Result<CachedImage, Failure>> + Send,
     {
@@ -256,7 +260,7 @@ impl ResultCache {
     /// their keys hold the old ETag, so nothing would read them again). Only the results of
     /// this exact path go, not those of paths below it. Failures are logged, not returned:
     /// the upload they follow has succeeded.
-    pub async fn forget_source(&self, source: &str) {
+    pub(crate) async fn forget_source(&self, source: &str) {
         if !self.persist {
             return;
         }
@@ -280,7 +284,7 @@ impl ResultCache {
 
     /// Waits (up to `limit`) for the storage tier's writes still running, so that a
     /// result made just before shutdown is not lost. Called once, after the last request.
-    pub async fn flush(&self, limit: Duration) {
+    pub(crate) async fn flush(&self, limit: Duration) {
         self.background.close();
         if tokio::time::timeout(limit, self.background.wait())
             .await
@@ -294,7 +298,7 @@ impl ResultCache {
     }
 
     /// Entries and weighed bytes of the memory tier.
-    pub async fn stats(&self) -> (u64, u64) {
+    pub(crate) async fn stats(&self) -> (u64, u64) {
         match &self.memory {
             None => (0, 0),
             Some(m) => {
@@ -312,7 +316,7 @@ impl ResultCache {
     ///
     /// # Errors
     /// [`ApiError::Storage`] when listing or deleting fails.
-    pub async fn clear(&self, pattern: Option<&str>) -> Result<u64, ApiError> {
+    pub(crate) async fn clear(&self, pattern: Option<&str>) -> Result<u64, ApiError> {
         if let Some(m) = &self.memory {
             m.invalidate_all();
         }

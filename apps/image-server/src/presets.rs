@@ -30,7 +30,7 @@ const ALLOWED_WITH_PRESETS_ONLY: [&str; 3] = [PARAM, crate::signing::PARAM, Name
 
 /// The presets of PRESETS_FILE and the PRESETS_ONLY switch.
 #[derive(Debug, Clone, Default)]
-pub struct Presets {
+pub(crate) struct Presets {
     by_name: HashMap<String, Vec<(String, String)>>,
     only: bool,
 }
@@ -43,7 +43,7 @@ impl Presets {
     /// The file cannot be read; a line is not `name = query`; a name is not lowercase letters,
     /// digits, `-` and `_`, or comes twice; a query names `preset` or does not parse (the
     /// message names the line and the parameter); PRESETS_ONLY without any preset.
-    pub fn load(path: Option<&Path>, only: bool, limits: &Limits) -> anyhow::Result<Self> {
+    pub(crate) fn load(path: Option<&Path>, only: bool, limits: &Limits) -> anyhow::Result<Self> {
         let mut by_name = HashMap::new();
         if let Some(path) = path {
             let text = std::fs::read_to_string(path)
@@ -91,12 +91,12 @@ impl Presets {
     }
 
     /// Number of presets defined.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_name.len()
     }
 
     /// Whether no preset is defined.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }
 
@@ -106,7 +106,7 @@ impl Presets {
     /// # Errors
     /// [`PipelineError::BadParam`] (400) naming `preset` for an unknown name, or naming the first
     /// parameter other than `preset`, `signature` and `v` when PRESETS_ONLY is set.
-    pub fn expand(
+    pub(crate) fn expand(
         &self,
         pairs: Vec<(String, String)>,
     ) -> Result<Vec<(String, String)>, PipelineError> {

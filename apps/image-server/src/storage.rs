@@ -18,7 +18,7 @@ use object_store::path::Path;
 use crate::error::ApiError;
 
 /// Prefix under which transformation results are persisted (the storage cache tier).
-pub const CACHE_PREFIX: &str = "cache";
+pub(crate) const CACHE_PREFIX: &str = "cache";
 
 /// Opens the store named by STORAGE_URL (`file://DIR`, `memory://`, `s3://BUCKET`).
 ///
@@ -81,7 +81,7 @@ pub(crate) fn is_unusable_path(e: &object_store::Error) -> bool {
 ///
 /// # Errors
 /// [`ApiError::BadRequest`] naming what is wrong with the path.
-pub fn object_path(raw: &str) -> Result<Path, ApiError> {
+pub(crate) fn object_path(raw: &str) -> Result<Path, ApiError> {
     let bad = |why: &str| Err(ApiError::BadRequest(format!("invalid image path: {why}")));
     if raw.is_empty() {
         return bad("empty");

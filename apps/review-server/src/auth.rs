@@ -26,11 +26,11 @@ use sha2::{Digest, Sha512};
 use std::sync::Arc;
 
 /// Name of the session cookie.
-pub const SESSION_COOKIE: &str = "review_session";
+pub(crate) const SESSION_COOKIE: &str = "review_session";
 /// Name of the short-lived cookie holding the OAuth `state` between sign-in and callback.
-pub const STATE_COOKIE: &str = "review_oauth_state";
+pub(crate) const STATE_COOKIE: &str = "review_oauth_state";
 /// How long a session lasts: 7 days, in seconds.
-pub const SESSION_SECS: i64 = 7 * 24 * 3600;
+pub(crate) const SESSION_SECS: i64 = 7 * 24 * 3600;
 /// How long a sign-in may take between redirect and callback: 10 minutes, in seconds.
 const STATE_SECS: i64 = 600;
 
@@ -269,14 +269,14 @@ fn safe_return_path(path: Option<&str>) -> String {
 
 /// Whether rule 2 puts `path` behind the gate: under `/api/` but not `/api/auth/*` or
 /// `/api/auth-status`.
-pub fn is_gated(path: &str) -> bool {
+pub(crate) fn is_gated(path: &str) -> bool {
     (path == "/api" || path.starts_with("/api/"))
         && !path.starts_with("/api/auth/")
         && path != "/api/auth-status"
 }
 
 /// The 401 of rule 3: plain text `Unauthorized`.
-pub fn unauthorized() -> Response {
+pub(crate) fn unauthorized() -> Response {
     (
         StatusCode::UNAUTHORIZED,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -287,7 +287,7 @@ pub fn unauthorized() -> Response {
 
 /// Middleware: lets a request through when the gate is off, the path is not gated, or the
 /// request carries a valid session; answers [`unauthorized`] otherwise.
-pub async fn gate(
+pub(crate) async fn gate(
     axum::extract::State(auth): axum::extract::State<Option<Arc<Auth>>>,
     req: Request,
     next: Next,

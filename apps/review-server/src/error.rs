@@ -18,7 +18,7 @@ use serde_json::json;
 /// their status and meaning, §9 their stability).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
+pub(crate) enum ErrorCode {
     /// 400: webhook body that is not JSON, or a known event missing a field we need.
     InvalidPayload,
     /// 400: webhook without `X-GitHub-Event` or `X-Forge-Event`.
@@ -70,7 +70,8 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order of the table in docs/review-service.md §7.
-    pub const ALL: [ErrorCode; 23] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [ErrorCode; 23] = [
         Self::InvalidPayload,
         Self::MissingEvent,
         Self::UnreadableBody,
@@ -97,7 +98,7 @@ impl ErrorCode {
     ];
 
     /// The status every error of this code is answered with.
-    pub fn status(self) -> StatusCode {
+    pub(crate) fn status(self) -> StatusCode {
         match self {
             Self::InvalidPayload
             | Self::MissingEvent
@@ -123,7 +124,8 @@ impl ErrorCode {
     }
 
     /// The wire text, e.g. `invalid_body`.
-    pub fn as_str(self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::InvalidPayload => "invalid_payload",
             Self::MissingEvent => "missing_event",
@@ -154,7 +156,7 @@ impl ErrorCode {
 
 /// An error a handler can return.
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     /// 401 `{"error":"invalid signature","code":"invalid_signature"}` (webhook).
     #[error("invalid signature")]
     InvalidSignature,
@@ -179,7 +181,7 @@ pub enum ApiError {
 
 impl ApiError {
     /// A refusal with `code` (its status comes from the code) and a message saying what to fix.
-    pub fn refused(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(crate) fn refused(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::Refused(code, message.into())
     }
 }
@@ -228,7 +230,7 @@ impl IntoResponse for ApiError {
 
 /// The JSON error body of docs/review-service.md §7: `{"error": "...", "code": "..."}`.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// What went wrong, for people; the spec fixes some of these texts.
     pub error: String,
     /// What went wrong, for programs: stable, one per distinct failure.
@@ -236,7 +238,7 @@ pub struct ErrorBody {
 }
 
 /// `code`'s status with the body `{"error": message, "code": code}`.
-pub fn error_response(code: ErrorCode, message: impl Into<String>) -> Response {
+pub(crate) fn error_response(code: ErrorCode, message: impl Into<String>) -> Response {
     let body = ErrorBody {
         error: message.into(),
         code,
@@ -246,14 +248,14 @@ pub fn error_response(code: ErrorCode, message: impl Into<String>) -> Response {
 
 /// The global fallback: 404 `{"error":"not found","code":"not_found"}` (docs/review-service.md
 /// §7).
-pub async fn not_found() -> Response {
+pub(crate) async fn not_found() -> Response {
     error_response(ErrorCode::NotFound, "not found")
 }
 
 /// A known route asked with another method: 405
 /// `{"error":"method not allowed on this route","code":"method_not_allowed"}`, with the `Allow`
 /// header axum sets (docs/review-service.md §7).
-pub async fn method_not_allowed() -> Response {
+pub(crate) async fn method_not_allowed() -> Response {
     error_response(
         ErrorCode::MethodNotAllowed,
         "method not allowed on this route",
@@ -262,7 +264,7 @@ pub async fn method_not_allowed() -> Response {
 
 /// The catch-panic body: 500 `{"error":"internal error","code":"internal_error"}`
 /// (docs/review-service.md §7).
-pub fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+pub(crate) fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("a handler panicked");
     error_response(ErrorCode::InternalError, "internal error")
 }

@@ -45,10 +45,10 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 /// Largest webhook delivery: GitHub caps payloads at 25 MiB.
-pub const WEBHOOK_BODY_LIMIT: usize = 25 * 1024 * 1024;
+pub(crate) const WEBHOOK_BODY_LIMIT: usize = 25 * 1024 * 1024;
 
 /// Largest body of every other route (`/api` JSON, the internal findings route): 1 MiB.
-pub const API_BODY_LIMIT: usize = 1024 * 1024;
+pub(crate) const API_BODY_LIMIT: usize = 1024 * 1024;
 
 /// The hosts a request may name besides IP literals and `localhost`: AUTH_URL's host and
 /// ALLOWED_HOSTS, lower-cased, without ports.
@@ -133,7 +133,7 @@ impl HostPolicy {
 }
 
 /// Middleware applying rules 1-3 of the module docs.
-pub async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(hosts): State<HostPolicy>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let exempt = path.starts_with("/webhook/") || path.starts_with("/internal/");
     if !exempt && path != "/health" {

@@ -25,17 +25,17 @@ use review_store::{Completion, NewReview};
 use std::collections::BTreeMap;
 
 /// Shortest time between two finished runs of one repo: a day, in seconds.
-pub const MIN_INTERVAL_SECS: i64 = 24 * 3600;
+pub(crate) const MIN_INTERVAL_SECS: i64 = 24 * 3600;
 /// Most reviews one run reads.
 const MAX_REVIEWS: i64 = 200;
 /// The file the improver maintains.
-pub const REVIEW_MD: &str = "REVIEW.md";
+pub(crate) const REVIEW_MD: &str = "REVIEW.md";
 
 /// Serialises the decide-then-insert step so two requests cannot both start a run.
 static DECIDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Queue an improver run of `repo`; returns at once.
-pub fn spawn(app: &AppState, repo: RepoRow) {
+pub(crate) fn spawn(app: &AppState, repo: RepoRow) {
     let task_app = app.clone();
     app.tasks.spawn(async move {
         if let Err(e) = run(&task_app, &repo).await {
@@ -46,7 +46,7 @@ pub fn spawn(app: &AppState, repo: RepoRow) {
 
 /// Why a run does not happen.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Decline {
+pub(crate) enum Decline {
     Active,
     TooSoon { last_run_at: i64 },
     NoNewReviews,

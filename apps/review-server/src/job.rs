@@ -9,7 +9,7 @@ use review_domain::{PullRequest, Trigger};
 /// for the first run, 1 for the automatic retry; docs/review-service.md §3).
 /// Serialised as JSON into the work queue (docs/architecture.md, "Many replicas").
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct PrJob {
+pub(crate) struct PrJob {
     /// The repository and the installation that grants access to it.
     pub repo: RepoRef,
     /// The pull request.
@@ -26,7 +26,7 @@ pub struct PrJob {
 
 impl PrJob {
     /// A job from a pull request as the forge reports it (webhook payload or GET pulls/:n).
-    pub fn from_pull(
+    pub(crate) fn from_pull(
         repo: RepoRef,
         pr: &forge::PullRequest,
         trigger: Trigger,

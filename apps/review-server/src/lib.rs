@@ -10,21 +10,21 @@
 //! - the work: [`review`] (a PR's review, by stage), [`improver`], [`skills`], [`cli`];
 //! - [`routes`]: HTTP, one module per feature.
 
-pub mod auth;
+pub(crate) mod auth;
 pub mod cli;
 pub mod config;
-pub mod error;
+pub(crate) mod error;
 pub mod eval;
-pub mod guard;
-pub mod improver;
-pub mod job;
-pub mod models;
-pub mod records;
-pub mod review;
+pub(crate) mod guard;
+pub(crate) mod improver;
+pub(crate) mod job;
+pub(crate) mod models;
+pub(crate) mod records;
+pub(crate) mod review;
 pub mod routes;
-pub mod run_settings;
-pub mod skills;
-pub mod state;
+pub(crate) mod run_settings;
+pub(crate) mod skills;
+pub(crate) mod state;
 
 use crate::config::Config;
 use crate::records::Records;

@@ -29,13 +29,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a fetched catalog is served before it is fetched again (docs/review-service.md §8).
-pub const CATALOG_TTL: Duration = Duration::from_secs(30 * 60);
+pub(crate) const CATALOG_TTL: Duration = Duration::from_secs(30 * 60);
 
 /// How long the bundled fallback is served before the public catalog is tried again.
-pub const FALLBACK_TTL: Duration = Duration::from_secs(60);
+pub(crate) const FALLBACK_TTL: Duration = Duration::from_secs(60);
 
 /// Most models in one answer (docs/review-service.md §8).
-pub const MAX_MODELS: usize = 100;
+pub(crate) const MAX_MODELS: usize = 100;
 
 /// Time allowed for the catalog download.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(15);
@@ -127,7 +127,7 @@ impl ModelCatalog {
 
 /// Query of GET /api/models (docs/review-service.md §4, Models).
 #[derive(Debug, Default, Clone, serde::Deserialize, utoipa::IntoParams)]
-pub struct ModelQuery {
+pub(crate) struct ModelQuery {
     /// Case-insensitive substring of `<provider>/<model>`.
     pub q: Option<String>,
     /// `1`: search the whole catalog, not only configured providers.
@@ -139,7 +139,7 @@ pub struct ModelQuery {
 /// One model of the answer.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ModelEntry {
+pub(crate) struct ModelEntry {
     /// `<provider>/<model>`, usable as a model setting.
     pub id: String,
     pub provider: String,
@@ -152,7 +152,7 @@ pub struct ModelEntry {
 
 /// The body of GET /api/models (docs/review-service.md §4, Models).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct ModelList {
+pub(crate) struct ModelList {
     /// Models matching the query before the cap of 100.
     pub total: usize,
     /// The configured providers, sorted.
@@ -164,7 +164,7 @@ pub struct ModelList {
 /// The configured providers of docs/review-service.md §4 (see the module docs for the rules),
 /// from the run's provider keys, the stored settings, the registered repos and AGENT_MODEL
 /// (`built_in`). Model specs that do not parse name no provider.
-pub fn configured_providers(
+pub(crate) fn configured_providers(
     keys: &ProviderSettings,
     settings: &BTreeMap<String, String>,
     repos: &[RepoRow],
@@ -204,7 +204,7 @@ fn bundled_provider_id() -> Option<&'static str> {
 /// Search `catalog` (docs/review-service.md §4, Models): without `all`, only the configured providers'
 /// models (the third provider's from `bundled`); `q` filters on `<provider>/<model>`
 /// case-insensitively; at most 100 models, `total` counts every match.
-pub fn search(
+pub(crate) fn search(
     catalog: &Catalog,
     bundled: &Catalog,
     configured: &BTreeSet<String>,

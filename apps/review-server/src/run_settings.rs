@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 /// Provider endpoints and keys for a run: a stored, non-empty `agent_api_key`,
 /// `second_api_key` or `third_api_key` wins over AGENT_API_KEY, SECOND_API_KEY or
 /// THIRD_API_KEY; endpoints and the streaming switch come from the configuration.
-pub fn provider_settings(config: &Config, stored: &BTreeMap<String, String>) -> ProviderSettings {
+pub(crate) fn provider_settings(
+    config: &Config,
+    stored: &BTreeMap<String, String>,
+) -> ProviderSettings {
     let key = |name: &str, env: &Option<SecretString>| {
         stored
             .get(name)
@@ -35,7 +38,7 @@ pub fn provider_settings(config: &Config, stored: &BTreeMap<String, String>) -> 
 /// The budget of a review (docs/security.md, "Review budget"): the `review_max_tokens` and
 /// `review_max_cost` settings win over REVIEW_MAX_TOKENS and REVIEW_MAX_COST; a stored value
 /// that does not parse is ignored with a warning. The sources are named for the messages.
-pub fn review_budget(config: &Config, stored: &BTreeMap<String, String>) -> Budget {
+pub(crate) fn review_budget(config: &Config, stored: &BTreeMap<String, String>) -> Budget {
     fn parsed<T: std::str::FromStr>(stored: &BTreeMap<String, String>, key: &str) -> Option<T> {
         let text = stored.get(key)?.trim();
         let parsed = text.parse().ok();
@@ -68,7 +71,7 @@ pub fn review_budget(config: &Config, stored: &BTreeMap<String, String>) -> Budg
 /// the `review_min_severity` setting (`nit`, `question` or `blocking`; absent: `nit`,
 /// everything is posted) and `review_quiet` (`true` or `false`; absent: `false`). A stored
 /// value that does not parse is ignored with a warning (PUT /api/settings refuses one).
-pub fn review_noise(stored: &BTreeMap<String, String>) -> (Severity, bool) {
+pub(crate) fn review_noise(stored: &BTreeMap<String, String>) -> (Severity, bool) {
     let min_severity = match stored.get("review_min_severity").map(|v| v.trim()) {
         None => Severity::Nit,
         Some(text) => text.parse().unwrap_or_else(|_| {
@@ -95,7 +98,10 @@ pub fn review_noise(stored: &BTreeMap<String, String>) -> (Severity, bool) {
 /// The verifier's model, or None when verification is off (docs/review-service.md,
 /// "Verification before posting"): the `review_verify` setting (absent or not `false`: on),
 /// and `verify_model` when it is a valid spec, else the review's own `model`.
-pub fn review_verifier(stored: &BTreeMap<String, String>, model: &ModelSpec) -> Option<ModelSpec> {
+pub(crate) fn review_verifier(
+    stored: &BTreeMap<String, String>,
+    model: &ModelSpec,
+) -> Option<ModelSpec> {
     if stored.get("review_verify").map(|v| v.trim()) == Some("false") {
         return None;
     }
@@ -107,7 +113,7 @@ pub fn review_verifier(stored: &BTreeMap<String, String>, model: &ModelSpec) -> 
 
 /// How many independent passes a review makes (docs/review-service.md, "Several passes"): the
 /// `review_passes` setting, 1 to [`agent::passes::MAX_PASSES`]; absent or not such a number: 1.
-pub fn review_passes(stored: &BTreeMap<String, String>) -> u32 {
+pub(crate) fn review_passes(stored: &BTreeMap<String, String>) -> u32 {
     stored
         .get("review_passes")
         .and_then(|v| v.trim().parse::<u32>().ok())

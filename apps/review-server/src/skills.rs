@@ -33,7 +33,7 @@ const MAX_LISTINGS: usize = 25;
 /// Why an install failed; every variant but `Store` is answered 422 `{error}`
 /// (docs/review-service.md §4, Skills).
 #[derive(Debug, thiserror::Error)]
-pub enum InstallError {
+pub(crate) enum InstallError {
     /// The URL is not a tree URL of the configured forge, or names no valid skill folder.
     #[error("{0}")]
     BadUrl(String),
@@ -138,7 +138,7 @@ async fn fetch_folder(
 /// Install (or re-install) the skill at a tree URL: resolve, fetch, store enabled, write to
 /// disk under `data_dir` (docs/review-service.md §4, Skills: install). `forge_url` is the
 /// prefix every source URL must have. Errors other than [`InstallError::Store`] are 422.
-pub async fn install(
+pub(crate) async fn install(
     forge: &dyn Forge,
     store: &StoreView,
     forge_url: &str,
@@ -209,13 +209,17 @@ pub async fn install(
 }
 
 /// `DATA_DIR/skills`: the agent's skill folders.
-pub fn skills_dir(data_dir: &Path) -> PathBuf {
+pub(crate) fn skills_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("skills")
 }
 
 /// Write `files` to `DATA_DIR/skills/<name>/`, replacing what was there (written beside it,
 /// then renamed into place).
-pub async fn materialise(data_dir: &Path, name: &str, files: Vec<SkillFile>) -> anyhow::Result<()> {
+pub(crate) async fn materialise(
+    data_dir: &Path,
+    name: &str,
+    files: Vec<SkillFile>,
+) -> anyhow::Result<()> {
     anyhow::ensure!(is_skill_name(name), "bad skill name {name:?}");
     if let Some(f) = files.iter().find(|f| !safe_relative(&f.path)) {
         anyhow::bail!("unsafe path {:?}", f.path);
@@ -262,7 +266,7 @@ fn replace_dir(tmp: &Path, target: &Path) -> anyhow::Result<()> {
 }
 
 /// Remove `DATA_DIR/skills/<name>/` (nothing to do when absent).
-pub async fn remove_from_disk(data_dir: &Path, name: &str) -> anyhow::Result<()> {
+pub(crate) async fn remove_from_disk(data_dir: &Path, name: &str) -> anyhow::Result<()> {
     if !is_skill_name(name) {
         return Ok(());
     }
@@ -275,7 +279,7 @@ pub async fn remove_from_disk(data_dir: &Path, name: &str) -> anyhow::Result<()>
 
 /// Enable or disable a skill and keep its folder under `data_dir` in step: None when there is
 /// no such skill. A disk failure is logged, not returned: the row is the source of truth.
-pub async fn set_enabled(
+pub(crate) async fn set_enabled(
     store: &StoreView,
     data_dir: &Path,
     name: &str,
@@ -306,7 +310,7 @@ pub async fn set_enabled(
 }
 
 /// Delete a skill and its folder under `data_dir`; deleting an unknown skill is not an error.
-pub async fn delete(
+pub(crate) async fn delete(
     store: &StoreView,
     data_dir: &Path,
     name: &str,
@@ -325,7 +329,7 @@ pub async fn delete(
 /// The enabled skills, offered to the reviewing agent (docs/review-service.md §4, Skills: "used
 /// by subsequent reviews"). Their folders are written under `data_dir` when missing. Never
 /// fails: a skill that cannot be read is logged and left out, and a store error gives no skills.
-pub async fn enabled_skills(store: &StoreView, data_dir: &Path) -> Vec<agent::Skill> {
+pub(crate) async fn enabled_skills(store: &StoreView, data_dir: &Path) -> Vec<agent::Skill> {
     let rows = match store.enabled_skill_blobs().await {
         Ok(rows) => rows,
         Err(e) => {

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 /// Shared state handed to every handler.
-pub type AppState = Arc<App>;
+pub(crate) type AppState = Arc<App>;
 
 /// Why a live run was cancelled: decides its error text and that it is never retried
 /// (docs/review-service.md §3, automatic retry rules).

@@ -212,7 +212,7 @@ pub(crate) struct TranscriptWriter {
 
 impl TranscriptWriter {
     /// Appends an item; `at` (epoch seconds) is added.
-    pub fn record(&self, mut item: Value) {
+    pub(crate) fn record(&self, mut item: Value) {
         if let Some(obj) = item.as_object_mut() {
             obj.insert("at".into(), json!(now()));
         }
@@ -220,7 +220,12 @@ impl TranscriptWriter {
     }
 
     /// Sets the final status and waits until everything is on disk.
-    pub async fn finish(self, status: &'static str, error: Option<String>, outcome: Option<Value>) {
+    pub(crate) async fn finish(
+        self,
+        status: &'static str,
+        error: Option<String>,
+        outcome: Option<Value>,
+    ) {
         let _ = self.tx.send(Command::Finish {
             status,
             error,

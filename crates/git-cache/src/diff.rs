@@ -60,7 +60,7 @@ pub(crate) struct Side {
 
 impl Side {
     /// `S_ISREG`: regular files, executable or not.
-    pub fn is_regular(&self) -> bool {
+    pub(crate) fn is_regular(&self) -> bool {
         matches!(self.kind, EntryKind::Blob | EntryKind::BlobExecutable)
     }
 
@@ -95,7 +95,7 @@ pub(crate) enum FilePair {
 
 impl FilePair {
     /// The path git sorts the queue by (a rename sits where its destination is).
-    pub fn sort_path(&self) -> &BString {
+    pub(crate) fn sort_path(&self) -> &BString {
         match self {
             FilePair::Added(s) | FilePair::Deleted(s) => &s.path,
             FilePair::Modified(_, new) | FilePair::Renamed { new, .. } => &new.path,

@@ -164,7 +164,7 @@ pub(crate) struct FuncName {
 impl FuncName {
     /// git's `ff_regexp`: the function-name text of `record` (a line with its newline), or
     /// `None` when the line is not a function line.
-    pub fn find(&self, record: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn find(&self, record: &[u8]) -> Option<Vec<u8>> {
         let mut line = record.strip_suffix(b"\n").unwrap_or(record);
         if record.ends_with(b"\n") {
             line = line.strip_suffix(b"\r").unwrap_or(line);

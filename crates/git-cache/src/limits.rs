@@ -84,7 +84,7 @@ pub(crate) struct Meter<'r> {
 }
 
 impl<'r> Meter<'r> {
-    pub fn new(repo: &'r gix::Repository, limits: Limits) -> Self {
+    pub(crate) fn new(repo: &'r gix::Repository, limits: Limits) -> Self {
         Meter {
             repo,
             limits,
@@ -98,7 +98,7 @@ impl<'r> Meter<'r> {
     /// Errors: [`GitError::TooLarge`] as soon as a lower bound of the size is over a limit,
     /// [`GitError::Interrupted`] when `cancel` is raised, [`GitError::Object`] when an object
     /// cannot be read.
-    pub fn check_commit(
+    pub(crate) fn check_commit(
         &mut self,
         commit: ObjectId,
         cancel: &AtomicBool,

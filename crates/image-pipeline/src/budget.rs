@@ -12,7 +12,7 @@ use crate::encode::{self, Settings};
 use crate::spec::OutputFormat;
 
 /// The lowest quality tried before the picture is shrunk instead.
-pub const MIN_QUALITY: u8 = 10;
+pub(crate) const MIN_QUALITY: u8 = 10;
 
 /// The smallest side a picture is shrunk to; a budget that even this misses is refused.
 const MIN_SIDE: u32 = 16;

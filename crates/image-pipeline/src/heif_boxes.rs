@@ -32,7 +32,7 @@ impl Canvas {
     /// Whether a grid has more rows or columns than tiles of at least [`MIN_TILE`] pixels can
     /// make (all but the last reach inside the canvas): such a file is not MIAF, only a way to
     /// make libheif decode thousands of tiles.
-    pub fn has_too_many_tiles(&self) -> bool {
+    pub(crate) fn has_too_many_tiles(&self) -> bool {
         self.grid.is_some_and(|(rows, columns)| {
             columns > self.width / MIN_TILE + 1 || rows > self.height / MIN_TILE + 1
         })

@@ -30,7 +30,7 @@ pub(crate) struct Kept {
 
 impl Kept {
     /// Whether there is anything to write.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.exif.is_none() && self.icc.is_none()
     }
 }

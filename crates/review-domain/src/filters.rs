@@ -377,7 +377,7 @@ mod tests {
             (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
         }
 
-        pub fn day(s: &str) -> Option<i64> {
+        pub(super) fn day(s: &str) -> Option<i64> {
             let parts: Vec<&str> = s.split('-').collect();
             if parts.len() != 3
                 || parts[0].len() != 4
@@ -418,7 +418,7 @@ mod tests {
             Some((era * 146_097 + doe - 719_468) * DAY)
         }
 
-        pub fn window(
+        pub(super) fn window(
             range: Option<&str>,
             from: Option<&str>,
             to: Option<&str>,
@@ -443,7 +443,7 @@ mod tests {
             (from, to.map(|t| t + DAY))
         }
 
-        pub fn limit(s: Option<&str>) -> i64 {
+        pub(super) fn limit(s: Option<&str>) -> i64 {
             match s.and_then(|s| s.parse::<i128>().ok()) {
                 Some(n) if n > 1000 => 1000,
                 Some(n) if n >= 1 => n as i64,

@@ -209,37 +209,37 @@ mod field_schemas {
     use super::*;
     use utoipa::openapi::schema::Object;
 
-    pub fn status() -> Object {
+    pub(super) fn status() -> Object {
         ReviewStatus::field_schema(
             false,
             "pending, running, completed, failed or skipped (docs/review-service.md §3).",
         )
     }
 
-    pub fn trigger() -> Object {
+    pub(super) fn trigger() -> Object {
         Trigger::field_schema(true, "What started the run; null for improver runs.")
     }
 
-    pub fn kind() -> Object {
+    pub(super) fn kind() -> Object {
         FindingKind::field_schema(false, "inline, summary or comment.")
     }
 
-    pub fn dropped_severity() -> Object {
+    pub(super) fn dropped_severity() -> Object {
         Severity::field_schema(false, "blocking, nit or question.")
     }
 
-    pub fn min_severity() -> Object {
+    pub(super) fn min_severity() -> Object {
         Severity::field_schema(
             true,
             "nit, question or blocking; null: the review_min_severity setting applies.",
         )
     }
 
-    pub fn severity() -> Object {
+    pub(super) fn severity() -> Object {
         Severity::field_schema(true, "blocking, nit or question; inline rows only.")
     }
 
-    pub fn event() -> Object {
+    pub(super) fn event() -> Object {
         ReviewEvent::field_schema(
             true,
             "COMMENT, APPROVE or REQUEST_CHANGES; summary rows only.",

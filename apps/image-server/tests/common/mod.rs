@@ -7,15 +7,15 @@ use image_server::{Config, serve_with_metrics};
 use object_store::ObjectStore;
 use object_store::path::Path;
 
-pub const KEY: &str = "test-key-0123456789";
+pub(crate) const KEY: &str = "test-key-0123456789";
 
 #[derive(Debug, Clone)]
-pub enum Storage {
+pub(crate) enum Storage {
     Local,
     S3(String),
 }
 
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub base: String,
     pub client: reqwest::Client,
     pub store: Arc<dyn ObjectStore>,
@@ -29,7 +29,7 @@ pub struct TestServer {
 ///
 /// Under CI (`CI` set) an unset endpoint fails the test instead of skipping it: scripts/test.sh
 /// starts moto there, so a missing endpoint means the S3 suite silently did not run.
-pub fn s3_endpoint() -> Option<String> {
+pub(crate) fn s3_endpoint() -> Option<String> {
     let endpoint = std::env::var("IMAGE_TEST_S3_ENDPOINT")
         .ok()
         .filter(|s| !s.is_empty());
@@ -42,14 +42,14 @@ pub fn s3_endpoint() -> Option<String> {
 
 /// Whether the tests run under CI (`CI` set to anything but empty, `0` or `false`), where a
 /// part that cannot run must fail rather than skip.
-pub fn under_ci() -> bool {
+pub(crate) fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
 #[allow(unused_imports)] // not every test binary uses it
-pub use image_pipeline::samples::fixture;
+pub(crate) use image_pipeline::samples::fixture;
 
-pub async fn config_for(storage: &Storage, dir: &tempfile::TempDir) -> Config {
+pub(crate) async fn config_for(storage: &Storage, dir: &tempfile::TempDir) -> Config {
     let mut config = Config::defaults();
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.data_dir = dir.path().join("data");
@@ -93,26 +93,29 @@ fn rand_suffix() -> String {
 }
 
 impl TestServer {
-    pub async fn start(storage: &Storage) -> Self {
+    pub(crate) async fn start(storage: &Storage) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = config_for(storage, &dir).await;
         Self::start_with(config, dir).await
     }
 
     /// Starts on local storage with the test defaults changed by `configure`.
-    pub async fn start_local_with(configure: impl FnOnce(&mut Config)) -> Self {
+    pub(crate) async fn start_local_with(configure: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = config_for(&Storage::Local, &dir).await;
         configure(&mut config);
         Self::start_with(config, dir).await
     }
 
-    pub async fn start_with(config: Config, dir: tempfile::TempDir) -> Self {
+    pub(crate) async fn start_with(config: Config, dir: tempfile::TempDir) -> Self {
         Self::start_serving(config, dir, None).await
     }
 
     /// Starts with a metrics listener on a free port; returns its base URL too.
-    pub async fn start_with_metrics(config: Config, dir: tempfile::TempDir) -> (Self, String) {
+    pub(crate) async fn start_with_metrics(
+        config: Config,
+        dir: tempfile::TempDir,
+    ) -> (Self, String) {
         let metrics = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let metrics_base = format!("http://{}", metrics.local_addr().unwrap());
         (
@@ -155,7 +158,7 @@ impl TestServer {
     }
 
     /// Stops the server gracefully and returns its temp dir and config for a restart.
-    pub async fn stop(mut self) -> (Config, tempfile::TempDir) {
+    pub(crate) async fn stop(mut self) -> (Config, tempfile::TempDir) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -166,17 +169,17 @@ impl TestServer {
         (self.config.clone(), dir)
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// Posts a multipart upload with the key and returns the response, whatever its status.
-    pub async fn upload_form(&self, form: reqwest::multipart::Form) -> reqwest::Response {
+    pub(crate) async fn upload_form(&self, form: reqwest::multipart::Form) -> reqwest::Response {
         self.upload_form_with_key(form, KEY).await
     }
 
     /// [`Self::upload_form`] with another API key.
-    pub async fn upload_form_with_key(
+    pub(crate) async fn upload_form_with_key(
         &self,
         form: reqwest::multipart::Form,
         key: &str,
@@ -191,7 +194,7 @@ impl TestServer {
     }
 
     /// Uploads through the API (multipart) and returns the stored path.
-    pub async fn upload(&self, path: &str, bytes: Vec<u8>) -> String {
+    pub(crate) async fn upload(&self, path: &str, bytes: Vec<u8>) -> String {
         let form = reqwest::multipart::Form::new()
             .part(
                 "file",
@@ -210,7 +213,7 @@ impl TestServer {
     }
 
     /// Posts the original SDK's JSON upload body with the key.
-    pub async fn upload_json(&self, body: &serde_json::Value) -> reqwest::Response {
+    pub(crate) async fn upload_json(&self, body: &serde_json::Value) -> reqwest::Response {
         self.client
             .post(self.url("/images/upload"))
             .header("x-api-key", KEY)
@@ -221,14 +224,14 @@ impl TestServer {
     }
 
     /// Writes bytes straight into the store, bypassing upload checks.
-    pub async fn put_raw(&self, path: &str, bytes: Vec<u8>) {
+    pub(crate) async fn put_raw(&self, path: &str, bytes: Vec<u8>) {
         self.store
             .put(&Path::from(path), bytes.into())
             .await
             .unwrap();
     }
 
-    pub async fn get(&self, path_and_query: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path_and_query: &str) -> reqwest::Response {
         self.client
             .get(self.url(path_and_query))
             .send()
@@ -237,7 +240,7 @@ impl TestServer {
     }
 
     /// Sends a request line exactly as written (no client-side path normalisation).
-    pub async fn raw_get(&self, target: &str) -> (u16, String) {
+    pub(crate) async fn raw_get(&self, target: &str) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let addr = self.base.trim_start_matches("http://");
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -261,7 +264,7 @@ impl TestServer {
 /// Starts the image-server binary on a free loopback port with only PATH and `envs` in its
 /// environment (stderr piped, logging at warn so that the pipe never fills); returns it and its
 /// base URL. Wait with [`wait_healthy`].
-pub fn spawn_binary(envs: &[(&str, String)]) -> (tokio::process::Child, String) {
+pub(crate) fn spawn_binary(envs: &[(&str, String)]) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -281,7 +284,7 @@ pub fn spawn_binary(envs: &[(&str, String)]) -> (tokio::process::Child, String) 
 }
 
 /// Uploads `bytes` as `path` (multipart, with the test key) to the server at `base`.
-pub async fn upload_to(base: &str, path: &str, bytes: Vec<u8>) -> reqwest::Response {
+pub(crate) async fn upload_to(base: &str, path: &str, bytes: Vec<u8>) -> reqwest::Response {
     let form = reqwest::multipart::Form::new()
         .part("file", reqwest::multipart::Part::bytes(bytes))
         .text("path", path.to_owned());
@@ -295,7 +298,7 @@ pub async fn upload_to(base: &str, path: &str, bytes: Vec<u8>) -> reqwest::Respo
 }
 
 /// Waits up to 10 s for `GET {base}/admin/health` to answer; whether it answered 200.
-pub async fn wait_healthy(base: &str) -> bool {
+pub(crate) async fn wait_healthy(base: &str) -> bool {
     for _ in 0..100 {
         if let Ok(r) = reqwest::get(format!("{base}/admin/health")).await {
             return r.status() == 200;
@@ -307,7 +310,7 @@ pub async fn wait_healthy(base: &str) -> bool {
 
 /// base64url (no padding) of HMAC-SHA256: the signature README "Signed URLs" documents,
 /// computed here independently of the server's code.
-pub fn signature(key: &str, message: &str) -> String {
+pub(crate) fn signature(key: &str, message: &str) -> String {
     use base64::Engine;
     use hmac::Mac;
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).unwrap();
@@ -315,7 +318,7 @@ pub fn signature(key: &str, message: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
 }
 
-pub fn magic(bytes: &[u8]) -> &'static str {
+pub(crate) fn magic(bytes: &[u8]) -> &'static str {
     if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
         "jpeg"
     } else if bytes.starts_with(b"\x89PNG") {

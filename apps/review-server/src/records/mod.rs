@@ -17,8 +17,8 @@ mod replicas;
 mod repo_cache;
 mod view;
 
-pub use replicas::EVENTS_CHANNEL;
-pub use view::StoreView;
+pub(crate) use replicas::EVENTS_CHANNEL;
+pub(crate) use view::StoreView;
 
 use events::{Event, EventBus};
 use repo_cache::RepoCache;
@@ -31,12 +31,12 @@ use std::sync::OnceLock;
 use tokio::sync::{broadcast, mpsc};
 
 /// Current epoch milliseconds (leases and retry times).
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
 /// Current epoch seconds.
-pub fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
@@ -53,7 +53,7 @@ pub enum FindingsError {
 
 /// The outcome of a review's status change: the re-read row, or None when the review was not
 /// in a state the change applies to (nothing written, nothing published).
-pub type Transition = Result<Option<ReviewRow>, StoreError>;
+pub(crate) type Transition = Result<Option<ReviewRow>, StoreError>;
 
 /// Store writes of reviews, repos and findings plus their events.
 pub struct Records {

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 /// The PostgreSQL channel that carries every replica's events to the others
 /// (docs/architecture.md, "Many replicas").
-pub const EVENTS_CHANNEL: &str = "review_events";
+pub(crate) const EVENTS_CHANNEL: &str = "review_events";
 /// Largest NOTIFY payload PostgreSQL takes is 8000 bytes; an event over this many is sent as
 /// a reference to its review row instead.
 const MAX_NOTIFY_BYTES: usize = 7900;

@@ -14,7 +14,7 @@
 //! [`crate::records::Records`]), the worktree is removed and the check run completed.
 
 mod poster;
-pub mod prepare;
+pub(crate) mod prepare;
 mod queue;
 mod retry;
 mod run;
@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
-pub use queue::{CONTROL_CHANNEL, spawn_replica_tasks, sweep_orphans};
+pub(crate) use queue::{spawn_replica_tasks, sweep_orphans};
 
 /// The check run's name on the PR.
 const CHECK_RUN_NAME: &str = "review-server";
@@ -48,7 +48,7 @@ enum Finished {
 /// Which end a failed run gets (docs/review-service.md §3): decided where the failure is known,
 /// from the failing part's own error type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
+pub(crate) enum FailureKind {
     /// A genuine failure (git, network, the store, a model error worth another try): retried
     /// automatically once.
     Genuine,
@@ -65,7 +65,7 @@ pub enum FailureKind {
 
 /// An error of a run: what went wrong (with its context), which end it gets, and what the run
 /// had spent when it failed.
-pub struct RunError {
+pub(crate) struct RunError {
     error: anyhow::Error,
     kind: FailureKind,
     spent: Option<Completion>,
@@ -148,7 +148,7 @@ struct RunEnd {
 /// Create the pending row for `job` with its queue row (publishing review:created) and wake
 /// a free run slot, here or on another replica; a synchronize supersedes the PR's older
 /// reviews. Returns the row; the run continues after the caller replies.
-pub async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
+pub(crate) async fn enqueue(app: &AppState, job: PrJob) -> anyhow::Result<ReviewRow> {
     queue_directly(app, None, &job)
         .await?
         .ok_or_else(|| anyhow!("a review without a delivery id cannot be a redelivery"))
@@ -184,7 +184,11 @@ async fn queue_directly(
 /// wakes this replica's promoter, which creates the review after the webhook has replied.
 /// SQLite (one process, one write lock): claims it and creates the review in one
 /// transaction ([`queue_directly`]). Returns false for a redelivery (nothing written).
-pub async fn accept(app: &AppState, delivery: Option<&str>, job: &PrJob) -> anyhow::Result<bool> {
+pub(crate) async fn accept(
+    app: &AppState,
+    delivery: Option<&str>,
+    job: &PrJob,
+) -> anyhow::Result<bool> {
     if app.records.store.backend() == review_store::Backend::Sqlite {
         return Ok(queue_directly(app, delivery, job).await?.is_some());
     }
@@ -210,7 +214,7 @@ const PROMOTE_BATCH: i64 = 64;
 /// Moves every accepted delivery of the webhook inbox into a pending review (publishing
 /// review:created), supersedes what a synchronize replaces, and wakes a free run slot. Rows
 /// another replica accepted are promoted too: a replica that died after its reply loses none.
-pub async fn drain_inbox(app: &AppState) {
+pub(crate) async fn drain_inbox(app: &AppState) {
     loop {
         let promoted = match app.records.promote_accepted(PROMOTE_BATCH).await {
             Ok(p) => p,
@@ -262,7 +266,7 @@ fn new_review(job: &PrJob) -> NewReview {
 
 /// Ends every pending or running review of a PR except `keep` (a newer push supersedes them),
 /// wherever it runs ([`cancel`]).
-pub async fn supersede(app: &AppState, repo: &str, pr_number: i64, keep: i64) {
+pub(crate) async fn supersede(app: &AppState, repo: &str, pr_number: i64, keep: i64) {
     let ids = match app
         .records
         .store
@@ -290,7 +294,7 @@ pub async fn supersede(app: &AppState, repo: &str, pr_number: i64, keep: i64) {
 
 /// Where a cancel reached the review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cancelled {
+pub(crate) enum Cancelled {
     /// A run in this process or on another replica was asked to end; it records the end.
     Live,
     /// Nobody ran it: the row was failed directly.
@@ -303,7 +307,11 @@ pub enum Cancelled {
 /// run in this process is cancelled; a review still waiting in the queue is failed; a review
 /// another replica runs gets the cancel written to its queue row plus a NOTIFY, and that
 /// replica ends it; a review whose lease lapsed (nobody runs it) is failed directly.
-pub async fn cancel(app: &AppState, id: i64, reason: CancelReason) -> anyhow::Result<Cancelled> {
+pub(crate) async fn cancel(
+    app: &AppState,
+    id: i64,
+    reason: CancelReason,
+) -> anyhow::Result<Cancelled> {
     if app.cancel_run(id, reason) {
         return Ok(Cancelled::Live);
     }

@@ -11,7 +11,7 @@ use forge::RepoRef;
 use review_domain::{FindingKind, NewFinding, PostedReview, ReviewSubmission};
 
 /// The agent's two posting tools, backed by the forge and the findings write-back.
-pub struct ForgePoster {
+pub(super) struct ForgePoster {
     /// The app: its forge and its records.
     pub app: AppState,
     /// The review the findings belong to.

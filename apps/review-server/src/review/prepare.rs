@@ -26,7 +26,7 @@ const EMPTY_DIFF: &str = "The pull request's diff against its base is empty; not
 const SAME_PATCH: &str = "The patch id equals the last reviewed one; nothing new to review.";
 
 /// A prepared review: what the agent reads.
-pub struct Checkout {
+pub(crate) struct Checkout {
     /// `git diff base...head` as text.
     pub diff: String,
     /// Its patch id (empty when git cannot compute one).
@@ -43,7 +43,7 @@ pub struct Checkout {
 
 /// What part of a pull request a review covers (docs/review-service.md, "Incremental review").
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Range {
+pub(crate) enum Range {
     /// The whole diff: the first review, `/review full`, or a head that did not move.
     Whole,
     /// The change since the last reviewed head, an ancestor of this head.
@@ -62,7 +62,7 @@ pub enum Range {
 }
 
 /// A review with nothing to review (docs/architecture.md, Lifecycle extras).
-pub struct Skip {
+pub(crate) struct Skip {
     /// The diff's patch id; None for an empty diff.
     pub patch_id: Option<String>,
     /// Why, for the check run.
@@ -70,7 +70,7 @@ pub struct Skip {
 }
 
 /// What the git phase reads for a review before the checkout.
-pub struct DiffRead {
+pub(crate) struct DiffRead {
     /// `git diff base...head`, bytes.
     pub diff: Vec<u8>,
     /// Commit subjects the agent is shown, oldest first.
@@ -83,7 +83,7 @@ pub struct DiffRead {
 /// The diff of `base...head`, the commit subjects the agent is shown and the review
 /// instructions at the merge base, held to `limits`; a tree over them fails with the settings
 /// that raise them named.
-pub fn read_diff(
+pub(crate) fn read_diff(
     repo: &Repo,
     base: &str,
     head: &str,
@@ -105,7 +105,7 @@ pub fn read_diff(
 
 /// Checks `head` out in a new folder under `parent` for the agent's file tools, held to
 /// `limits`. The folder is removed when the returned worktree drops.
-pub fn check_out(
+pub(crate) fn check_out(
     repo: &Repo,
     head: &str,
     parent: &Path,
@@ -120,7 +120,7 @@ pub fn check_out(
 
 /// Sync, diff, skip rules, checkout. An empty diff or an unchanged patch id is skipped before
 /// any checkout.
-pub async fn prepare(
+pub(crate) async fn prepare(
     app: &AppState,
     review_id: i64,
     job: &PrJob,
@@ -310,7 +310,7 @@ fn refusal(e: GitError) -> GitWorkError {
 /// Why the git work of a review failed: a tree over the limits (the limit working, never
 /// retried) or anything else (a genuine failure).
 #[derive(Debug, thiserror::Error)]
-pub enum GitWorkError {
+pub(crate) enum GitWorkError {
     /// A tree over REVIEW_MAX_TREE_ENTRIES or REVIEW_MAX_TREE_BYTES.
     #[error(transparent)]
     Refused(TreeRefused),
@@ -338,4 +338,4 @@ impl From<GitWorkError> for RunError {
 /// the limit working, so never retried automatically.
 #[derive(Debug, thiserror::Error)]
 #[error("{0} (limits: REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES)")]
-pub struct TreeRefused(GitError);
+pub(crate) struct TreeRefused(GitError);

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// The channel of cancels sent to the replica that runs a review: `{"cancel": id, "reason":
 /// "stopped" | "superseded"}`.
-pub const CONTROL_CHANNEL: &str = "review_control";
+pub(crate) const CONTROL_CHANNEL: &str = "review_control";
 /// How often a replica forgets webhook delivery ids older than their 24-hour window.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 /// The channel migration postgres/0003 notifies when a review is queued.
@@ -32,7 +32,7 @@ const ORPHANED: &str = "interrupted by restart";
 
 /// Starts the claim loop, the lease renewer, the keeper and (PostgreSQL) the listener of this
 /// replica.
-pub fn spawn_replica_tasks(app: &AppState) {
+pub(crate) fn spawn_replica_tasks(app: &AppState) {
     tokio::spawn(claim_loop(app.clone()));
     tokio::spawn(renewer(app.clone()));
     tokio::spawn(promoter(app.clone()));
@@ -203,7 +203,7 @@ async fn reap(app: &AppState) {
 /// DATA_DIR/replica-id; on SQLite, one process, every lease) and the unfinished rows no queue
 /// row runs. Awaited by `build`: run in the background, it could fail rows written after the
 /// start, which are not the boot's to fail.
-pub async fn sweep_orphans(app: &AppState) {
+pub(crate) async fn sweep_orphans(app: &AppState) {
     let owner = match app.records.store.backend() {
         review_store::Backend::Sqlite => None,
         review_store::Backend::Postgres => Some(app.replica.as_str()),

@@ -14,7 +14,12 @@ use review_store::ClaimedRetry;
 
 /// What follows a genuine failure of `review` (error text `error`): the retry is queued for a
 /// first run; after a failed automatic retry the PR gets a comment saying so.
-pub async fn after_genuine_failure(app: &AppState, review: &ReviewRow, job: &PrJob, error: &str) {
+pub(super) async fn after_genuine_failure(
+    app: &AppState,
+    review: &ReviewRow,
+    job: &PrJob,
+    error: &str,
+) {
     if job.trigger == Trigger::Retry {
         tracing::info!(
             review_id = review.id,
@@ -65,7 +70,7 @@ pub async fn after_genuine_failure(app: &AppState, review: &ReviewRow, job: &PrJ
 /// Runs the automatic retry `claimed` (due, and held by this replica): it stands down if
 /// another review of the PR is pending or running, else the PR is re-fetched and its review
 /// replaces the retry row in one transaction (trigger retry, attempt 1).
-pub async fn run_due_retry(app: &AppState, claimed: ClaimedRetry) {
+pub(super) async fn run_due_retry(app: &AppState, claimed: ClaimedRetry) {
     let failed_id = claimed.review_id;
     let job: PrJob = match serde_json::from_str(&claimed.job) {
         Ok(job) => job,

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 /// Runs the agent on `checkout` until it ends, is cancelled, or `deadline` passes. The
 /// checkout is removed when this returns, on every path.
-pub async fn run_agent(
+pub(super) async fn run_agent(
     app: &AppState,
     review: &ReviewRow,
     job: &PrJob,

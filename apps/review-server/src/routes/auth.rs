@@ -14,7 +14,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/auth-status", get(auth_status))
         .route("/api/auth/signin", get(sign_in))
@@ -25,7 +25,7 @@ pub fn router() -> Router<AppState> {
 
 /// Whether OAuth is configured (docs/review-service.md §4).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct AuthStatus {
+pub(crate) struct AuthStatus {
     /// True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set.
     pub enabled: bool,
 }
@@ -33,14 +33,14 @@ pub struct AuthStatus {
 /// GET /api/auth-status: 200 `{enabled}`; exempt from the gate.
 #[utoipa::path(get, path = "/api/auth-status", tag = "auth",
     responses((status = 200, body = AuthStatus)))]
-pub async fn auth_status(State(app): State<AppState>) -> Json<AuthStatus> {
+pub(crate) async fn auth_status(State(app): State<AppState>) -> Json<AuthStatus> {
     Json(AuthStatus {
         enabled: app.auth.is_some(),
     })
 }
 
 #[derive(Debug, Deserialize)]
-pub struct SignInQuery {
+pub(crate) struct SignInQuery {
     #[serde(rename = "callbackUrl")]
     callback_url: Option<String>,
 }
@@ -64,7 +64,7 @@ async fn sign_in(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct CallbackQuery {
+pub(crate) struct CallbackQuery {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,

@@ -10,14 +10,14 @@ use utoipa::ToSchema;
 /// .../improve, POST .../retry).
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({"ok": true}))]
-pub struct Ack {
+pub(crate) struct Ack {
     /// Always `true`.
     pub ok: bool,
 }
 
 /// 502 of POST /api/reviews/:id/retry: the forge could not give the pull request.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct RetryFailed {
+pub(crate) struct RetryFailed {
     /// Always `false`.
     pub ok: bool,
     /// What the forge answered.
@@ -29,7 +29,7 @@ pub struct RetryFailed {
 /// 200 of POST /api/reviews/:id/stop: `{ok:true, live}` when the review was stopped (`live`:
 /// a run was aborted here), `{ok:false, reason:"already completed"}` when it had ended.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct StopOutcome {
+pub(crate) struct StopOutcome {
     pub ok: bool,
     /// Present when `ok`: whether a live run was aborted (else the row was failed directly).
     #[schema(nullable = false)]
@@ -43,7 +43,11 @@ pub struct StopOutcome {
 /// says why it cannot be shown.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
-pub enum SessionBody {
+#[expect(
+    dead_code,
+    reason = "an OpenAPI schema: it documents the answer, which the handler writes as JSON directly"
+)]
+pub(crate) enum SessionBody {
     Transcript(Transcript),
     Unavailable(SessionUnavailable),
     Unparseable(SessionUnparseable),
@@ -52,7 +56,7 @@ pub enum SessionBody {
 /// A session transcript as the agent writes it (crates/agent/src/transcript.rs); timestamps
 /// are epoch seconds.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Transcript {
+pub(crate) struct Transcript {
     pub session_id: String,
     /// `<provider>/<model>`.
     pub model: String,
@@ -70,7 +74,7 @@ pub struct Transcript {
 
 /// The transcript cannot be read or is empty.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SessionUnavailable {
+pub(crate) struct SessionUnavailable {
     /// `session-unavailable`.
     #[schema(pattern = "^session-unavailable$")]
     pub error: String,
@@ -79,7 +83,7 @@ pub struct SessionUnavailable {
 
 /// The transcript is not JSON: its first 1000 characters.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SessionUnparseable {
+pub(crate) struct SessionUnparseable {
     /// `session-unparseable`.
     #[schema(pattern = "^session-unparseable$")]
     pub error: String,

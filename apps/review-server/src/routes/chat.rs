@@ -34,28 +34,28 @@ use serde_json::Value;
 use std::convert::Infallible;
 
 /// Messages per request: 1 to 40 (docs/review-service.md §8).
-pub const MAX_MESSAGES: usize = 40;
+pub(crate) const MAX_MESSAGES: usize = 40;
 /// Parts per message, at most (docs/review-service.md §8).
-pub const MAX_PARTS: usize = 64;
+pub(crate) const MAX_PARTS: usize = 64;
 /// Characters of a part's `type`, at most (docs/review-service.md §8).
-pub const MAX_PART_TYPE_CHARS: usize = 64;
+pub(crate) const MAX_PART_TYPE_CHARS: usize = 64;
 /// Characters of a part's `text`, at most (docs/review-service.md §8).
-pub const MAX_TEXT_CHARS: usize = 4000;
+pub(crate) const MAX_TEXT_CHARS: usize = 4000;
 /// Characters of a message's `id`, at most (docs/review-service.md §8).
-pub const MAX_ID_CHARS: usize = 128;
+pub(crate) const MAX_ID_CHARS: usize = 128;
 /// Characters of one question (a user message's text parts joined by newlines), at most; over
 /// it the answer is 400 (docs/review-service.md §4, Chat).
-pub const MAX_QUESTION_CHARS: usize = 4000;
+pub(crate) const MAX_QUESTION_CHARS: usize = 4000;
 
 /// Routes of this module.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/api/chat", post(chat))
 }
 
 /// The body of POST /api/chat (docs/review-service.md §4, Chat). Other keys are accepted and
 /// ignored.
 #[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
-pub struct ChatRequest {
+pub(crate) struct ChatRequest {
     /// The conversation, oldest first.
     #[schema(min_items = 1, max_items = 40)]
     pub messages: Vec<ChatMessage>,
@@ -63,7 +63,7 @@ pub struct ChatRequest {
 
 /// One message of the conversation (an AI SDK UI message).
 #[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
-pub struct ChatMessage {
+pub(crate) struct ChatMessage {
     /// The client's message id.
     #[schema(max_length = 128, nullable = false)]
     pub id: Option<String>,
@@ -77,7 +77,7 @@ pub struct ChatMessage {
 /// The role of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
 #[schema(rename_all = "lowercase")]
-pub enum ChatRole {
+pub(crate) enum ChatRole {
     User,
     Assistant,
     System,
@@ -86,7 +86,7 @@ pub enum ChatRole {
 /// One part of a message; only `text` parts of user messages are read. Other keys are accepted
 /// and ignored.
 #[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
-pub struct ChatPart {
+pub(crate) struct ChatPart {
     /// The part's type, e.g. `text`.
     #[schema(max_length = 64)]
     pub r#type: String,
@@ -108,7 +108,7 @@ pub struct ChatPart {
         (status = 400, description = "no API key for the model, no usable question, or a question over 4000 characters", body = ErrorBody),
         (status = 429, description = "CHAT_MAX_CONCURRENT chat turns are already running", body = ErrorBody),
         (status = 422, description = "the body breaks the schema; error names the field", body = ErrorBody)))]
-pub async fn chat(
+pub(crate) async fn chat(
     State(app): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {

@@ -21,14 +21,14 @@ use std::convert::Infallible;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/api/events", get(stream))
 }
 
 /// Query of GET /api/events.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct EventsQuery {
+pub(crate) struct EventsQuery {
     /// `owner/name`: only this repo's events.
     repo: Option<String>,
 }
@@ -38,7 +38,7 @@ pub struct EventsQuery {
 #[utoipa::path(get, path = "/api/events", params(EventsQuery),
     responses((status = 200, description = "server-sent events", content_type = "text/event-stream"),
         (status = 400, description = "the query string cannot be read", body = crate::error::ErrorBody)))]
-pub async fn stream(
+pub(crate) async fn stream(
     State(app): State<AppState>,
     query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {

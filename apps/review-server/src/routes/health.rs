@@ -5,12 +5,12 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/health", get(health))
 }
 
 /// GET /health: 200 `{"ok":true}`.
 #[utoipa::path(get, path = "/health", responses((status = 200, body = super::bodies::Ack)))]
-pub async fn health() -> Json<Value> {
+pub(crate) async fn health() -> Json<Value> {
     Json(json!({ "ok": true }))
 }

@@ -19,9 +19,9 @@ use std::net::SocketAddr;
 use subtle::ConstantTimeEq;
 
 /// The header carrying the per-boot secret.
-pub const SECRET_HEADER: &str = "x-internal-secret";
+pub(crate) const SECRET_HEADER: &str = "x-internal-secret";
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/internal/reviews/{id}/findings", post(write_back))
 }
 

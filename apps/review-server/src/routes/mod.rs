@@ -2,21 +2,21 @@
 //! span on the matched route, catch-panic, body limit, the request guard and the OAuth gate
 //! (docs/review-service.md §5), with JSON 404 and 405 fallbacks (docs/review-service.md §7).
 
-pub mod auth;
-pub mod bodies;
-pub mod chat;
+pub(crate) mod auth;
+pub(crate) mod bodies;
+pub(crate) mod chat;
 pub mod dashboard;
-pub mod events;
-pub mod health;
-pub mod internal;
-pub mod models;
+pub(crate) mod events;
+pub(crate) mod health;
+pub(crate) mod internal;
+pub(crate) mod models;
 pub mod openapi;
-pub mod repos;
-pub mod reviews;
-pub mod settings;
-pub mod skills;
-pub mod stats;
-pub mod webhook;
+pub(crate) mod repos;
+pub(crate) mod reviews;
+pub(crate) mod settings;
+pub(crate) mod skills;
+pub(crate) mod stats;
+pub(crate) mod webhook;
 
 use crate::error::{method_not_allowed, not_found, panic_response};
 use crate::state::AppState;

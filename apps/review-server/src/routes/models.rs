@@ -11,7 +11,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 /// Routes of this module.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/api/models", get(list_models))
 }
 
@@ -30,7 +30,7 @@ fn is_one(v: Option<&str>) -> bool {
         ("refresh" = Option<String>, Query, description = "`1`: rebuild the cached catalog first.")),
     responses((status = 200, body = ModelList),
         (status = 400, description = "the query string cannot be read", body = crate::error::ErrorBody)))]
-pub async fn list_models(
+pub(crate) async fn list_models(
     State(app): State<AppState>,
     query: Result<Query<ModelQuery>, QueryRejection>,
 ) -> Result<Json<ModelList>, ApiError> {

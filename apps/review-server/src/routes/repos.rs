@@ -17,7 +17,7 @@ use serde_json::{Number, Value, json};
 /// Reviews per repo or PR list (docs/review-service.md §8).
 const REVIEWS_PER_LIST: i64 = 200;
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/repos", get(list).post(upsert))
         .route(
@@ -30,13 +30,13 @@ pub fn router() -> Router<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/repos", responses((status = 200, body = Vec<RepoRow>)))]
-pub async fn list(State(app): State<AppState>) -> Result<Json<Vec<RepoRow>>, ApiError> {
+pub(crate) async fn list(State(app): State<AppState>) -> Result<Json<Vec<RepoRow>>, ApiError> {
     Ok(Json(app.records.store.repos().await?))
 }
 
 #[utoipa::path(get, path = "/api/repos/{owner}/{name}", operation_id = "get_repo", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain")))]
-pub async fn one(
+pub(crate) async fn one(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Json<RepoRow>, ApiError> {
@@ -49,7 +49,7 @@ pub async fn one(
 /// found` when the repo is not registered.
 #[utoipa::path(post, path = "/api/repos/{owner}/{name}/improve", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 202, body = super::bodies::Ack), (status = 404, description = "Not found", content_type = "text/plain")))]
-pub async fn improve(
+pub(crate) async fn improve(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
@@ -65,7 +65,7 @@ pub async fn improve(
 
 /// Body of POST /api/repos.
 #[derive(Deserialize, utoipa::ToSchema)]
-pub struct Upsert {
+pub(crate) struct Upsert {
     /// `owner/repo`.
     #[schema(pattern = "^[^/]+/[^/]+$")]
     pub full_name: String,
@@ -78,7 +78,7 @@ pub struct Upsert {
 /// installation_id only).
 #[utoipa::path(post, path = "/api/repos", request_body = Upsert,
     responses((status = 200, body = RepoRow), (status = 422, body = crate::error::ErrorBody)))]
-pub async fn upsert(
+pub(crate) async fn upsert(
     State(app): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<RepoRow>, ApiError> {
@@ -101,7 +101,7 @@ pub async fn upsert(
 
 /// Body of PUT /api/repos/:owner/:name.
 #[derive(Deserialize, utoipa::ToSchema)]
-pub struct Update {
+pub(crate) struct Update {
     /// Written as given: omitted clears it.
     #[serde(default)]
     pub prompt: Option<String>,
@@ -130,7 +130,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D:
 /// keeps it (docs/review-service.md §4, Repos rule 2), as does omitting min_severity.
 #[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")), request_body = Update,
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
-pub async fn update(
+pub(crate) async fn update(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
     body: Result<Json<Value>, JsonRejection>,
@@ -166,7 +166,7 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 204, description = "deleted, or was not registered")))]
-pub async fn remove(
+pub(crate) async fn remove(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
@@ -176,7 +176,7 @@ pub async fn remove(
 
 #[utoipa::path(get, path = "/api/repos/{owner}/{name}/reviews", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")),
     responses((status = 200, body = Vec<ReviewRow>)))]
-pub async fn repo_reviews(
+pub(crate) async fn repo_reviews(
     State(app): State<AppState>,
     Path((owner, name)): Path<(String, String)>,
 ) -> Result<Json<Vec<ReviewRow>>, ApiError> {
@@ -190,7 +190,7 @@ pub async fn repo_reviews(
 
 #[utoipa::path(get, path = "/api/repos/{owner}/{name}/pr/{number}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets"), ("number" = String, Path, example = "2")),
     responses((status = 200, body = Vec<ReviewRow>), (status = 404, description = "Not found", content_type = "text/plain")))]
-pub async fn pr_reviews(
+pub(crate) async fn pr_reviews(
     State(app): State<AppState>,
     Path((owner, name, number)): Path<(String, String, String)>,
 ) -> Result<Json<Vec<ReviewRow>>, ApiError> {

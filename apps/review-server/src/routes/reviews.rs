@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 /// Characters of a transcript shown when it is not JSON (docs/review-service.md §8).
 const RAW_SESSION_CHARS: usize = 1000;
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/reviews/{id}", get(one))
         .route("/api/reviews/{id}/findings", get(findings))
@@ -39,7 +39,7 @@ async fn review_or_404(app: &AppState, id: &str) -> Result<ReviewRow, ApiError> 
 /// GET /api/reviews/:id: the row, or 404 `Not found`.
 #[utoipa::path(get, path = "/api/reviews/{id}", operation_id = "get_review", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = ReviewRow), (status = 404, description = "Not found", content_type = "text/plain")))]
-pub async fn one(
+pub(crate) async fn one(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ReviewRow>, ApiError> {
@@ -49,7 +49,7 @@ pub async fn one(
 /// GET /api/reviews/:id/findings: ordered by id; an unknown review gives 200 [].
 #[utoipa::path(get, path = "/api/reviews/{id}/findings", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = Vec<FindingRow>)))]
-pub async fn findings(
+pub(crate) async fn findings(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<FindingRow>>, ApiError> {
@@ -64,7 +64,7 @@ pub async fn findings(
 /// "Verification before posting").
 #[utoipa::path(get, path = "/api/reviews/{id}/dropped", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = Vec<review_domain::DroppedFindingRow>)))]
-pub async fn dropped(
+pub(crate) async fn dropped(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<review_domain::DroppedFindingRow>>, ApiError> {
@@ -80,7 +80,7 @@ pub async fn dropped(
 #[utoipa::path(get, path = "/api/reviews/{id}/session", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, description = "the transcript, or an object with an error key", body = super::bodies::SessionBody),
         (status = 404, description = "Not found", content_type = "text/plain")))]
-pub async fn session(
+pub(crate) async fn session(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -134,7 +134,7 @@ pub async fn session(
 /// `repo not found` (plain text); 502 `{ok:false, error}` when the forge cannot give the PR.
 #[utoipa::path(post, path = "/api/reviews/{id}/retry", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 202, body = super::bodies::Ack), (status = 404, content_type = "text/plain"), (status = 502, body = super::bodies::RetryFailed)))]
-pub async fn retry(
+pub(crate) async fn retry(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -171,7 +171,7 @@ pub async fn retry(
 /// reviews are never retried.
 #[utoipa::path(post, path = "/api/reviews/{id}/stop", params(("id" = String, Path, description = "review id", example = "1")),
     responses((status = 200, body = super::bodies::StopOutcome), (status = 404, content_type = "text/plain")))]
-pub async fn stop(
+pub(crate) async fn stop(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {

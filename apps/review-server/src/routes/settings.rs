@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 /// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
 /// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
 /// REVIEW_MAX_COST.
-pub const SETTING_KEYS: [&str; 15] = [
+pub(crate) const SETTING_KEYS: [&str; 15] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -58,7 +58,7 @@ const TEST_PROMPT: &str = "This is a connection test. Reply with the single word
 const TEST_REPLY_CHARS: usize = 200;
 
 /// Routes of this module.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/settings", get(get_settings).put(put_settings))
         .route("/api/settings/test", get(test_settings))
@@ -71,7 +71,11 @@ pub fn router() -> Router<AppState> {
 /// is absent and API keys are unredacted.
 #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SettingsUpdate {
+#[expect(
+    dead_code,
+    reason = "an OpenAPI schema: it documents the body, which the handler reads through its own checks"
+)]
+pub(crate) struct SettingsUpdate {
     #[schema(nullable = false)]
     pub agent_api_key: Option<String>,
     #[schema(nullable = false)]
@@ -129,7 +133,7 @@ pub struct SettingsUpdate {
 /// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
 /// with the reply cut to 200 characters, or `{ok: false, error}`. Always status 200.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct SettingsTest {
+pub(crate) struct SettingsTest {
     pub ok: bool,
     /// The model that was asked (`<provider>/<model>`), when one could be resolved.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -144,7 +148,7 @@ pub struct SettingsTest {
 /// (docs/review-service.md §4, Settings). A key never set is absent.
 #[utoipa::path(get, path = "/api/settings",
     responses((status = 200, description = "every stored setting", body = SettingsUpdate)))]
-pub async fn get_settings(
+pub(crate) async fn get_settings(
     State(app): State<AppState>,
 ) -> Result<Json<BTreeMap<String, String>>, ApiError> {
     Ok(Json(app.records.store.settings().await?))
@@ -157,7 +161,7 @@ pub async fn get_settings(
 #[utoipa::path(put, path = "/api/settings", request_body = SettingsUpdate,
     responses((status = 200, description = "every stored setting after the write", body = SettingsUpdate),
         (status = 422, description = "a field is not accepted", body = crate::error::ErrorBody)))]
-pub async fn put_settings(
+pub(crate) async fn put_settings(
     State(app): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<BTreeMap<String, String>>, ApiError> {
@@ -254,7 +258,9 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
 #[utoipa::path(get, path = "/api/settings/test",
     responses((status = 200, description = "ok true with text, or ok false with error", body = SettingsTest),
         (status = 403, description = "a cross-site request (`cross_site`): the test spends a model call", body = crate::error::ErrorBody)))]
-pub async fn test_settings(State(app): State<AppState>) -> Result<Json<SettingsTest>, ApiError> {
+pub(crate) async fn test_settings(
+    State(app): State<AppState>,
+) -> Result<Json<SettingsTest>, ApiError> {
     let model = app.global_model().await?;
     let failed = |model: Option<String>, error: String| SettingsTest {
         ok: false,

@@ -14,7 +14,7 @@ use review_domain::SkillMetaRow;
 use serde_json::Value;
 
 /// Routes of this module.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/skills", get(list_skills).post(install_skill))
         .route(
@@ -25,7 +25,11 @@ pub fn router() -> Router<AppState> {
 
 /// Body of POST /api/skills (docs/review-service.md §4, Skills).
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
-pub struct InstallSkill {
+#[expect(
+    dead_code,
+    reason = "an OpenAPI schema: it documents the body, which the handler reads through its own checks"
+)]
+pub(crate) struct InstallSkill {
     /// `<FORGE_URL>/<owner>/<repo>/tree/<ref>/<path>`.
     pub url: String,
 }
@@ -33,13 +37,19 @@ pub struct InstallSkill {
 /// Body of PUT /api/skills/:name (docs/review-service.md §4, Skills): the one place a JSON boolean is
 /// accepted (docs/review-service.md §2, conventions).
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
-pub struct SetSkillEnabled {
+#[expect(
+    dead_code,
+    reason = "an OpenAPI schema: it documents the body, which the handler reads through its own checks"
+)]
+pub(crate) struct SetSkillEnabled {
     pub enabled: bool,
 }
 
 /// GET /api/skills: every skill, newest created_at first, never the stored files.
 #[utoipa::path(get, path = "/api/skills", responses((status = 200, body = Vec<SkillMetaRow>)))]
-pub async fn list_skills(State(app): State<AppState>) -> Result<Json<Vec<SkillMetaRow>>, ApiError> {
+pub(crate) async fn list_skills(
+    State(app): State<AppState>,
+) -> Result<Json<Vec<SkillMetaRow>>, ApiError> {
     Ok(Json(app.records.store.skills().await?))
 }
 
@@ -49,7 +59,7 @@ pub async fn list_skills(State(app): State<AppState>) -> Result<Json<Vec<SkillMe
 #[utoipa::path(post, path = "/api/skills", request_body = InstallSkill,
     responses((status = 200, body = SkillMetaRow),
         (status = 422, description = "URL unparseable or fetch failed: {error}", body = crate::error::ErrorBody)))]
-pub async fn install_skill(
+pub(crate) async fn install_skill(
     State(app): State<AppState>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<SkillMetaRow>, ApiError> {
@@ -84,7 +94,7 @@ pub async fn install_skill(
     responses((status = 200, body = SkillMetaRow),
         (status = 404, description = "{\"error\":\"not found\"}", body = crate::error::ErrorBody),
         (status = 422, description = "enabled is not a JSON boolean", body = crate::error::ErrorBody)))]
-pub async fn set_skill_enabled(
+pub(crate) async fn set_skill_enabled(
     State(app): State<AppState>,
     Path(name): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
@@ -104,7 +114,7 @@ pub async fn set_skill_enabled(
 /// DELETE /api/skills/:name: 204, also for an unknown skill.
 #[utoipa::path(delete, path = "/api/skills/{name}", params(("name" = String, Path, description = "skill name", example = "lint-rules")),
     responses((status = 204, description = "deleted, or there was no such skill")))]
-pub async fn delete_skill(
+pub(crate) async fn delete_skill(
     State(app): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {

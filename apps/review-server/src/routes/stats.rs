@@ -17,7 +17,7 @@ use review_store::{Charts, Stats};
 use serde::Deserialize;
 
 /// Routes of this module.
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/stats", get(stats))
         .route("/api/stats/charts", get(charts))
@@ -28,7 +28,7 @@ pub fn router() -> Router<AppState> {
 /// query table). Every field is a raw string; see [`StatsFilter::parse`] for the rules.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct StatsQuery {
+pub(crate) struct StatsQuery {
     /// `24h`, `7d`, `30d`, `90d` or `all`; another value means 30d.
     pub range: Option<String>,
     /// `YYYY-MM-DD`, inclusive lower bound (UTC); wins over range.
@@ -82,7 +82,7 @@ impl StatsQuery {
 /// unfiltered (docs/review-service.md §4, Stats).
 #[utoipa::path(get, path = "/api/stats", params(StatsQuery),
     responses((status = 200, body = Stats)))]
-pub async fn stats(
+pub(crate) async fn stats(
     State(app): State<AppState>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Stats>, ApiError> {
@@ -95,7 +95,7 @@ pub async fn stats(
 /// Stats).
 #[utoipa::path(get, path = "/api/stats/charts", params(StatsQuery),
     responses((status = 200, body = Charts)))]
-pub async fn charts(
+pub(crate) async fn charts(
     State(app): State<AppState>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Charts>, ApiError> {
@@ -108,7 +108,7 @@ pub async fn charts(
 /// §8).
 #[utoipa::path(get, path = "/api/reviews", params(StatsQuery),
     responses((status = 200, body = Vec<ReviewRow>)))]
-pub async fn list_reviews(
+pub(crate) async fn list_reviews(
     State(app): State<AppState>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Vec<ReviewRow>>, ApiError> {

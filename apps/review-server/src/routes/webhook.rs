@@ -42,7 +42,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
-pub fn router() -> Router<AppState> {
+pub(crate) fn router() -> Router<AppState> {
     Router::new().route("/webhook/github", post(receive))
 }
 
@@ -83,7 +83,7 @@ struct EnvelopeRepository<'a> {
     params(("X-Hub-Signature-256" = String, Header), ("X-GitHub-Event" = Option<String>, Header), ("X-Forge-Event" = Option<String>, Header)),
     responses((status = 200, body = super::bodies::Ack), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody),
         (status = 503, description = "WEBHOOK_MAX_CONCURRENT_BODIES bodies are being read (`webhook_busy`, Retry-After)", body = crate::error::ErrorBody)))]
-pub async fn receive(
+pub(crate) async fn receive(
     State(app): State<AppState>,
     headers: HeaderMap,
     body: Bytes,

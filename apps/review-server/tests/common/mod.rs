@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 use test_doubles::fake_forge::{FakeForge, TEST_APP_ID, TEST_APP_KEY};
 use test_doubles::scripted_model::{Behavior, ScriptedModel};
 
-pub const SECRET: &str = "e2e-webhook-secret";
-pub const OWNER: &str = "acme";
-pub const REPO: &str = "widgets";
-pub const INSTALLATION: i64 = 77;
+pub(crate) const SECRET: &str = "e2e-webhook-secret";
+pub(crate) const OWNER: &str = "acme";
+pub(crate) const REPO: &str = "widgets";
+pub(crate) const INSTALLATION: i64 = 77;
 
 /// Run git with a neutral environment; returns trimmed stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let home = std::env::temp_dir().join("review-e2e-home");
     std::fs::create_dir_all(&home).unwrap();
     let out = Command::new("git")
@@ -39,7 +39,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// `git diff base...head | git patch-id --stable`, by git itself.
-pub fn git_patch_id(dir: &Path, base: &str, head: &str) -> String {
+pub(crate) fn git_patch_id(dir: &Path, base: &str, head: &str) -> String {
     let diff = Command::new("git")
         .args(["diff", &format!("{base}...{head}")])
         .current_dir(dir)
@@ -74,14 +74,14 @@ fn write(dir: &Path, rel: &str, text: &str) {
 /// A real repository: main with a few commits, a feature branch whose diff adds lines with
 /// `unwrap()` and `TODO`, main moved on after the fork; published bare at
 /// `<upstream>/acme/widgets.git` with `refs/pull/1/head`.
-pub struct Upstream {
+pub(crate) struct Upstream {
     pub root: tempfile::TempDir,
     pub work: PathBuf,
     pub bare: PathBuf,
 }
 
 impl Upstream {
-    pub fn new() -> Upstream {
+    pub(crate) fn new() -> Upstream {
         let root = tempfile::tempdir().unwrap();
         let work = root.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
@@ -142,16 +142,16 @@ impl Upstream {
     }
 
     /// `file://` base for FORGE_GIT_URL.
-    pub fn git_url(&self) -> String {
+    pub(crate) fn git_url(&self) -> String {
         format!("file://{}", self.root.path().join("upstream").display())
     }
 
-    pub fn sha(&self, rev: &str) -> String {
+    pub(crate) fn sha(&self, rev: &str) -> String {
         git(&self.work, &["rev-parse", rev])
     }
 
     /// Push `branch` to the bare repo as refs/pull/N/head (what GitHub does for a PR).
-    pub fn publish_pull(&self, n: i64, branch: &str) {
+    pub(crate) fn publish_pull(&self, n: i64, branch: &str) {
         git(
             &self.work,
             &[
@@ -166,7 +166,7 @@ impl Upstream {
     }
 
     /// A new commit on feature adding one more unwrap(); returns its sha.
-    pub fn push_feature_commit(&self) -> String {
+    pub(crate) fn push_feature_commit(&self) -> String {
         git(&self.work, &["checkout", "-q", "feature"]);
         let lib = std::fs::read_to_string(self.work.join("src/lib.rs")).unwrap();
         write(
@@ -181,7 +181,7 @@ impl Upstream {
     }
 
     /// (path, line) of every line of `head` that the feature added and that holds unwrap() or TODO.
-    pub fn flagged_lines(&self, base: &str, head: &str) -> Vec<(String, i64)> {
+    pub(crate) fn flagged_lines(&self, base: &str, head: &str) -> Vec<(String, i64)> {
         let diff = git(&self.work, &["diff", "-U0", &format!("{base}...{head}")]);
         let mut out = Vec::new();
         let (mut path, mut line) = (String::new(), 0i64);
@@ -206,7 +206,7 @@ impl Upstream {
 }
 
 /// Writes `files` on `branch` of the upstream working copy and commits them.
-pub fn commit_on(up: &Upstream, branch: &str, files: &[(&str, &str)], message: &str) {
+pub(crate) fn commit_on(up: &Upstream, branch: &str, files: &[(&str, &str)], message: &str) {
     git(&up.work, &["checkout", "-q", branch]);
     for (path, content) in files {
         write(&up.work, path, content);
@@ -220,7 +220,7 @@ impl Upstream {
     /// The base carries REVIEW.md ("BASE-RULE-7"); PR 1 rewrites it
     /// ("INJECTED-RULE-9") and marks every file `-diff` (and Rust files binary) in
     /// .gitattributes, which would hide each hunk if the head's attributes applied.
-    pub fn rewriting_its_instructions() -> Upstream {
+    pub(crate) fn rewriting_its_instructions() -> Upstream {
         let up = Upstream::new();
         commit_on(
             &up,
@@ -248,7 +248,7 @@ impl Upstream {
     }
 
     /// PR `n` from branch `clean`: one new file with nothing for the reviewer to flag.
-    pub fn publish_clean_pull(&self, n: i64) {
+    pub(crate) fn publish_clean_pull(&self, n: i64) {
         git(&self.work, &["checkout", "-q", "-b", "clean", "main"]);
         git(&self.work, &["checkout", "-q", "main"]);
         commit_on(
@@ -265,7 +265,7 @@ impl Upstream {
 }
 
 /// The real binary, started with the given environment on a free loopback port.
-pub struct Server {
+pub(crate) struct Server {
     pub child: Child,
     pub url: String,
     pub data_dir: PathBuf,
@@ -277,7 +277,7 @@ pub struct Server {
 /// Set to `postgres` (scripts/test.sh does, on its second pass over the end-to-end suites),
 /// every server a test starts without a DATABASE_URL of its own runs on a fresh PostgreSQL
 /// database instead of the SQLite default (README, "Tests").
-pub const E2E_DATABASE_VAR: &str = "REVIEW_E2E_DATABASE";
+pub(crate) const E2E_DATABASE_VAR: &str = "REVIEW_E2E_DATABASE";
 
 /// The DATABASE_URL for a server on `data_dir` when the test gave none: under
 /// [`E2E_DATABASE_VAR`]`=postgres` a fresh PostgreSQL database, remembered beside the folder so
@@ -306,7 +306,7 @@ impl Drop for Server {
 
 /// A server with exactly `env` (plus LISTEN and DATA_DIR) in a fresh temp dir, which owns its
 /// data and must outlive the server.
-pub async fn start_temp(env: &[(&str, String)]) -> (tempfile::TempDir, Server) {
+pub(crate) async fn start_temp(env: &[(&str, String)]) -> (tempfile::TempDir, Server) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
@@ -314,7 +314,7 @@ pub async fn start_temp(env: &[(&str, String)]) -> (tempfile::TempDir, Server) {
     (dir, server)
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -324,7 +324,7 @@ pub fn free_port() -> u16 {
 
 /// Names another review-server binary for [`Server::start`] (bench/security runs the same
 /// scenarios against a release build from before a fix); unset, the one cargo built.
-pub const SERVER_BIN_VAR: &str = "REVIEW_SERVER_BIN";
+pub(crate) const SERVER_BIN_VAR: &str = "REVIEW_SERVER_BIN";
 
 fn server_bin() -> PathBuf {
     std::env::var_os(SERVER_BIN_VAR)
@@ -334,14 +334,14 @@ fn server_bin() -> PathBuf {
 /// What a live process has used so far, from `/proc`: user + system CPU seconds and peak
 /// resident memory (VmHWM).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub cpu_secs: f64,
     pub peak_rss_mb: f64,
 }
 
 impl Usage {
     /// None when the process is gone (or /proc is not Linux's).
-    pub fn of(pid: u32) -> Option<Usage> {
+    pub(crate) fn of(pid: u32) -> Option<Usage> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         // Fields after the command name, which is in parentheses and may hold spaces:
         // state is field 3, utime and stime fields 14 and 15.
@@ -356,7 +356,7 @@ impl Usage {
 }
 
 /// VmHWM of a live process in KiB.
-pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+pub(crate) fn peak_rss_kib(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()?
         .lines()
@@ -382,11 +382,11 @@ fn clock_ticks() -> f64 {
 impl Server {
     /// The process's CPU seconds and peak RSS so far (None once it has exited); read it before
     /// the server is stopped.
-    pub fn usage(&self) -> Option<Usage> {
+    pub(crate) fn usage(&self) -> Option<Usage> {
         Usage::of(self.child.id())
     }
 
-    pub async fn start(data_dir: &Path, env: &[(&str, String)]) -> Server {
+    pub(crate) async fn start(data_dir: &Path, env: &[(&str, String)]) -> Server {
         let port = free_port();
         let log = std::fs::File::create(data_dir.with_extension("log")).unwrap();
         let mut cmd = Command::new(server_bin());
@@ -442,14 +442,14 @@ impl Server {
         }
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default()
     }
 
     /// Waits (up to 20 s) until one line of the server's log contains every one of `needles`,
     /// and returns that line. Tests wait on the line the server writes when it decides
     /// something (say, that a review gets no automatic retry) rather than sleeping past it.
-    pub async fn wait_log_line(&self, needles: &[&str]) -> String {
+    pub(crate) async fn wait_log_line(&self, needles: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let log = self.log();
@@ -465,7 +465,7 @@ impl Server {
     }
 
     /// POST a delivery signed with `secret` (None: unsigned).
-    pub async fn deliver(
+    pub(crate) async fn deliver(
         &self,
         event: &str,
         body: &[u8],
@@ -484,7 +484,7 @@ impl Server {
         req.send().await.unwrap()
     }
 
-    pub async fn get_json(&self, path: &str) -> Value {
+    pub(crate) async fn get_json(&self, path: &str) -> Value {
         self.http
             .get(format!("{}{path}", self.url))
             .send()
@@ -496,7 +496,7 @@ impl Server {
     }
 
     /// Register (POST /api/repos) and enable (PUT) a repo, as an operator would.
-    pub async fn enable(&self, full_name: &str, model: Option<&str>) {
+    pub(crate) async fn enable(&self, full_name: &str, model: Option<&str>) {
         let r = self
             .http
             .post(format!("{}/api/repos", self.url))
@@ -516,7 +516,7 @@ impl Server {
     }
 
     /// Wait until the PR has `count` reviews and all are terminal; returns them newest first.
-    pub async fn wait_reviews(&self, full_name: &str, pr: i64, count: usize) -> Vec<Value> {
+    pub(crate) async fn wait_reviews(&self, full_name: &str, pr: i64, count: usize) -> Vec<Value> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let rows = self
@@ -555,7 +555,7 @@ fn rand_u128() -> u128 {
 
 /// The environment that points the server at the scripted model: keys for `anthropic` and
 /// `openai`, both base URLs, `model_spec` as AGENT_MODEL and the streaming switch.
-pub fn model_env(
+pub(crate) fn model_env(
     model: &ScriptedModel,
     model_spec: &str,
     stream: bool,
@@ -571,7 +571,7 @@ pub fn model_env(
 }
 
 /// Everything an end-to-end test needs, started.
-pub struct World {
+pub(crate) struct World {
     pub upstream: Upstream,
     pub data: tempfile::TempDir,
     pub forge: FakeForge,
@@ -585,7 +585,7 @@ impl World {
     /// The review model is zai-coding-plan's, whose key (SECOND_API_KEY)
     /// is unset, so every run fails on its configuration; RETRY_DELAY_SECS=1 would bring an
     /// automatic retry, if any, within a second or two.
-    pub async fn without_the_models_key() -> World {
+    pub(crate) async fn without_the_models_key() -> World {
         World::start_with(
             Upstream::new(),
             Behavior::Reviewer,
@@ -600,11 +600,11 @@ impl World {
 impl World {
     /// Start the doubles and the server; `model_spec` picks the wire format
     /// (`anthropic/...` or `openai/...`).
-    pub async fn start(behavior: Behavior, model_spec: &str, stream: bool) -> World {
+    pub(crate) async fn start(behavior: Behavior, model_spec: &str, stream: bool) -> World {
         Self::start_with(Upstream::new(), behavior, model_spec, stream, &[]).await
     }
 
-    pub async fn start_with(
+    pub(crate) async fn start_with(
         upstream: Upstream,
         behavior: Behavior,
         model_spec: &str,
@@ -638,7 +638,7 @@ impl World {
     }
 
     /// Another replica: the binary with this world's environment on its own folder `name`.
-    pub async fn replica(&self, name: &str) -> Server {
+    pub(crate) async fn replica(&self, name: &str) -> Server {
         let dir = self.data.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
         Server::start(&dir, &self.env).await
@@ -646,7 +646,7 @@ impl World {
 
     /// Pull requests 1..=`count` at the feature head: their refs pushed in one go, their diff
     /// and each PR known to the fake forge (for inline comments and retries).
-    pub fn publish_pulls(&self, count: i64) {
+    pub(crate) fn publish_pulls(&self, count: i64) {
         let head = self.upstream.sha("feature");
         let diff = git(&self.upstream.work, &["diff", &format!("main...{head}")]);
         self.forge.set_diff(&self.full_name(), &head, &diff);
@@ -669,7 +669,7 @@ impl World {
     }
 
     /// The `pull_request` delivery of `action` for PR `n` at the feature head.
-    pub fn pull_payload(&self, n: i64, action: &str) -> Vec<u8> {
+    pub(crate) fn pull_payload(&self, n: i64, action: &str) -> Vec<u8> {
         let mut v: Value = serde_json::from_slice(
             &self.pull_request_payload(action, &self.upstream.sha("feature")),
         )
@@ -682,7 +682,7 @@ impl World {
 
     /// Delivers `opened` for PR `n` at the head of branch `clean` (see
     /// [`Upstream::publish_clean_pull`]), signed.
-    pub async fn deliver_clean_pull(&self, n: i64) -> reqwest::Response {
+    pub(crate) async fn deliver_clean_pull(&self, n: i64) -> reqwest::Response {
         let clean = self.upstream.sha("clean");
         let mut payload: Value =
             serde_json::from_slice(&self.pull_request_payload("opened", &clean)).unwrap();
@@ -698,7 +698,7 @@ impl World {
     /// PRs 1..=`prs` (see [`World::publish_pulls`]), each opened on one of this world's server
     /// and `other` and reopened on the other, under different delivery ids, all at once: the
     /// status of every delivery.
-    pub async fn deliver_opened_and_reopened(
+    pub(crate) async fn deliver_opened_and_reopened(
         &self,
         other: &Server,
         prs: i64,
@@ -731,21 +731,21 @@ impl World {
 
     /// Kills the server (SIGKILL, as a crash) and starts it again on the same data folder and
     /// environment.
-    pub async fn kill_and_restart(&mut self) {
+    pub(crate) async fn kill_and_restart(&mut self) {
         let data_dir = self.server.data_dir.clone();
         let _ = self.server.child.kill();
         let _ = self.server.child.wait();
         self.server = Server::start(&data_dir, &self.env).await;
     }
 
-    pub fn full_name(&self) -> String {
+    pub(crate) fn full_name(&self) -> String {
         format!("{OWNER}/{REPO}")
     }
 
     /// Deliver `pull_request` `action` for PR 1 at the feature branch's head, signed; asserts
     /// 200. The fake forge learns the PR's diff, so it refuses inline comments off it as GitHub
     /// does.
-    pub async fn deliver_pull_request(&self, action: &str) {
+    pub(crate) async fn deliver_pull_request(&self, action: &str) {
         let head = self.upstream.sha("feature");
         let diff = git(&self.upstream.work, &["diff", &format!("main...{head}")]);
         self.forge.set_diff(&self.full_name(), &head, &diff);
@@ -761,7 +761,7 @@ impl World {
     }
 
     /// GitHub's example pull_request delivery, rewritten for our repo and PR 1.
-    pub fn pull_request_payload(&self, action: &str, head: &str) -> Vec<u8> {
+    pub(crate) fn pull_request_payload(&self, action: &str, head: &str) -> Vec<u8> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/webhooks/pull_request.opened.json"
@@ -787,7 +787,7 @@ impl World {
     /// Delivers GitHub's example `issue_comment` (created) as a comment `text` on PR 1 by a
     /// user with `association`, after telling the fake forge PR 1 is at the feature head (the
     /// server fetches it for a command); asserts 200.
-    pub async fn deliver_pr_comment(&self, text: &str, association: &str) {
+    pub(crate) async fn deliver_pr_comment(&self, text: &str, association: &str) {
         let head = self.upstream.sha("feature");
         let pull: Value =
             serde_json::from_slice(&self.pull_request_payload("synchronize", &head)).unwrap();
@@ -817,7 +817,7 @@ impl World {
 
     /// Enables the repo, delivers `opened` for PR 1, waits for its one review to complete and
     /// returns the review posted on the fake forge.
-    pub async fn review_once(&self) -> Value {
+    pub(crate) async fn review_once(&self) -> Value {
         self.server.enable(&self.full_name(), None).await;
         self.deliver_pull_request("opened").await;
         let rows = self.server.wait_reviews(&self.full_name(), 1, 1).await;
@@ -829,7 +829,7 @@ impl World {
 
     /// Waits until the server has decided that PR 1's failed review gets no automatic retry
     /// (its log line), then asserts that PR 1 still has exactly one review row.
-    pub async fn assert_no_automatic_retry(&self) {
+    pub(crate) async fn assert_no_automatic_retry(&self) {
         self.server.wait_log_line(&["no automatic retry"]).await;
         let rows = self
             .server
@@ -838,7 +838,7 @@ impl World {
         assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     }
 
-    pub fn bare_clone_path(&self) -> PathBuf {
+    pub(crate) fn bare_clone_path(&self) -> PathBuf {
         self.server
             .data_dir
             .join("repos/github.com")
@@ -847,7 +847,7 @@ impl World {
     }
 
     /// Entries left under DATA_DIR/worktrees.
-    pub fn leftover_worktrees(&self) -> Vec<PathBuf> {
+    pub(crate) fn leftover_worktrees(&self) -> Vec<PathBuf> {
         match std::fs::read_dir(self.server.data_dir.join("worktrees")) {
             Ok(d) => d.map(|e| e.unwrap().path()).collect(),
             Err(_) => Vec::new(),
@@ -858,7 +858,11 @@ impl World {
 impl Server {
     /// (id, status, error) of the review rows of `full_name`'s PR `pr`, oldest first; none
     /// while the API does not answer with a list.
-    pub async fn pr_rows(&self, full_name: &str, pr: i64) -> Vec<(i64, String, Option<String>)> {
+    pub(crate) async fn pr_rows(
+        &self,
+        full_name: &str,
+        pr: i64,
+    ) -> Vec<(i64, String, Option<String>)> {
         let rows = self
             .get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
             .await;
@@ -882,7 +886,7 @@ impl Server {
 
 impl Server {
     /// Wait until the PR has at least one review row; returns the newest.
-    pub async fn wait_reviews_any(&self, full_name: &str, pr: i64) -> Value {
+    pub(crate) async fn wait_reviews_any(&self, full_name: &str, pr: i64) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let rows = self
@@ -904,7 +908,7 @@ impl Server {
 impl Server {
     /// Runs `sql` on the server's database, SQLite or PostgreSQL (write `$N`-free SQL both
     /// accept).
-    pub async fn db_exec(&self, sql: &str) {
+    pub(crate) async fn db_exec(&self, sql: &str) {
         use sqlx::Connection;
         sqlx::any::install_default_drivers();
         let mut db = sqlx::AnyConnection::connect(&self.database_url)
@@ -915,7 +919,7 @@ impl Server {
     }
 
     /// The first column of the first row of `sql` on the server's database, as an integer.
-    pub async fn db_count(&self, sql: &str) -> i64 {
+    pub(crate) async fn db_count(&self, sql: &str) -> i64 {
         use sqlx::Connection;
         sqlx::any::install_default_drivers();
         let mut db = sqlx::AnyConnection::connect(&self.database_url)
@@ -928,7 +932,7 @@ impl Server {
 
     /// Two review rows no queue row will ever end: #200 on PR 2, `running` since an older
     /// version without the work queue, and #201 on PR 3, `pending`, written just now.
-    pub async fn insert_rows_without_queue_rows(&self) {
+    pub(crate) async fn insert_rows_without_queue_rows(&self) {
         self.db_exec("INSERT INTO reviews (id, repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES (200, 'acme/widgets', 2, 'running', 'opened', 0, 1)").await;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -938,30 +942,30 @@ impl Server {
     }
 
     /// True when the server runs on PostgreSQL.
-    pub fn on_postgres(&self) -> bool {
+    pub(crate) fn on_postgres(&self) -> bool {
         self.database_url.starts_with("postgres")
     }
 }
 
 /// A pool on the server's SQLite file (WAL lets the test write beside the server).
-pub async fn sqlx_pool(db: &Path) -> sqlx::SqlitePool {
+pub(crate) async fn sqlx_pool(db: &Path) -> sqlx::SqlitePool {
     sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
         .await
         .unwrap()
 }
 
-pub async fn sqlx_exec(pool: &sqlx::SqlitePool, sql: &str) {
+pub(crate) async fn sqlx_exec(pool: &sqlx::SqlitePool, sql: &str) {
     sqlx::query(sql).execute(pool).await.unwrap();
 }
 
 /// A raw server-sent-events client: frames split on blank lines.
-pub struct EventClient {
+pub(crate) struct EventClient {
     resp: reqwest::Response,
     buf: String,
 }
 
 impl EventClient {
-    pub async fn connect(base: &str, path: &str) -> EventClient {
+    pub(crate) async fn connect(base: &str, path: &str) -> EventClient {
         let resp = reqwest::get(format!("{base}{path}")).await.unwrap();
         assert_eq!(resp.status(), 200);
         assert_eq!(resp.headers()["content-type"], "text/event-stream");
@@ -972,7 +976,7 @@ impl EventClient {
     }
 
     /// The next frame without its trailing blank line (5 s at most).
-    pub async fn next_frame(&mut self) -> String {
+    pub(crate) async fn next_frame(&mut self) -> String {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let frame = self.buf[..end].to_owned();
@@ -989,7 +993,7 @@ impl EventClient {
     }
 
     /// The next data frame (heartbeats skipped): (id, data).
-    pub async fn next_data(&mut self) -> (u64, Value) {
+    pub(crate) async fn next_data(&mut self) -> (u64, Value) {
         loop {
             let frame = self.next_frame().await;
             if frame.starts_with("event: heartbeat") {
@@ -1015,4 +1019,6 @@ impl EventClient {
 #[path = "../../../../crates/review-store/tests/common/postgres.rs"]
 mod postgres;
 #[allow(unused_imports)] // not every test binary uses it
-pub use postgres::{DATABASE_URL_VAR, fresh_database_url as postgres_database_url, under_ci};
+pub(crate) use postgres::{
+    DATABASE_URL_VAR, fresh_database_url as postgres_database_url, under_ci,
+};

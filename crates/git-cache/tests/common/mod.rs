@@ -6,17 +6,17 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 
 /// A cancel flag nobody raises.
-pub static NEVER: AtomicBool = AtomicBool::new(false);
+pub(crate) static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// A scratch folder with its own HOME and a repository at `repo`.
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub dir: tempfile::TempDir,
     pub repo: PathBuf,
 }
 
 impl Fixture {
     /// `git init -b main` in a fresh temp dir.
-    pub fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("home")).unwrap();
         let repo = dir.path().join("repo");
@@ -26,11 +26,11 @@ impl Fixture {
         fixture
     }
 
-    pub fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }
 
-    pub fn command(&self, cwd: &Path, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, cwd: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new("git");
         cmd.args(args)
             .current_dir(cwd)
@@ -50,11 +50,11 @@ impl Fixture {
     }
 
     /// Runs git in the repository and returns stdout; panics on failure.
-    pub fn git_bytes(&self, args: &[&str]) -> Vec<u8> {
+    pub(crate) fn git_bytes(&self, args: &[&str]) -> Vec<u8> {
         self.git_in(&self.repo, args)
     }
 
-    pub fn git_in(&self, cwd: &Path, args: &[&str]) -> Vec<u8> {
+    pub(crate) fn git_in(&self, cwd: &Path, args: &[&str]) -> Vec<u8> {
         let out = self.command(cwd, args).output().unwrap();
         assert!(
             out.status.success(),
@@ -64,7 +64,7 @@ impl Fixture {
         out.stdout
     }
 
-    pub fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         String::from_utf8(self.git_bytes(args))
             .unwrap()
             .trim()
@@ -72,7 +72,7 @@ impl Fixture {
     }
 
     /// `git diff a...b | git patch-id --stable`, first field.
-    pub fn git_patch_id(&self, diff: &[u8]) -> Option<String> {
+    pub(crate) fn git_patch_id(&self, diff: &[u8]) -> Option<String> {
         let mut child = self
             .command(&self.repo, &["patch-id", "--stable"])
             .stdin(Stdio::piped())
@@ -89,31 +89,31 @@ impl Fixture {
         text.split_whitespace().next().map(str::to_owned)
     }
 
-    pub fn write(&self, path: &str, content: impl AsRef<[u8]>) {
+    pub(crate) fn write(&self, path: &str, content: impl AsRef<[u8]>) {
         let full = self.repo.join(path);
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
         std::fs::write(full, content).unwrap();
     }
 
-    pub fn remove(&self, path: &str) {
+    pub(crate) fn remove(&self, path: &str) {
         std::fs::remove_file(self.repo.join(path)).unwrap();
     }
 
-    pub fn chmod(&self, path: &str, mode: u32) {
+    pub(crate) fn chmod(&self, path: &str, mode: u32) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(self.repo.join(path), std::fs::Permissions::from_mode(mode))
             .unwrap();
     }
 
     /// `git add -A && git commit`, returning the new commit's id.
-    pub fn commit(&self, message: &str) -> String {
+    pub(crate) fn commit(&self, message: &str) -> String {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", message]);
         self.git(&["rev-parse", "HEAD"])
     }
 
     /// Asserts that our diff and patch id of `base...head` equal git's, byte for byte.
-    pub fn assert_diff_matches(&self, base: &str, head: &str) -> Vec<u8> {
+    pub(crate) fn assert_diff_matches(&self, base: &str, head: &str) -> Vec<u8> {
         let range = format!("{base}...{head}");
         let expected = self.git_bytes(&["diff", &range]);
         let repo = git_cache::Repo::open(&self.repo).unwrap();

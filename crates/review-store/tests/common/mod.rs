@@ -10,10 +10,10 @@ use std::ops::Deref;
 
 mod postgres;
 #[allow(unused_imports)] // not every test binary uses them
-pub use postgres::{DATABASE_URL_VAR, fresh_database_url, under_ci};
+pub(crate) use postgres::{DATABASE_URL_VAR, fresh_database_url, under_ci};
 
 /// A store on a fresh database, with what keeps it alive.
-pub struct TestStore {
+pub(crate) struct TestStore {
     pub store: Store,
     /// The SQLite folder (deleted on drop); None on PostgreSQL.
     pub dir: Option<tempfile::TempDir>,
@@ -29,7 +29,7 @@ impl Deref for TestStore {
 }
 
 /// A store on a new SQLite file in a temporary folder.
-pub async fn sqlite() -> TestStore {
+pub(crate) async fn sqlite() -> TestStore {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/review.db", dir.path().display());
     let store = Store::open(&url).await.unwrap();
@@ -42,7 +42,7 @@ pub async fn sqlite() -> TestStore {
 
 /// A store on a new PostgreSQL database, or None when no server is configured
 /// ([`fresh_database_url`]).
-pub async fn postgres() -> Option<TestStore> {
+pub(crate) async fn postgres() -> Option<TestStore> {
     let url = fresh_database_url().await?;
     let store = Store::open(&url).await.unwrap();
     Some(TestStore {

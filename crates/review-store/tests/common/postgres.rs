@@ -6,17 +6,17 @@ use sqlx::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The variable naming the PostgreSQL server the tests may create databases on.
-pub const DATABASE_URL_VAR: &str = "REVIEW_TEST_DATABASE_URL";
+pub(crate) const DATABASE_URL_VAR: &str = "REVIEW_TEST_DATABASE_URL";
 
 /// True under CI (`CI` set, not `0` or `false`), where a test that cannot run must fail.
-pub fn under_ci() -> bool {
+pub(crate) fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 /// The URL of a new, empty database `t_<pid>_<time>_<n>` on the test server, or None after a
 /// notice on stderr when `REVIEW_TEST_DATABASE_URL` is unset. Panics under CI when it is
 /// unset, and when the server refuses.
-pub async fn fresh_database_url() -> Option<String> {
+pub(crate) async fn fresh_database_url() -> Option<String> {
     let Ok(base) = std::env::var(DATABASE_URL_VAR) else {
         assert!(
             !under_ci(),
