@@ -409,6 +409,11 @@ impl FakeForge {
     }
 }
 
+/// What a route handler answers: `Err` is a refusal in GitHub's error format, so the shared
+/// prelude (`s.check(..)?`: record the call, then refuse as GitHub would) and a handler's own
+/// refusals read alike.
+type Answer = Result<Response, Response>;
+
 fn gh_error(status: u16, message: &str) -> Response {
     (
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -476,15 +481,9 @@ impl Shared {
     }
 }
 
-async fn access_token(
-    State(s): State<Shared>,
-    Path(id): Path<i64>,
-    headers: HeaderMap,
-) -> Response {
+async fn access_token(State(s): State<Shared>, Path(id): Path<i64>, headers: HeaderMap) -> Answer {
     let path = format!("/app/installations/{id}/access_tokens");
-    if let Err(r) = s.check("POST", path, &headers, Value::Null, false) {
-        return r;
-    }
+    s.check("POST", path, &headers, Value::Null, false)?;
     let jwt = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -495,33 +494,29 @@ async fn access_token(
     validation.set_issuer(&[TEST_APP_ID]);
     let key = DecodingKey::from_rsa_pem(TEST_APP_PUBLIC_KEY.as_bytes()).unwrap();
     if let Err(e) = jsonwebtoken::decode::<Value>(jwt, &key, &validation) {
-        return gh_error(401, &format!("A JSON web token could not be decoded: {e}"));
+        return Err(gh_error(
+            401,
+            &format!("A JSON web token could not be decoded: {e}"),
+        ));
     }
     let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
     let expires = expires
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
-    (
+    Ok((
         StatusCode::CREATED,
         Json(json!({ "token": format!("ghs_fake_{id}"), "expires_at": expires })),
     )
-        .into_response()
+        .into_response())
 }
 
 async fn get_pull(
     State(s): State<Shared>,
     Path((o, r, n)): Path<(String, String, i64)>,
     headers: HeaderMap,
-) -> Response {
-    if let Err(resp) = s.check(
-        "GET",
-        format!("/repos/{o}/{r}/pulls/{n}"),
-        &headers,
-        Value::Null,
-        true,
-    ) {
-        return resp;
-    }
+) -> Answer {
+    let path = format!("/repos/{o}/{r}/pulls/{n}");
+    s.check("GET", path, &headers, Value::Null, true)?;
     let pull = s
         .inner
         .lock()
@@ -530,8 +525,8 @@ async fn get_pull(
         .get(&format!("{o}/{r}#{n}"))
         .cloned();
     match pull {
-        Some(p) => Json(p).into_response(),
-        None => gh_error(404, "Not Found"),
+        Some(p) => Ok(Json(p).into_response()),
+        None => Err(gh_error(404, "Not Found")),
     }
 }
 
@@ -540,24 +535,17 @@ async fn post_comment(
     Path((o, r, n)): Path<(String, String, i64)>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Response {
-    if let Err(resp) = s.check(
-        "POST",
-        format!("/repos/{o}/{r}/issues/{n}/comments"),
-        &headers,
-        body.clone(),
-        true,
-    ) {
-        return resp;
-    }
+) -> Answer {
+    let path = format!("/repos/{o}/{r}/issues/{n}/comments");
+    s.check("POST", path, &headers, body.clone(), true)?;
     if body["body"].as_str().is_none_or(str::is_empty) {
-        return gh_error(422, "Validation Failed");
+        return Err(gh_error(422, "Validation Failed"));
     }
-    (
+    Ok((
         StatusCode::CREATED,
         Json(json!({ "id": s.id(), "body": body["body"] })),
     )
-        .into_response()
+        .into_response())
 }
 
 async fn post_review(
@@ -565,29 +553,22 @@ async fn post_review(
     Path((o, r, n)): Path<(String, String, i64)>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Response {
-    if let Err(resp) = s.check(
-        "POST",
-        format!("/repos/{o}/{r}/pulls/{n}/reviews"),
-        &headers,
-        body.clone(),
-        true,
-    ) {
-        return resp;
-    }
+) -> Answer {
+    let path = format!("/repos/{o}/{r}/pulls/{n}/reviews");
+    s.check("POST", path, &headers, body.clone(), true)?;
     let event = body["event"].as_str().unwrap_or_default();
     if !matches!(event, "COMMENT" | "APPROVE" | "REQUEST_CHANGES") {
-        return gh_error(422, "Unprocessable Entity");
+        return Err(gh_error(422, "Unprocessable Entity"));
     }
     let body_text = body["body"].as_str().unwrap_or_default();
     if body_text.trim().is_empty() && event != "APPROVE" {
-        return gh_error(
+        return Err(gh_error(
             422,
             &format!("Unprocessable Entity: body is required for a {event} review"),
-        );
+        ));
     }
     let Some(commit) = body["commit_id"].as_str().filter(|c| !c.is_empty()) else {
-        return gh_error(422, "Unprocessable Entity: commit_id is required");
+        return Err(gh_error(422, "Unprocessable Entity: commit_id is required"));
     };
     let diff = s
         .inner
@@ -600,10 +581,10 @@ async fn post_review(
         let lines = DiffLines::parse(&diff);
         for c in body["comments"].as_array().cloned().unwrap_or_default() {
             if !lines.contains(&c) {
-                return gh_error(
+                return Err(gh_error(
                     422,
                     "Unprocessable Entity: Pull request review thread line must be part of the diff",
-                );
+                ));
             }
         }
     }
@@ -630,24 +611,19 @@ async fn post_review(
         }));
     inner.review_comments.insert(id, comments);
     drop(inner);
-    Json(json!({ "id": id, "state": body["event"], "commit_id": body["commit_id"] }))
-        .into_response()
+    Ok(
+        Json(json!({ "id": id, "state": body["event"], "commit_id": body["commit_id"] }))
+            .into_response(),
+    )
 }
 
 async fn review_comments(
     State(s): State<Shared>,
     Path((o, r, n, id)): Path<(String, String, i64, i64)>,
     headers: HeaderMap,
-) -> Response {
-    if let Err(resp) = s.check(
-        "GET",
-        format!("/repos/{o}/{r}/pulls/{n}/reviews/{id}/comments"),
-        &headers,
-        Value::Null,
-        true,
-    ) {
-        return resp;
-    }
+) -> Answer {
+    let path = format!("/repos/{o}/{r}/pulls/{n}/reviews/{id}/comments");
+    s.check("GET", path, &headers, Value::Null, true)?;
     let comments = s
         .inner
         .lock()
@@ -656,7 +632,7 @@ async fn review_comments(
         .get(&id)
         .cloned()
         .unwrap_or_default();
-    Json(Value::Array(comments)).into_response()
+    Ok(Json(Value::Array(comments)).into_response())
 }
 
 async fn post_check_run(
@@ -664,24 +640,20 @@ async fn post_check_run(
     Path((o, r)): Path<(String, String)>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Response {
-    if let Err(resp) = s.check(
-        "POST",
-        format!("/repos/{o}/{r}/check-runs"),
-        &headers,
-        body.clone(),
-        true,
-    ) {
-        return resp;
-    }
+) -> Answer {
+    let path = format!("/repos/{o}/{r}/check-runs");
+    s.check("POST", path, &headers, body.clone(), true)?;
     if body["name"].as_str().is_none() || body["head_sha"].as_str().is_none() {
-        return gh_error(422, "Invalid request: name and head_sha are required");
+        return Err(gh_error(
+            422,
+            "Invalid request: name and head_sha are required",
+        ));
     }
-    (
+    Ok((
         StatusCode::CREATED,
         Json(json!({ "id": s.id(), "status": body["status"] })),
     )
-        .into_response()
+        .into_response())
 }
 
 async fn patch_check_run(
@@ -689,24 +661,19 @@ async fn patch_check_run(
     Path((o, r, id)): Path<(String, String, i64)>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Response {
-    if let Err(resp) = s.check(
-        "PATCH",
-        format!("/repos/{o}/{r}/check-runs/{id}"),
-        &headers,
-        body.clone(),
-        true,
-    ) {
-        return resp;
-    }
+) -> Answer {
+    let path = format!("/repos/{o}/{r}/check-runs/{id}");
+    s.check("PATCH", path, &headers, body.clone(), true)?;
     if body["status"] == "completed" && !body["conclusion"].is_string() {
-        return gh_error(
+        return Err(gh_error(
             422,
             "Unprocessable Entity: conclusion is required when status is completed",
-        );
+        ));
     }
-    Json(json!({ "id": id, "status": body["status"], "conclusion": body["conclusion"] }))
-        .into_response()
+    Ok(
+        Json(json!({ "id": id, "status": body["status"], "conclusion": body["conclusion"] }))
+            .into_response(),
+    )
 }
 
 /// The lines of a unified diff a review comment may sit on, by path: new-file numbers of
@@ -792,14 +759,17 @@ async fn get_commit(
     State(s): State<Shared>,
     Path((o, r, git_ref)): Path<(String, String, String)>,
     headers: HeaderMap,
-) -> Response {
+) -> Answer {
     let path = format!("/repos/{o}/{r}/commits/{git_ref}");
-    if let Err(resp) = s.check("GET", path, &headers, Value::Null, false) {
-        return resp;
-    }
+    s.check("GET", path, &headers, Value::Null, false)?;
     match find_commit(&s, &format!("{o}/{r}"), &git_ref) {
-        Some(c) => Json(json!({ "sha": c.sha, "commit": { "message": "fake" } })).into_response(),
-        None => gh_error(422, &format!("No commit found for SHA: {git_ref}")),
+        Some(c) => {
+            Ok(Json(json!({ "sha": c.sha, "commit": { "message": "fake" } })).into_response())
+        }
+        None => Err(gh_error(
+            422,
+            &format!("No commit found for SHA: {git_ref}"),
+        )),
     }
 }
 
@@ -822,14 +792,15 @@ async fn get_contents(
     Path((o, r, path)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
-) -> Response {
+) -> Answer {
     let git_ref = query.get("ref").cloned().unwrap_or_else(|| "main".into());
     let recorded = format!("/repos/{o}/{r}/contents/{path}?ref={git_ref}");
-    if let Err(resp) = s.check("GET", recorded, &headers, Value::Null, false) {
-        return resp;
-    }
+    s.check("GET", recorded, &headers, Value::Null, false)?;
     let Some(commit) = find_commit(&s, &format!("{o}/{r}"), &git_ref) else {
-        return gh_error(404, &format!("No commit found for the ref {git_ref}"));
+        return Err(gh_error(
+            404,
+            &format!("No commit found for the ref {git_ref}"),
+        ));
     };
     let path = path.trim_matches('/').to_owned();
     if let Some(bytes) = commit.files.get(&path) {
@@ -840,11 +811,11 @@ async fn get_contents(
         } else {
             ("base64", github_base64(bytes))
         };
-        return Json(json!({
+        return Ok(Json(json!({
             "type": "file", "name": name, "path": path, "size": bytes.len(),
             "encoding": encoding, "content": content, "sha": format!("blob-{}", bytes.len()),
         }))
-        .into_response();
+        .into_response());
     }
     let prefix = format!("{path}/");
     let mut dirs = BTreeSet::new();
@@ -863,12 +834,12 @@ async fn get_contents(
         }
     }
     if entries.is_empty() && dirs.is_empty() {
-        return gh_error(404, "Not Found");
+        return Err(gh_error(404, "Not Found"));
     }
     for d in dirs {
         entries.push(json!({ "type": "dir", "name": d, "path": format!("{path}/{d}"), "size": 0 }));
     }
-    Json(Value::Array(entries)).into_response()
+    Ok(Json(Value::Array(entries)).into_response())
 }
 
 /// Minimal `application/x-www-form-urlencoded` decoding (`+` and `%XX`).
@@ -1021,35 +992,26 @@ async fn get_repo(
     State(s): State<Shared>,
     Path((o, r)): Path<(String, String)>,
     headers: HeaderMap,
-) -> Response {
-    if let Err(resp) = s.check(
-        "GET",
-        format!("/repos/{o}/{r}"),
-        &headers,
-        Value::Null,
-        true,
-    ) {
-        return resp;
-    }
-    Json(json!({ "full_name": format!("{o}/{r}"), "default_branch": "main" })).into_response()
+) -> Answer {
+    let path = format!("/repos/{o}/{r}");
+    s.check("GET", path, &headers, Value::Null, true)?;
+    Ok(Json(json!({ "full_name": format!("{o}/{r}"), "default_branch": "main" })).into_response())
 }
 
 async fn list_pull_comments(
     State(s): State<Shared>,
     Path((o, r, n)): Path<(String, String, i64)>,
     headers: HeaderMap,
-) -> Response {
+) -> Answer {
     let path = format!("/repos/{o}/{r}/pulls/{n}/comments");
-    if let Err(resp) = s.check("GET", path, &headers, Value::Null, true) {
-        return resp;
-    }
+    s.check("GET", path, &headers, Value::Null, true)?;
     let inner = s.inner.lock().unwrap();
     let comments = inner
         .pull_comments
         .get(&format!("{o}/{r}#{n}"))
         .cloned()
         .unwrap_or_default();
-    Json(Value::Array(comments)).into_response()
+    Ok(Json(Value::Array(comments)).into_response())
 }
 
 async fn create_ref(
@@ -1057,23 +1019,21 @@ async fn create_ref(
     Path((o, r)): Path<(String, String)>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Response {
+) -> Answer {
     let path = format!("/repos/{o}/{r}/git/refs");
-    if let Err(resp) = s.check("POST", path, &headers, body.clone(), true) {
-        return resp;
-    }
+    s.check("POST", path, &headers, body.clone(), true)?;
     let valid = body["ref"]
         .as_str()
         .is_some_and(|r| r.starts_with("refs/heads/"))
         && body["sha"].as_str().is_some_and(|s| s.len() == 40);
     if !valid {
-        return gh_error(422, "Reference update failed");
+        return Err(gh_error(422, "Reference update failed"));
     }
-    (
+    Ok((
         StatusCode::CREATED,
         Json(json!({ "ref": body["ref"], "object": { "type": "commit", "sha": body["sha"] } })),
     )
-        .into_response()
+        .into_response())
 }
 
 async fn put_contents(
@@ -1081,34 +1041,32 @@ async fn put_contents(
     Path((o, r, path)): Path<(String, String, String)>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Response {
+) -> Answer {
     let recorded = format!("/repos/{o}/{r}/contents/{path}");
-    if let Err(resp) = s.check("PUT", recorded, &headers, body.clone(), true) {
-        return resp;
-    }
+    s.check("PUT", recorded, &headers, body.clone(), true)?;
     let (Some(branch), Some(content), Some(_)) = (
         body["branch"].as_str(),
         body["content"].as_str(),
         body["message"].as_str(),
     ) else {
-        return gh_error(
+        return Err(gh_error(
             422,
             "Invalid request: message, content and branch are required",
-        );
+        ));
     };
     let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(content) else {
-        return gh_error(422, "content is not valid Base64");
+        return Err(gh_error(422, "content is not valid Base64"));
     };
     s.inner
         .lock()
         .unwrap()
         .written_files
         .insert(format!("{o}/{r}:{branch}:{path}"), bytes);
-    (
+    Ok((
         StatusCode::CREATED,
         Json(json!({ "content": { "path": path }, "commit": { "sha": "0".repeat(40) } })),
     )
-        .into_response()
+        .into_response())
 }
 
 async fn create_pull(
@@ -1116,23 +1074,21 @@ async fn create_pull(
     Path((o, r)): Path<(String, String)>,
     headers: HeaderMap,
     Json(body): Json<Value>,
-) -> Response {
+) -> Answer {
     let path = format!("/repos/{o}/{r}/pulls");
-    if let Err(resp) = s.check("POST", path, &headers, body.clone(), true) {
-        return resp;
-    }
+    s.check("POST", path, &headers, body.clone(), true)?;
     if body["title"].as_str().is_none() || body["head"].as_str().is_none() {
-        return gh_error(422, "Validation Failed");
+        return Err(gh_error(422, "Validation Failed"));
     }
     let number = s.id();
-    (
+    Ok((
         StatusCode::CREATED,
         Json(json!({
             "number": number,
             "html_url": format!("https://github.com/{o}/{r}/pull/{number}"),
         })),
     )
-        .into_response()
+        .into_response())
 }
 
 #[cfg(test)]
