@@ -2,6 +2,7 @@
 //! (docs/review-service.md §6, Inbound). Everything else in a payload is ignored, and
 //! optional fields are optional, so GitHub adding fields never breaks a delivery.
 
+use crate::ReviewComment;
 use serde::{Deserialize, Serialize};
 
 /// A user or organisation account.
@@ -132,6 +133,37 @@ impl IssueCommentEvent {
     }
 }
 
+/// `X-GitHub-Event: pull_request_review_comment` (created, edited, deleted): an inline review
+/// comment, or a reply in a review thread when `comment.in_reply_to_id` is set. The comment is
+/// the same object as the REST API's review comment; `pull_request` is the PR at delivery time
+/// (number, head and base)
+/// (<https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request_review_comment>).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestReviewCommentEvent {
+    pub action: String,
+    pub comment: ReviewComment,
+    pub pull_request: PullRequest,
+    pub repository: Repository,
+    #[serde(default)]
+    pub installation: Option<Installation>,
+}
+
+impl PullRequestReviewCommentEvent {
+    /// A new reply in a review thread written by a person who is the PR's author or has write
+    /// access (author_association OWNER, MEMBER or COLLABORATOR): the replies the reviewer may
+    /// answer. Replies by Apps and bots (the reviewer's own included) never are.
+    pub fn is_reply_by_author_or_maintainer(&self) -> bool {
+        let by_author = match (&self.comment.user, &self.pull_request.user) {
+            (Some(commenter), Some(author)) => commenter.login == author.login,
+            _ => false,
+        };
+        self.action == "created"
+            && self.comment.in_reply_to_id.is_some()
+            && self.comment.by_human()
+            && (by_author || self.comment.by_maintainer())
+    }
+}
+
 /// A repository as listed in installation deliveries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListedRepository {
@@ -200,6 +232,67 @@ mod tests {
                 head_sha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".into(),
             }
         );
+    }
+
+    #[test]
+    fn githubs_example_pull_request_review_comment_parses() {
+        let e: PullRequestReviewCommentEvent =
+            serde_json::from_str(&sample("pull_request_review_comment.created.json")).unwrap();
+        assert_eq!(e.action, "created");
+        assert_eq!(
+            e.comment,
+            ReviewComment {
+                id: 284312630,
+                in_reply_to_id: None,
+                user: Some(crate::CommentUser {
+                    login: "Codertocat".into(),
+                    kind: Some("User".into()),
+                }),
+                path: Some("README.md".into()),
+                body: "Maybe you should use more emoji on this line.".into(),
+                author_association: Some("OWNER".into()),
+            }
+        );
+        assert_eq!(e.pull_request.number, 2);
+        assert_eq!(
+            e.pull_request.head.sha,
+            "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+        );
+        assert_eq!(e.pull_request.base.git_ref, "master");
+        assert_eq!(e.repository.full_name, "Codertocat/Hello-World");
+        assert_eq!(e.installation, Some(Installation { id: 1 }));
+    }
+
+    #[test]
+    fn only_replies_by_the_author_or_a_maintainer_ask_for_an_answer() {
+        let mut e: PullRequestReviewCommentEvent =
+            serde_json::from_str(&sample("pull_request_review_comment.created.json")).unwrap();
+        // GitHub's example opens a thread: nothing to answer.
+        assert!(!e.is_reply_by_author_or_maintainer());
+        e.comment.in_reply_to_id = Some(1);
+        // (commenter, kind, association, action): the example's PR author is Codertocat.
+        let cases = [
+            ("Codertocat", "User", "OWNER", "created", true),
+            ("Codertocat", "User", "CONTRIBUTOR", "created", true),
+            ("someone", "User", "CONTRIBUTOR", "created", false),
+            ("someone", "User", "MEMBER", "created", true),
+            ("someone", "User", "COLLABORATOR", "created", true),
+            ("review-bot[bot]", "Bot", "MEMBER", "created", false),
+            ("someone", "User", "MEMBER", "edited", false),
+        ];
+        for (login, kind, association, action, answered) in cases {
+            e.comment.user = Some(crate::CommentUser {
+                login: login.into(),
+                kind: Some(kind.into()),
+            });
+            e.comment.author_association = Some(association.into());
+            e.action = action.into();
+            assert_eq!(
+                e.is_reply_by_author_or_maintainer(),
+                answered,
+                "{login} {kind} {association} {action}"
+            );
+        }
     }
 
     #[test]
