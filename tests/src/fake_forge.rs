@@ -1,7 +1,10 @@
-//! A fake forge: the GitHub REST endpoints review-server calls, on loopback, recording what
-//! was posted (docs/architecture.md, Test doubles and real parts). It speaks GitHub's wire format: App JWTs (RS256,
+//! A fake forge: the GitHub REST endpoints review-server calls, and the GraphQL review-thread
+//! calls, on loopback, recording what was posted (docs/architecture.md, Test doubles and real
+//! parts). It speaks GitHub's wire format: App JWTs (RS256,
 //! verified against the test key's public half) are exchanged for installation tokens, and
 //! every other call must carry such a token, as on GitHub.
+
+mod threads;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -22,6 +25,9 @@ pub const TEST_APP_KEY: &str = include_str!("../fixtures/test-app-key.pem");
 const TEST_APP_PUBLIC_KEY: &str = include_str!("../fixtures/test-app-key.pub.pem");
 /// The test App's id, for FORGE_APP_ID.
 pub const TEST_APP_ID: &str = "4242";
+/// The login of the test App's account, as the REST API shows its comments (GraphQL drops
+/// the `[bot]` suffix).
+pub const APP_LOGIN: &str = "review-bot[bot]";
 
 /// One recorded request.
 #[derive(Debug, Clone)]
@@ -69,6 +75,10 @@ struct Inner {
     pull_comments: HashMap<String, Vec<Value>>,
     /// Files written through PUT contents, by `owner/repo:branch:path`.
     written_files: HashMap<String, Vec<u8>>,
+    /// Reactions by review comment id, oldest first, in the REST API's format.
+    reactions: HashMap<i64, Vec<Value>>,
+    /// Resolved review threads, by the id of the comment that opened each.
+    resolved_threads: BTreeSet<i64>,
 }
 
 /// An authorization code's grant: who approved, and the PKCE challenge of the authorize
@@ -122,6 +132,15 @@ impl FakeForge {
             )
             .route("/repos/{o}/{r}", get(get_repo))
             .route("/repos/{o}/{r}/pulls/{n}/comments", get(list_pull_comments))
+            .route(
+                "/repos/{o}/{r}/pulls/{n}/comments/{id}/replies",
+                post(threads::post_reply),
+            )
+            .route(
+                "/repos/{o}/{r}/pulls/comments/{id}/reactions",
+                get(threads::list_reactions),
+            )
+            .route("/graphql", post(threads::graphql))
             .route("/repos/{o}/{r}/git/refs", post(create_ref))
             .route("/repos/{o}/{r}/pulls", post(create_pull))
             .route("/login/oauth/authorize", get(oauth_authorize))
@@ -208,6 +227,7 @@ impl FakeForge {
                 "user": { "login": login, "type": kind },
                 "author_association": association,
                 "body": body,
+                "created_at": now_rfc3339(),
             }));
         id
     }
@@ -470,15 +490,35 @@ impl Shared {
         // An installation token reaches only the repositories of its installation.
         if let Some(repo) = path.strip_prefix("/repos/") {
             let full_name: String = repo.split('/').take(2).collect::<Vec<_>>().join("/");
-            if let Some(id) = inner.installations.get(&full_name)
-                && auth.starts_with("Bearer ghs_fake_")
-                && auth != format!("Bearer ghs_fake_{id}")
-            {
+            if !inner.reaches(auth, &full_name) {
                 return Err(gh_error(404, "Not Found"));
             }
         }
         Ok(())
     }
+}
+
+impl Inner {
+    /// Whether a call with this `authorization` header may see `full_name`: an installation
+    /// token reaches only the repositories of its installation (other calls are refused
+    /// before they get here).
+    fn reaches(&self, auth: &str, full_name: &str) -> bool {
+        match self.installations.get(full_name) {
+            Some(id) if auth.starts_with("Bearer ghs_fake_") => {
+                auth == format!("Bearer ghs_fake_{id}")
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Now in RFC 3339, as GitHub writes `created_at`.
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or_else(|_| time::OffsetDateTime::now_utc())
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
 }
 
 async fn access_token(State(s): State<Shared>, Path(id): Path<i64>, headers: HeaderMap) -> Answer {
@@ -606,7 +646,8 @@ async fn post_review(
         .or_default()
         .extend(comments.iter().map(|c| {
             let mut c = c.clone();
-            c["user"] = json!({ "login": "review-bot[bot]", "type": "Bot" });
+            c["user"] = json!({ "login": APP_LOGIN, "type": "Bot" });
+            c["created_at"] = json!(now_rfc3339());
             c
         }));
     inner.review_comments.insert(id, comments);
