@@ -1,9 +1,11 @@
-//! The GitHub REST client: App JWT (RS256), installation tokens cached until shortly before
-//! expiry, and the calls of a review (docs/background.md, "Wire formats": GitHub App).
+//! The GitHub client: App JWT (RS256), installation tokens cached until shortly before
+//! expiry, and the REST and GraphQL calls of a review (docs/background.md, "Wire formats":
+//! GitHub App).
 
 use crate::{
-    CheckConclusion, ContentEntry, Contents, FileChangePull, Forge, ForgeError, OpenedPull,
-    PullRequest, RepoRead, RepoRef, ReviewComment,
+    CheckConclusion, CommentUser, ContentEntry, Contents, FileChangePull, Forge, ForgeError,
+    OpenedPull, PullRequest, Reaction, RepoRead, RepoRef, ReviewComment, ReviewThread,
+    ThreadComment,
 };
 use async_trait::async_trait;
 use base64::Engine;
@@ -20,6 +22,40 @@ use tokio::sync::Mutex;
 /// A cached token is renewed when less than this much of its life is left.
 const TOKEN_RENEW_MARGIN: Duration = Duration::from_secs(5 * 60);
 
+/// Most pages of 100 reactions read for one review comment (1,000 reactions).
+pub const REACTION_PAGES_CAP: usize = 10;
+/// Most pages of 100 review threads read for one pull request (1,000 threads).
+pub const THREAD_PAGES_CAP: usize = 10;
+/// Most comments read per review thread: GraphQL's page limit; the first comments, which
+/// include the one that opened the thread.
+pub const THREAD_COMMENTS_CAP: usize = 100;
+
+/// The review threads of a pull request, one page after `$cursor` (null: the first).
+const REVIEW_THREADS_QUERY: &str =
+    "query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $cursor) {
+        nodes {
+          id
+          isResolved
+          comments(first: 100) {
+            nodes { databaseId body author { login } authorAssociation createdAt }
+          }
+        }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }
+}";
+
+/// Resolve one review thread by node id.
+const RESOLVE_THREAD_MUTATION: &str = "mutation($threadId: ID!) {
+  resolveReviewThread(input: { threadId: $threadId }) {
+    thread { id isResolved }
+  }
+}";
+
 /// GitHub App credentials: the app id and its PKCS#1 (or PKCS#8) RSA private key in PEM.
 #[derive(Clone)]
 pub struct AppCredentials {
@@ -27,9 +63,12 @@ pub struct AppCredentials {
     pub private_key_pem: SecretString,
 }
 
-/// [`Forge`] over GitHub's REST API at `api_url` (FORGE_API_URL).
+/// [`Forge`] over GitHub's REST API at `api_url` (FORGE_API_URL) and its GraphQL API beside
+/// it (`{api_url}/graphql`; `https://HOST/api/graphql` for an Enterprise Server base
+/// `https://HOST/api/v3`).
 pub struct GitHubForge {
     api_url: String,
+    graphql_url: String,
     http: reqwest::Client,
     app: Option<(String, EncodingKey)>,
     tokens: Mutex<HashMap<i64, (SecretString, OffsetDateTime)>>,
@@ -70,8 +109,10 @@ impl GitHubForge {
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| ForgeError::Transport(e.to_string()))?;
+        let api_url = api_url.trim_end_matches('/');
         Ok(Self {
-            api_url: api_url.trim_end_matches('/').to_owned(),
+            graphql_url: graphql_url(api_url),
+            api_url: api_url.to_owned(),
             http,
             app,
             tokens: Mutex::new(HashMap::new()),
@@ -95,6 +136,7 @@ impl GitHubForge {
             .map_err(|e| ForgeError::Credentials(format!("cannot sign the App JWT: {e}")))
     }
 
+    /// A REST call: `path` under the API base.
     async fn send(
         &self,
         method: &'static str,
@@ -103,11 +145,24 @@ impl GitHubForge {
         body: Option<&Value>,
     ) -> Result<Value, ForgeError> {
         let url = format!("{}{}", self.api_url, path);
+        self.send_to(method, &url, path, bearer, body).await
+    }
+
+    /// A call to `url` with GitHub's headers and error mapping; `path` names the call in
+    /// errors.
+    async fn send_to(
+        &self,
+        method: &'static str,
+        url: &str,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<Value, ForgeError> {
         let m = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|e| ForgeError::Transport(e.to_string()))?;
         let mut req = self
             .http
-            .request(m, &url)
+            .request(m, url)
             .header("Accept", "application/vnd.github+json")
             .header("X-GitHub-Api-Version", "2022-11-28");
         if let Some(bearer) = bearer {
@@ -154,6 +209,49 @@ impl GitHubForge {
             .await
     }
 
+    /// POST `{body}` (a comment's markdown) to `path`; the id of the comment made.
+    async fn post_body(&self, repo: &RepoRef, path: &str, body: &str) -> Result<i64, ForgeError> {
+        let v = self
+            .call(repo, "POST", path, Some(&json!({ "body": body })))
+            .await?;
+        id_of(&v, path)
+    }
+
+    /// A GraphQL call with the installation's token: the `data` of the answer, or
+    /// [`ForgeError::GraphQl`] when it carries `errors` (GitHub answers those with HTTP 200).
+    async fn graphql(
+        &self,
+        repo: &RepoRef,
+        operation: &'static str,
+        query: &str,
+        variables: Value,
+    ) -> Result<Value, ForgeError> {
+        let token = self.installation_token(repo.installation_id).await?;
+        let body = json!({ "query": query, "variables": variables });
+        let mut v = self
+            .send_to(
+                "POST",
+                &self.graphql_url,
+                "/graphql",
+                Some(token.expose_secret()),
+                Some(&body),
+            )
+            .await?;
+        if let Some(errors) = v["errors"].as_array().filter(|e| !e.is_empty()) {
+            let first = &errors[0];
+            let mut message = first["message"].as_str().unwrap_or("no message").to_owned();
+            if errors.len() > 1 {
+                message.push_str(&format!(" (and {} more errors)", errors.len() - 1));
+            }
+            return Err(ForgeError::GraphQl {
+                operation,
+                kind: first["type"].as_str().map(str::to_owned),
+                message,
+            });
+        }
+        Ok(v["data"].take())
+    }
+
     /// A GET of a repository that may not have the App installed: with the installation's
     /// token when there is one (anonymously when the App credentials are not configured).
     async fn read(&self, repo: &RepoRead, path: &str) -> Result<Value, ForgeError> {
@@ -167,6 +265,17 @@ impl GitHubForge {
         };
         let bearer = token.as_ref().map(|t| t.expose_secret());
         self.send("GET", path, bearer, None).await
+    }
+}
+
+/// The GraphQL endpoint beside the REST base `api_url`: `https://api.github.com/graphql` for
+/// github.com, `https://HOST/api/graphql` for GitHub Enterprise Server, whose REST base is
+/// `https://HOST/api/v3` (<https://docs.github.com/en/enterprise-server@latest/graphql/guides/forming-calls-with-graphql>).
+fn graphql_url(api_url: &str) -> String {
+    let api_url = api_url.trim_end_matches('/');
+    match api_url.strip_suffix("/api/v3") {
+        Some(host) => format!("{host}/api/graphql"),
+        None => format!("{api_url}/graphql"),
     }
 }
 
@@ -206,6 +315,117 @@ fn github_message(body: &str) -> String {
     }
 }
 
+/// A reaction as the REST API lists it.
+#[derive(Deserialize)]
+struct WireReaction {
+    content: String,
+    #[serde(default)]
+    user: Option<CommentUser>,
+}
+
+impl From<WireReaction> for Reaction {
+    fn from(r: WireReaction) -> Self {
+        let (user_login, user_type) = match r.user {
+            Some(u) => (u.login, u.kind.unwrap_or_else(|| "User".into())),
+            None => ("ghost".into(), "User".into()),
+        };
+        Reaction {
+            content: r.content,
+            user_login,
+            user_type,
+        }
+    }
+}
+
+/// `data` of [`REVIEW_THREADS_QUERY`]: `repository` and `pullRequest` are null (with a
+/// NOT_FOUND error) when unknown.
+#[derive(Deserialize)]
+struct ThreadsData {
+    repository: Option<ThreadsRepository>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadsRepository {
+    pull_request: Option<ThreadsPull>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadsPull {
+    review_threads: Connection<WireThread>,
+}
+
+/// A GraphQL connection: its nodes (each may be null) and, for paged ones, `pageInfo`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Connection<T> {
+    nodes: Vec<Option<T>>,
+    #[serde(default)]
+    page_info: Option<PageInfo>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PageInfo {
+    has_next_page: bool,
+    end_cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireThread {
+    id: String,
+    is_resolved: bool,
+    comments: Connection<WireThreadComment>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireThreadComment {
+    database_id: Option<i64>,
+    body: String,
+    author: Option<WireActor>,
+    author_association: String,
+    #[serde(with = "time::serde::rfc3339")]
+    created_at: OffsetDateTime,
+}
+
+#[derive(Deserialize)]
+struct WireActor {
+    login: String,
+}
+
+impl From<WireThread> for ReviewThread {
+    fn from(t: WireThread) -> Self {
+        ReviewThread {
+            id: t.id,
+            is_resolved: t.is_resolved,
+            comments: t
+                .comments
+                .nodes
+                .into_iter()
+                .flatten()
+                .map(|c| ThreadComment {
+                    database_id: c.database_id,
+                    body: c.body,
+                    author_login: c.author.map(|a| a.login),
+                    author_association: c.author_association,
+                    created_at: c.created_at,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Decode a JSON answer into `T`, naming `path` in the error.
+fn from_json<T: serde::de::DeserializeOwned>(v: Value, path: &str) -> Result<T, ForgeError> {
+    serde_json::from_value(v).map_err(|e| ForgeError::Decode {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
 fn id_of(v: &Value, path: &str) -> Result<i64, ForgeError> {
     v["id"].as_i64().ok_or_else(|| ForgeError::Decode {
         path: path.to_owned(),
@@ -225,10 +445,7 @@ impl Forge for GitHubForge {
         let jwt = self.app_jwt()?;
         let path = format!("/app/installations/{installation_id}/access_tokens");
         let v = self.send("POST", &path, Some(&jwt), None).await?;
-        let t: AccessToken = serde_json::from_value(v).map_err(|e| ForgeError::Decode {
-            path,
-            message: e.to_string(),
-        })?;
+        let t: AccessToken = from_json(v, &path)?;
         let token = SecretString::from(t.token);
         tokens.insert(installation_id, (token.clone(), t.expires_at));
         Ok(token)
@@ -237,10 +454,7 @@ impl Forge for GitHubForge {
     async fn pull_request(&self, repo: &RepoRef, number: i64) -> Result<PullRequest, ForgeError> {
         let path = format!("/repos/{}/{}/pulls/{number}", repo.owner, repo.name);
         let v = self.call(repo, "GET", &path, None).await?;
-        serde_json::from_value(v).map_err(|e| ForgeError::Decode {
-            path,
-            message: e.to_string(),
-        })
+        from_json(v, &path)
     }
 
     async fn post_comment(
@@ -253,10 +467,7 @@ impl Forge for GitHubForge {
             "/repos/{}/{}/issues/{number}/comments",
             repo.owner, repo.name
         );
-        let v = self
-            .call(repo, "POST", &path, Some(&json!({ "body": body })))
-            .await?;
-        id_of(&v, &path)
+        self.post_body(repo, &path, body).await
     }
 
     async fn create_review(
@@ -355,10 +566,7 @@ impl Forge for GitHubForge {
             repo.owner, repo.name
         );
         let v = self.call(repo, "GET", &path, None).await?;
-        serde_json::from_value(v).map_err(|e| ForgeError::Decode {
-            path,
-            message: e.to_string(),
-        })
+        from_json(v, &path)
     }
 
     async fn default_branch(&self, repo: &RepoRef) -> Result<String, ForgeError> {
@@ -418,10 +626,7 @@ impl Forge for GitHubForge {
             "body": change.body,
         });
         let v = self.call(repo, "POST", &pulls, Some(&body)).await?;
-        serde_json::from_value(v).map_err(|e| ForgeError::Decode {
-            path: pulls,
-            message: e.to_string(),
-        })
+        from_json(v, &pulls)
     }
 
     async fn resolve_commit(&self, repo: &RepoRead, git_ref: &str) -> Result<String, ForgeError> {
@@ -490,6 +695,121 @@ impl Forge for GitHubForge {
             None => Err(decode("neither a file nor a folder".into())),
         }
     }
+
+    async fn reply_to_review_comment(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+        comment_id: i64,
+        body: &str,
+    ) -> Result<i64, ForgeError> {
+        let path = format!(
+            "/repos/{}/{}/pulls/{number}/comments/{comment_id}/replies",
+            repo.owner, repo.name
+        );
+        self.post_body(repo, &path, body).await
+    }
+
+    async fn review_comment_reactions(
+        &self,
+        repo: &RepoRef,
+        comment_id: i64,
+    ) -> Result<Vec<Reaction>, ForgeError> {
+        const PER_PAGE: usize = 100;
+        let mut reactions = Vec::new();
+        for page in 1..=REACTION_PAGES_CAP {
+            let path = format!(
+                "/repos/{}/{}/pulls/comments/{comment_id}/reactions?per_page={PER_PAGE}&page={page}",
+                repo.owner, repo.name
+            );
+            let v = self.call(repo, "GET", &path, None).await?;
+            let items: Vec<WireReaction> = from_json(v, &path)?;
+            let last = items.len() < PER_PAGE;
+            reactions.extend(items.into_iter().map(Reaction::from));
+            if last {
+                return Ok(reactions);
+            }
+        }
+        tracing::warn!(
+            repo = %repo.full_name(),
+            comment_id,
+            "more than {} reactions on a review comment: the rest are not read",
+            reactions.len()
+        );
+        Ok(reactions)
+    }
+
+    async fn review_threads(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+    ) -> Result<Vec<ReviewThread>, ForgeError> {
+        let mut threads = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..THREAD_PAGES_CAP {
+            let variables = json!({
+                "owner": repo.owner, "name": repo.name, "number": number, "cursor": cursor,
+            });
+            let data = self
+                .graphql(repo, "reviewThreads", REVIEW_THREADS_QUERY, variables)
+                .await?;
+            let data: ThreadsData = from_json(data, "/graphql")?;
+            let Some(connection) = data
+                .repository
+                .and_then(|r| r.pull_request)
+                .map(|p| p.review_threads)
+            else {
+                return Err(ForgeError::Decode {
+                    path: "/graphql".into(),
+                    message: format!("no pull request {number} in {}", repo.full_name()),
+                });
+            };
+            threads.extend(
+                connection
+                    .nodes
+                    .into_iter()
+                    .flatten()
+                    .map(ReviewThread::from),
+            );
+            match connection.page_info {
+                Some(PageInfo {
+                    has_next_page: true,
+                    end_cursor: Some(next),
+                }) => cursor = Some(next),
+                _ => return Ok(threads),
+            }
+        }
+        tracing::warn!(
+            repo = %repo.full_name(),
+            pr = number,
+            "more than {} review threads: the rest are not read",
+            threads.len()
+        );
+        Ok(threads)
+    }
+
+    async fn resolve_review_thread(
+        &self,
+        repo: &RepoRef,
+        thread_id: &str,
+    ) -> Result<(), ForgeError> {
+        let variables = json!({ "threadId": thread_id });
+        let data = self
+            .graphql(
+                repo,
+                "resolveReviewThread",
+                RESOLVE_THREAD_MUTATION,
+                variables,
+            )
+            .await?;
+        if data["resolveReviewThread"]["thread"]["isResolved"] == Value::Bool(true) {
+            return Ok(());
+        }
+        Err(ForgeError::Decode {
+            path: "/graphql".into(),
+            message: format!("thread {thread_id} is not resolved after resolveReviewThread"),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -506,6 +826,28 @@ mod tests {
         let body = r#"{"message":"Validation Failed","errors":[{"resource":"Issue","message":"body is too long"}]}"#;
         assert_eq!(github_message(body), "Validation Failed: body is too long");
         assert_eq!(github_message("Bad gateway"), "Bad gateway");
+    }
+
+    #[test]
+    fn graphql_lives_beside_the_rest_base() {
+        assert_eq!(
+            graphql_url("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            graphql_url("https://ghe.example.com/api/v3/"),
+            "https://ghe.example.com/api/graphql"
+        );
+        assert_eq!(
+            graphql_url("http://127.0.0.1:9"),
+            "http://127.0.0.1:9/graphql"
+        );
+    }
+
+    #[test]
+    fn the_threads_query_asks_for_the_pages_the_caps_count() {
+        assert!(REVIEW_THREADS_QUERY.contains("reviewThreads(first: 100, after: $cursor)"));
+        assert!(REVIEW_THREADS_QUERY.contains(&format!("comments(first: {THREAD_COMMENTS_CAP})")));
     }
 
     #[test]

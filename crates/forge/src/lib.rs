@@ -1,14 +1,17 @@
 //! GitHub, as the review service needs it (docs/review-service.md §1 and §4;
 //! docs/background.md, "Wire formats"): webhook signatures and payload types, GitHub App authentication with cached
-//! installation tokens, and the REST calls a review makes. The [`Forge`] trait is what the
-//! server holds, so tests can point [`GitHubForge`] at a fake forge on loopback.
+//! installation tokens, and the REST and GraphQL calls a review makes (review threads:
+//! docs/architecture.md, Findings). The [`Forge`] trait is what the server holds, so tests can
+//! point [`GitHubForge`] at a fake forge on loopback.
 
 mod client;
 pub mod oauth;
 mod signature;
 pub mod webhook;
 
-pub use client::{AppCredentials, GitHubForge};
+pub use client::{
+    AppCredentials, GitHubForge, REACTION_PAGES_CAP, THREAD_COMMENTS_CAP, THREAD_PAGES_CAP,
+};
 pub use signature::{sign, verify_signature};
 pub use webhook::PullRequest;
 
@@ -38,6 +41,16 @@ pub enum ForgeError {
     /// The forge answered 2xx with a body we could not read.
     #[error("GitHub {path}: unexpected response: {message}")]
     Decode { path: String, message: String },
+    /// The GraphQL API answered (HTTP 200) with an `errors` array: `kind` is the first error's
+    /// `type` when GitHub gives one (`NOT_FOUND`, `FORBIDDEN`, ...), `message` its `message`
+    /// (with how many more errors followed). See
+    /// <https://docs.github.com/en/graphql/guides/forming-calls-with-graphql>.
+    #[error("GitHub GraphQL {operation} failed: {message}")]
+    GraphQl {
+        operation: &'static str,
+        kind: Option<String>,
+        message: String,
+    },
 }
 
 /// Names a repository on the forge, with the installation that grants access to it. Serialised
@@ -90,8 +103,9 @@ pub enum Contents {
     Other(String),
 }
 
-/// One inline review comment of a pull request (GET /repos/{o}/{r}/pulls/{n}/comments), a
-/// reply when `in_reply_to_id` is set.
+/// One inline review comment of a pull request (GET /repos/{o}/{r}/pulls/{n}/comments, and
+/// the `comment` of a `pull_request_review_comment` delivery), a reply when `in_reply_to_id`
+/// is set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewComment {
     pub id: i64,
@@ -135,6 +149,64 @@ impl ReviewComment {
             .as_ref()
             .is_some_and(|u| u.kind.as_deref() != Some("Bot") && !u.login.ends_with("[bot]"))
     }
+}
+
+/// A reaction on a review comment (GET /repos/{o}/{r}/pulls/comments/{id}/reactions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reaction {
+    /// GitHub's content name: `+1`, `-1`, `laugh`, `confused`, `heart`, `hooray`, `rocket` or
+    /// `eyes`.
+    pub content: String,
+    /// Who reacted; `ghost` (GitHub's stand-in account) when the account was deleted.
+    pub user_login: String,
+    /// `User` for people, `Bot` for Apps and bot accounts.
+    pub user_type: String,
+}
+
+impl Reaction {
+    /// Whether a person (not an App or bot account) reacted.
+    pub fn by_human(&self) -> bool {
+        self.user_type != "Bot" && !self.user_login.ends_with("[bot]")
+    }
+}
+
+/// A review thread of a pull request, as GitHub's GraphQL API shows it
+/// (`PullRequest.reviewThreads`): a thread starts with an inline review comment and holds its
+/// replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewThread {
+    /// The thread's GraphQL node id (`PRRT_...`), for [`Forge::resolve_review_thread`].
+    pub id: String,
+    /// Whether someone (or the App) resolved the thread.
+    pub is_resolved: bool,
+    /// Its comments, oldest first: the first is the one that opened the thread. At most
+    /// [`THREAD_COMMENTS_CAP`] are read per thread.
+    pub comments: Vec<ThreadComment>,
+}
+
+impl ReviewThread {
+    /// The REST id of the comment that opened the thread: how a thread is found from the id
+    /// of an inline comment the App posted.
+    pub fn first_comment_id(&self) -> Option<i64> {
+        self.comments.first().and_then(|c| c.database_id)
+    }
+}
+
+/// One comment of a [`ReviewThread`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadComment {
+    /// The comment's REST id (GraphQL `databaseId`), the id of [`ReviewComment::id`].
+    pub database_id: Option<i64>,
+    /// Markdown, as written.
+    pub body: String,
+    /// The author's login; `None` for a deleted account. GraphQL names an App by its slug,
+    /// without the `[bot]` suffix the REST API adds (`review-bot`, not `review-bot[bot]`).
+    pub author_login: Option<String>,
+    /// `OWNER`, `MEMBER`, `COLLABORATOR`, `CONTRIBUTOR`, `FIRST_TIME_CONTRIBUTOR`,
+    /// `FIRST_TIMER`, `MANNEQUIN` or `NONE`.
+    pub author_association: String,
+    /// When it was written (GraphQL `createdAt`, UTC).
+    pub created_at: time::OffsetDateTime,
 }
 
 /// A one-file change proposed as a pull request: `path` gets `content` on a new branch
@@ -250,4 +322,46 @@ pub trait Forge: Send + Sync {
         path: &str,
         sha: &str,
     ) -> Result<Contents, ForgeError>;
+    /// Reply in the thread of inline comment `comment_id` of PR `number` (POST
+    /// /repos/{o}/{r}/pulls/{n}/comments/{comment_id}/replies `{body}`); returns the reply's
+    /// id. `comment_id` must open its thread: GitHub does not support replies to replies.
+    /// Errors: [`ForgeError::Api`] 404 for a comment that is not on the PR, 422 for an empty
+    /// body (<https://docs.github.com/en/rest/pulls/comments#create-a-reply-for-a-review-comment>).
+    async fn reply_to_review_comment(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+        comment_id: i64,
+        body: &str,
+    ) -> Result<i64, ForgeError>;
+    /// The reactions on inline comment `comment_id`, oldest first (GET
+    /// /repos/{o}/{r}/pulls/comments/{comment_id}/reactions, 100 a page, at most
+    /// [`REACTION_PAGES_CAP`] pages: later ones are not read). Errors:
+    /// [`ForgeError::Api`] 404 for an unknown comment
+    /// (<https://docs.github.com/en/rest/reactions/reactions#list-reactions-for-a-pull-request-review-comment>).
+    async fn review_comment_reactions(
+        &self,
+        repo: &RepoRef,
+        comment_id: i64,
+    ) -> Result<Vec<Reaction>, ForgeError>;
+    /// The review threads of PR `number`, oldest first, through GraphQL (POST /graphql,
+    /// `repository.pullRequest.reviewThreads`, 100 a page, at most
+    /// [`THREAD_PAGES_CAP`] pages; later threads are not read and a warning is
+    /// logged). Errors: [`ForgeError::GraphQl`] with kind `NOT_FOUND` for an unknown
+    /// repository or PR (<https://docs.github.com/en/graphql/reference/objects#pullrequestreviewthread>).
+    async fn review_threads(
+        &self,
+        repo: &RepoRef,
+        number: i64,
+    ) -> Result<Vec<ReviewThread>, ForgeError>;
+    /// Resolve review thread `thread_id` (a [`ReviewThread::id`]) through the GraphQL mutation
+    /// `resolveReviewThread`; Ok once GitHub reports the thread resolved (resolving a resolved
+    /// thread is Ok too). Errors: [`ForgeError::GraphQl`] with kind `NOT_FOUND` for an unknown
+    /// id, [`ForgeError::Decode`] when the answer does not say the thread is resolved
+    /// (<https://docs.github.com/en/graphql/reference/mutations#resolvereviewthread>).
+    async fn resolve_review_thread(
+        &self,
+        repo: &RepoRef,
+        thread_id: &str,
+    ) -> Result<(), ForgeError>;
 }
