@@ -202,7 +202,10 @@ impl FakeForge {
 
     /// [`FakeForge::add_reply`] with GitHub's `author_association` given (`OWNER`, `MEMBER`,
     /// `COLLABORATOR`, `CONTRIBUTOR`, `NONE`, ...).
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a test helper that seeds one reply with every field a test may vary"
+    )]
     pub fn add_reply_as(
         &self,
         full_name: &str,
@@ -448,7 +451,10 @@ impl Shared {
     }
 
     /// Record the call; answer an injected failure or a missing token as GitHub would.
-    #[allow(clippy::result_large_err)]
+    #[expect(
+        clippy::result_large_err,
+        reason = "the error is the HTTP response the handler returns as it is"
+    )]
     fn check(
         &self,
         method: &str,

@@ -1,5 +1,9 @@
 //! Test doubles: see docs/architecture.md, Test doubles and real parts.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test doubles: a poisoned lock or a broken fixture is the test's failure"
+)]
 
 pub mod fake_forge;
 pub mod git_bomb;
