@@ -20,6 +20,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite};
 use forge::oauth::OAuthApp;
+use review_domain::EpochSeconds;
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha512};
@@ -124,10 +125,10 @@ impl Auth {
     }
 
     /// The unexpired session of a request, if its cookie carries a valid signature.
-    pub fn session(&self, headers: &HeaderMap, now: i64) -> Option<Session> {
+    pub fn session(&self, headers: &HeaderMap, now: EpochSeconds) -> Option<Session> {
         let cookie = self.jar(headers).get(SESSION_COOKIE)?;
         let session: Session = serde_json::from_str(cookie.value()).ok()?;
-        (session.expires > now && self.allows(&session.login)).then_some(session)
+        (session.expires > now.0 && self.allows(&session.login)).then_some(session)
     }
 
     /// `<public base>/api/auth/callback/github`: AUTH_URL, else the request's own origin.
@@ -159,7 +160,7 @@ impl Auth {
         &self,
         headers: &HeaderMap,
         return_to: Option<&str>,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<(PrivateCookieJar, String), forge::ForgeError> {
         let state = hex::encode(rand::random::<[u8; 32]>());
         let callback = self.callback_url(headers);
@@ -169,7 +170,7 @@ impl Auth {
             state,
             pkce_verifier: pkce.verifier().to_owned(),
             return_to: safe_return_path(return_to),
-            expires: now + STATE_SECS,
+            expires: now.0 + STATE_SECS,
         };
         let cookie = self.cookie(
             STATE_COOKIE,
@@ -187,7 +188,7 @@ impl Auth {
         &self,
         headers: &HeaderMap,
         state: &str,
-        now: i64,
+        now: EpochSeconds,
     ) -> Option<(PrivateCookieJar, String, String)> {
         let jar = self.jar(headers);
         let pending: PendingSignIn = serde_json::from_str(jar.get(STATE_COOKIE)?.value()).ok()?;
@@ -195,7 +196,7 @@ impl Auth {
             pending.state.as_bytes(),
             state.as_bytes(),
         ));
-        if !same || pending.expires <= now {
+        if !same || pending.expires <= now.0 {
             return None;
         }
         let jar = jar.remove(Cookie::build(STATE_COOKIE).path("/api/auth"));
@@ -208,11 +209,11 @@ impl Auth {
         jar: PrivateCookieJar,
         headers: &HeaderMap,
         login: &str,
-        now: i64,
+        now: EpochSeconds,
     ) -> PrivateCookieJar {
         let session = Session {
             login: login.to_owned(),
-            expires: now + SESSION_SECS,
+            expires: now.0 + SESSION_SECS,
         };
         let value = serde_json::to_string(&session).unwrap_or_default();
         let callback = self.callback_url(headers);

@@ -73,7 +73,7 @@ async fn decide(app: &AppState, repo: &str) -> anyhow::Result<Result<Vec<ReviewR
     }
     let last = store.last_finished_improver_run(repo).await?;
     if let Some(last) = &last
-        && now() - last.created_at < MIN_INTERVAL_SECS
+        && now().0 - last.created_at < MIN_INTERVAL_SECS
     {
         return Ok(Err(Decline::TooSoon {
             last_run_at: last.created_at,
@@ -112,7 +112,7 @@ async fn run(app: &AppState, repo: &RepoRow) -> anyhow::Result<()> {
     };
     let row = app
         .records
-        .create_leased_review(&new, &app.replica, now_ms() + lease_ms)
+        .create_leased_review(&new, &app.replica, now_ms().plus_millis(lease_ms))
         .await?;
     drop(guard);
     let result = run_leased(app, repo, &row, &reviews).await;

@@ -8,6 +8,7 @@ mod common;
 
 use common::Server;
 use pretty_assertions::assert_eq;
+use review_domain::EpochSeconds;
 use review_domain::{FindingKind, NewFinding, Severity, Trigger};
 use review_store::{Completion, NewReview, Store};
 use serde_json::{Value, json};
@@ -638,7 +639,10 @@ async fn rollups_agree_with_raw_rows() {
                 attempt: 0,
                 head_sha: None,
             };
-            let r = store.insert_review(&new, created).await.unwrap();
+            let r = store
+                .insert_review(&new, EpochSeconds(created))
+                .await
+                .unwrap();
             if n % 5 == 4 {
                 continue; // stays pending
             }
@@ -652,19 +656,19 @@ async fn rollups_agree_with_raw_rows() {
             match n % 5 {
                 0 => {
                     store
-                        .fail_review(r.id, "boom", Some(&spent), created + 50)
+                        .fail_review(r.id, "boom", Some(&spent), EpochSeconds(created + 50))
                         .await
                         .unwrap();
                 }
                 3 => {
                     store
-                        .skip_review(r.id, Some("p"), created + 5)
+                        .skip_review(r.id, Some("p"), EpochSeconds(created + 5))
                         .await
                         .unwrap();
                 }
                 _ => {
                     let done = store
-                        .complete_review(r.id, &spent, created + 30 * n)
+                        .complete_review(r.id, &spent, EpochSeconds(created + 30 * n))
                         .await
                         .unwrap()
                         .unwrap();
@@ -685,7 +689,7 @@ async fn rollups_agree_with_raw_rows() {
                                 f(Severity::Nit, "a.rs"),
                                 f(Severity::Blocking, &format!("f{}.rs", n % 3)),
                             ],
-                            created + 30 * n,
+                            EpochSeconds(created + 30 * n),
                         )
                         .await
                         .unwrap();

@@ -6,6 +6,7 @@
 //! back exactly as the rules say, and the result is a resolved window of epoch seconds that the
 //! store turns into `WHERE` clauses. Pure: the current time is an argument.
 
+use crate::EpochSeconds;
 use time::{Date, Month};
 
 const DAY: i64 = 86_400;
@@ -106,7 +107,7 @@ impl StatsFilter {
         to: Option<&str>,
         repo: Option<&str>,
         model: Option<&str>,
-        now: i64,
+        now: EpochSeconds,
     ) -> Self {
         let from = present(from).and_then(parse_day);
         let to = present(to).and_then(parse_day);
@@ -121,7 +122,7 @@ impl StatsFilter {
                 None => (None, None),
                 Some(r) => {
                     let window = StatsRange::parse(r).unwrap_or(StatsRange::Month);
-                    (window.seconds().map(|s| now - s), None)
+                    (window.seconds().map(|s| now.0 - s), None)
                 }
             }
         };
@@ -195,7 +196,14 @@ mod tests {
     }
 
     fn f(range: &str, from: &str, to: &str) -> StatsFilter {
-        StatsFilter::parse(opt(range), opt(from), opt(to), None, None, NOW)
+        StatsFilter::parse(
+            opt(range),
+            opt(from),
+            opt(to),
+            None,
+            None,
+            EpochSeconds(NOW),
+        )
     }
 
     fn window(since: Option<i64>, until: Option<i64>) -> StatsFilter {
@@ -304,11 +312,18 @@ mod tests {
         assert_eq!(f("", "", ""), window(None, None));
         assert_eq!(f("", "2024-03-01", ""), window(Some(MAR_1), None));
         assert_eq!(
-            StatsFilter::parse(None, None, None, Some(""), Some(""), NOW),
+            StatsFilter::parse(None, None, None, Some(""), Some(""), EpochSeconds(NOW)),
             StatsFilter::default()
         );
         assert_eq!(
-            StatsFilter::parse(None, None, None, Some("a/b"), Some("x/y"), NOW),
+            StatsFilter::parse(
+                None,
+                None,
+                None,
+                Some("a/b"),
+                Some("x/y"),
+                EpochSeconds(NOW)
+            ),
             StatsFilter {
                 repo: Some("a/b".into()),
                 model: Some("x/y".into()),
@@ -486,7 +501,7 @@ mod tests {
                 now in 0i64..4_000_000_000,
             ) {
                 let got = StatsFilter::parse(
-                    range.as_deref(), from.as_deref(), to.as_deref(), None, None, now);
+                    range.as_deref(), from.as_deref(), to.as_deref(), None, None, EpochSeconds(now));
                 let want = reference::window(range.as_deref(), from.as_deref(), to.as_deref(), now);
                 prop_assert_eq!((got.since, got.until), want);
             }

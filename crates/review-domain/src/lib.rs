@@ -5,6 +5,7 @@
 //! each other.
 
 mod choice;
+mod clock;
 mod enums;
 mod filters;
 mod model;
@@ -13,6 +14,7 @@ mod rows;
 pub mod skills;
 
 pub use choice::{model_cascade, review_focus};
+pub use clock::{EpochMillis, EpochSeconds};
 pub use enums::*;
 pub use filters::*;
 pub use model::{ModelSpec, ModelSpecError};

@@ -5,6 +5,7 @@
 //! (tests/store.rs, `a_delivery_is_new_once_per_window`, runs on both backends).
 
 use crate::{Result, Store};
+use review_domain::EpochSeconds;
 
 /// How long a delivery id is remembered: 24 hours, in seconds.
 pub const DELIVERY_WINDOW_SECS: i64 = 24 * 3600;
@@ -21,12 +22,12 @@ pub(crate) const CLAIM_SQL: &str = "INSERT INTO deliveries (id, received_at) VAL
 pub(crate) async fn claim_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     id: &str,
-    now: i64,
+    now: EpochSeconds,
 ) -> Result<bool> {
     let claimed = sqlx::query(CLAIM_SQL)
         .bind(id)
-        .bind(now)
-        .bind(now - DELIVERY_WINDOW_SECS)
+        .bind(now.0)
+        .bind(now.0 - DELIVERY_WINDOW_SECS)
         .execute(&mut **tx)
         .await?
         .rows_affected()
@@ -40,11 +41,11 @@ impl Store {
     /// the window. One statement, so the webhook's acknowledgement pays one round trip: an id
     /// seen before the window is taken over in place; [`Store::prune_deliveries`] removes old
     /// ids off the request path.
-    pub async fn claim_delivery(&self, id: &str, now: i64) -> Result<bool> {
+    pub async fn claim_delivery(&self, id: &str, now: EpochSeconds) -> Result<bool> {
         let claimed = sqlx::query(CLAIM_SQL)
             .bind(id)
-            .bind(now)
-            .bind(now - DELIVERY_WINDOW_SECS)
+            .bind(now.0)
+            .bind(now.0 - DELIVERY_WINDOW_SECS)
             .execute(&self.pool)
             .await?
             .rows_affected()
@@ -54,9 +55,9 @@ impl Store {
 
     /// Deletes the delivery ids last seen more than [`DELIVERY_WINDOW_SECS`] before `now`;
     /// returns how many (run by each replica's keeper, docs/architecture.md, "Many replicas").
-    pub async fn prune_deliveries(&self, now: i64) -> Result<u64> {
+    pub async fn prune_deliveries(&self, now: EpochSeconds) -> Result<u64> {
         Ok(sqlx::query("DELETE FROM deliveries WHERE received_at < $1")
-            .bind(now - DELIVERY_WINDOW_SECS)
+            .bind(now.0 - DELIVERY_WINDOW_SECS)
             .execute(&self.pool)
             .await?
             .rows_affected())

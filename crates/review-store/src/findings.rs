@@ -3,6 +3,7 @@
 
 use crate::rows::{dropped_from_row, finding_from_row};
 use crate::{Backend, Result, Store};
+use review_domain::EpochSeconds;
 use review_domain::{DroppedFindingRow, FindingRow, InlineComment, NewFinding, ReviewRow};
 
 /// Key of the PostgreSQL advisory lock that orders finding writes: each finding adds to the
@@ -22,7 +23,7 @@ impl Store {
         &self,
         review: &ReviewRow,
         findings: &[NewFinding],
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Vec<FindingRow>> {
         let mut tx = self.pool.begin().await?;
         if self.backend == Backend::Postgres {
@@ -49,7 +50,7 @@ impl Store {
             .bind(&f.body)
             .bind(f.github_review_id)
             .bind(f.github_comment_id)
-            .bind(now)
+            .bind(now.0)
             .fetch_one(&mut *tx)
             .await?;
             out.push(finding_from_row(&row)?);
@@ -87,7 +88,7 @@ impl Store {
         &self,
         review: &ReviewRow,
         dropped: &[(InlineComment, String)],
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         for (c, reason) in dropped {
@@ -103,7 +104,7 @@ impl Store {
             .bind(c.severity.as_str())
             .bind(&c.body)
             .bind(reason)
-            .bind(now)
+            .bind(now.0)
             .execute(&mut *tx)
             .await?;
         }

@@ -15,6 +15,7 @@
 //! is promoted exactly once (tests/inbox.rs, on both backends).
 
 use crate::{Backend, NewReview, Result, Store};
+use review_domain::{EpochMillis, EpochSeconds};
 use review_domain::{ReviewRow, Trigger};
 use sqlx::Row;
 
@@ -42,7 +43,7 @@ fn bind_inbox_row<'q>(
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     new: &NewReview,
     job: &str,
-    now_ms: i64,
+    now_ms: EpochMillis,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     query
         .bind(new.repo_full_name.clone())
@@ -51,7 +52,7 @@ fn bind_inbox_row<'q>(
         .bind(new.trigger.map(Trigger::as_str))
         .bind(new.attempt)
         .bind(job.to_owned())
-        .bind(now_ms)
+        .bind(now_ms.0)
         .bind(new.head_sha.clone())
 }
 
@@ -81,7 +82,7 @@ impl Store {
         delivery: Option<&str>,
         new: &NewReview,
         job: &str,
-        now_ms: i64,
+        now_ms: EpochMillis,
     ) -> Result<bool> {
         let mut attempts: u32 = 1;
         loop {
@@ -102,7 +103,7 @@ impl Store {
     }
 
     /// The inbox row of a delivery without an id.
-    async fn write_inbox_row(&self, new: &NewReview, job: &str, now_ms: i64) -> Result<()> {
+    async fn write_inbox_row(&self, new: &NewReview, job: &str, now_ms: EpochMillis) -> Result<()> {
         let sql = format!("INSERT INTO review_inbox ({INBOX_COLUMNS}) VALUES {INBOX_VALUES}");
         bind_inbox_row(sqlx::query(&sql), new, job, now_ms)
             .execute(&self.pool)
@@ -116,10 +117,10 @@ impl Store {
         id: &str,
         new: &NewReview,
         job: &str,
-        now_ms: i64,
+        now_ms: EpochMillis,
     ) -> Result<bool> {
-        let now = now_ms.div_euclid(1000);
-        let window_start = now - crate::DELIVERY_WINDOW_SECS;
+        let now = now_ms.seconds();
+        let window_start = now.0 - crate::DELIVERY_WINDOW_SECS;
         let claim = crate::deliveries::CLAIM_SQL;
         match self.backend {
             Backend::Postgres => {
@@ -129,7 +130,7 @@ impl Store {
                      INSERT INTO review_inbox ({INBOX_COLUMNS})
                      SELECT $4, $5, $6, $7, $8, $9, $10, $11 FROM claim"
                 );
-                let query = sqlx::query(&sql).bind(id).bind(now).bind(window_start);
+                let query = sqlx::query(&sql).bind(id).bind(now.0).bind(window_start);
                 let accepted = bind_inbox_row(query, new, job, now_ms)
                     .execute(&self.pool)
                     .await?
@@ -167,7 +168,7 @@ impl Store {
         delivery: Option<&str>,
         new: &NewReview,
         job: &str,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
         let mut tx = self.pool.begin().await?;
         if let Some(id) = delivery.filter(|d| !d.is_empty())
@@ -192,7 +193,11 @@ impl Store {
     /// statement), so each row is promoted once and in order. A row for a head the PR already
     /// has a review of becomes a `skipped` review without a queue row
     /// ([`crate::reviews::skip_if_head_reviewed_in`]).
-    pub async fn promote_inbox(&self, limit: i64, now: i64) -> Result<Vec<PromotedReview>> {
+    pub async fn promote_inbox(
+        &self,
+        limit: i64,
+        now: EpochSeconds,
+    ) -> Result<Vec<PromotedReview>> {
         // Replicas poll: an empty inbox costs one read, no transaction and no lock.
         let waiting: Option<i64> = sqlx::query_scalar("SELECT id FROM review_inbox LIMIT 1")
             .fetch_optional(&self.pool)

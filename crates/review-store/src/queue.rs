@@ -19,6 +19,7 @@ use crate::reviews::REVIEW_COLUMNS;
 use crate::rows::review_from_row;
 use crate::{Backend, NewReview, Result, Store};
 use review_domain::ReviewRow;
+use review_domain::{EpochMillis, EpochSeconds};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -58,8 +59,8 @@ impl Store {
         new: &NewReview,
         job: &str,
         owner: Option<&str>,
-        lease_until: Option<i64>,
-        now: i64,
+        lease_until: Option<EpochMillis>,
+        now: EpochSeconds,
     ) -> Result<ReviewRow> {
         let mut tx = self.pool.begin().await?;
         let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
@@ -73,7 +74,7 @@ impl Store {
     pub async fn claim_review(
         &self,
         owner: &str,
-        lease_until: i64,
+        lease_until: EpochMillis,
     ) -> Result<Option<ClaimedReview>> {
         let lock = match self.backend {
             Backend::Postgres => "FOR UPDATE OF q SKIP LOCKED",
@@ -87,7 +88,7 @@ impl Store {
                  ORDER BY q.review_id LIMIT 1 {lock})
              RETURNING review_id, job"
         );
-        let query = sqlx::query(&sql).bind(owner).bind(lease_until);
+        let query = sqlx::query(&sql).bind(owner).bind(lease_until.0);
         self.optional(query, |r: &AnyRow| {
             Ok(ClaimedReview {
                 review_id: r.try_get(0)?,
@@ -99,11 +100,15 @@ impl Store {
 
     /// Extends every lease `owner` holds to `lease_until` (epoch ms) and returns them with the
     /// cancels asked of them. A run missing from the answer has lost its lease (reaped).
-    pub async fn renew_leases(&self, owner: &str, lease_until: i64) -> Result<Vec<HeldLease>> {
+    pub async fn renew_leases(
+        &self,
+        owner: &str,
+        lease_until: EpochMillis,
+    ) -> Result<Vec<HeldLease>> {
         let query = sqlx::query(
             "UPDATE review_queue SET lease_until = $1 WHERE owner = $2 RETURNING review_id, cancel",
         )
-        .bind(lease_until)
+        .bind(lease_until.0)
         .bind(owner);
         self.all(query, |r: &AnyRow| {
             Ok(HeldLease {
@@ -121,7 +126,7 @@ impl Store {
         &self,
         review_id: i64,
         reason: &str,
-        now_ms: i64,
+        now_ms: EpochMillis,
     ) -> Result<Option<String>> {
         let query = sqlx::query(
             "UPDATE review_queue SET cancel = coalesce(cancel, $1)
@@ -129,7 +134,7 @@ impl Store {
         )
         .bind(reason)
         .bind(review_id)
-        .bind(now_ms);
+        .bind(now_ms.0);
         self.optional(query, |r: &AnyRow| Ok(r.try_get::<String, _>(0)?))
             .await
     }
@@ -144,7 +149,7 @@ impl Store {
     /// Fails, with `error`, every review whose lease lapsed before `now_ms` and deletes its
     /// queue row, each in one transaction; returns the reviews failed. Also removes the queue
     /// rows of reviews that ended while they waited (stopped or superseded before a claim).
-    pub async fn reap_lapsed(&self, error: &str, now_ms: i64) -> Result<Vec<ReviewRow>> {
+    pub async fn reap_lapsed(&self, error: &str, now_ms: EpochMillis) -> Result<Vec<ReviewRow>> {
         sqlx::query(
             "DELETE FROM review_queue WHERE owner IS NULL AND review_id IN (
                  SELECT q.review_id FROM review_queue q JOIN reviews r ON r.id = q.review_id
@@ -156,7 +161,7 @@ impl Store {
             "SELECT review_id FROM review_queue WHERE owner IS NOT NULL AND lease_until < $1
              ORDER BY review_id",
         )
-        .bind(now_ms)
+        .bind(now_ms.0)
         .fetch_all(&self.pool)
         .await?;
         let mut failed = Vec::new();
@@ -167,7 +172,7 @@ impl Store {
                  AND lease_until < $2",
             )
             .bind(id)
-            .bind(now_ms)
+            .bind(now_ms.0)
             .execute(&mut *tx)
             .await?
             .rows_affected()
@@ -181,7 +186,7 @@ impl Store {
             );
             let row = sqlx::query(&sql)
                 .bind(error)
-                .bind(now_ms / 1000)
+                .bind(now_ms.seconds().0)
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -198,14 +203,14 @@ impl Store {
     /// written with its queue row in one transaction, so at boot such a row has nobody to end
     /// it, whatever its age (none may stay pending or running for ever). Returns the
     /// rows changed.
-    pub async fn fail_orphaned(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
+    pub async fn fail_orphaned(&self, error: &str, now: EpochSeconds) -> Result<Vec<ReviewRow>> {
         let sql = format!(
             "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2
              WHERE status IN ('pending', 'running')
              AND NOT EXISTS (SELECT 1 FROM review_queue q WHERE q.review_id = reviews.id)
              RETURNING {REVIEW_COLUMNS}"
         );
-        let query = sqlx::query(&sql).bind(error).bind(now);
+        let query = sqlx::query(&sql).bind(error).bind(now.0);
         self.all(query, review_from_row).await
     }
 
@@ -218,7 +223,7 @@ impl Store {
         &self,
         owner: Option<&str>,
         error: &str,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Vec<ReviewRow>> {
         let mut tx = self.pool.begin().await?;
         let mine = "owner IS NOT NULL AND (CAST($1 AS TEXT) IS NULL OR owner = $2)";
@@ -237,7 +242,7 @@ impl Store {
             );
             let row = sqlx::query(&sql)
                 .bind(error)
-                .bind(now)
+                .bind(now.0)
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -262,7 +267,7 @@ impl Store {
         &self,
         review_id: i64,
         error: &str,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
             "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2
@@ -271,7 +276,7 @@ impl Store {
                              AND q.owner IS NOT NULL)
              RETURNING {REVIEW_COLUMNS}"
         );
-        let query = sqlx::query(&sql).bind(error).bind(now).bind(review_id);
+        let query = sqlx::query(&sql).bind(error).bind(now.0).bind(review_id);
         self.optional(query, review_from_row).await
     }
 
@@ -288,14 +293,19 @@ impl Store {
         .await?)
     }
 
-    /// Schedules the automatic retry of `review_id` (its `job`) for `not_before` (epoch ms).
-    pub async fn schedule_retry(&self, review_id: i64, job: &str, not_before: i64) -> Result<()> {
+    /// Schedules the automatic retry of `review_id` (its `job`) for `not_before`.
+    pub async fn schedule_retry(
+        &self,
+        review_id: i64,
+        job: &str,
+        not_before: EpochMillis,
+    ) -> Result<()> {
         let query = sqlx::query(
             "INSERT INTO review_retries (review_id, job, not_before) VALUES ($1, $2, $3)",
         )
         .bind(review_id)
         .bind(job)
-        .bind(not_before);
+        .bind(not_before.0);
         self.changed(query).await?;
         Ok(())
     }
@@ -305,8 +315,8 @@ impl Store {
     pub async fn claim_due_retry(
         &self,
         owner: &str,
-        lease_until: i64,
-        now_ms: i64,
+        lease_until: EpochMillis,
+        now_ms: EpochMillis,
     ) -> Result<Option<ClaimedRetry>> {
         let lock = match self.backend {
             Backend::Postgres => "FOR UPDATE SKIP LOCKED",
@@ -323,10 +333,10 @@ impl Store {
         );
         let query = sqlx::query(&sql)
             .bind(owner)
-            .bind(lease_until)
-            .bind(now_ms)
-            .bind(now_ms)
-            .bind(now_ms);
+            .bind(lease_until.0)
+            .bind(now_ms.0)
+            .bind(now_ms.0)
+            .bind(now_ms.0);
         self.optional(query, |r: &AnyRow| {
             Ok(ClaimedRetry {
                 id: r.try_get(0)?,
@@ -354,7 +364,7 @@ impl Store {
         owner: &str,
         new: &NewReview,
         job: &str,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
         let mut tx = self.pool.begin().await?;
         let held = sqlx::query("DELETE FROM review_retries WHERE id = $1 AND owner = $2")
@@ -386,7 +396,7 @@ pub(crate) async fn insert_queue_row(
     review_id: i64,
     job: &str,
     owner: Option<&str>,
-    lease_until: Option<i64>,
+    lease_until: Option<EpochMillis>,
 ) -> Result<()> {
     sqlx::query(
         "INSERT INTO review_queue (review_id, job, owner, lease_until) VALUES ($1, $2, $3, $4)",
@@ -394,7 +404,7 @@ pub(crate) async fn insert_queue_row(
     .bind(review_id)
     .bind(job)
     .bind(owner)
-    .bind(lease_until)
+    .bind(lease_until.map(|l| l.0))
     .execute(&mut **tx)
     .await?;
     Ok(())

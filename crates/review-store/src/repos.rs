@@ -3,6 +3,7 @@
 
 use crate::rows::repo_from_row;
 use crate::{Result, Store};
+use review_domain::EpochSeconds;
 use review_domain::RepoRow;
 
 impl Store {
@@ -13,7 +14,7 @@ impl Store {
         &self,
         full_name: &str,
         installation_id: i64,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<(RepoRow, bool)> {
         let mut tx = self.pool.begin().await?;
         let inserted = sqlx::query(
@@ -22,7 +23,7 @@ impl Store {
         )
         .bind(full_name)
         .bind(installation_id)
-        .bind(now)
+        .bind(now.0)
         .execute(&mut *tx)
         .await?
         .rows_affected();

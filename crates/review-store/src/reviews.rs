@@ -5,6 +5,7 @@
 use crate::rows::review_from_row;
 use crate::sql::{Sql, bound, push_full_filter};
 use crate::{Result, Store};
+use review_domain::EpochSeconds;
 use review_domain::{ReviewRow, StatsFilter, Trigger};
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row};
@@ -39,7 +40,7 @@ pub struct Completion {
 
 impl Store {
     /// Insert a pending review and return the re-read row.
-    pub async fn insert_review(&self, new: &NewReview, now: i64) -> Result<ReviewRow> {
+    pub async fn insert_review(&self, new: &NewReview, now: EpochSeconds) -> Result<ReviewRow> {
         let mut tx = self.pool.begin().await?;
         let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         tx.commit().await?;
@@ -77,7 +78,7 @@ impl Store {
         &self,
         id: i64,
         done: &Completion,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
             "UPDATE reviews SET status = 'completed', cost = $1, tokens = $2, model = $3, patch_id = $4,
@@ -88,7 +89,7 @@ impl Store {
             .bind(done.tokens)
             .bind(&done.model)
             .bind(&done.patch_id)
-            .bind(now)
+            .bind(now.0)
             .bind(id);
         self.optional(query, review_from_row).await
     }
@@ -100,7 +101,7 @@ impl Store {
         id: i64,
         error: &str,
         spent: Option<&Completion>,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
             "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2,
@@ -109,7 +110,7 @@ impl Store {
         );
         let query = sqlx::query(&sql)
             .bind(error)
-            .bind(now)
+            .bind(now.0)
             .bind(spent.map(|s| s.cost))
             .bind(spent.map(|s| s.tokens))
             .bind(spent.map(|s| s.model.as_str()))
@@ -123,13 +124,13 @@ impl Store {
         &self,
         id: i64,
         patch_id: Option<&str>,
-        now: i64,
+        now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
             "UPDATE reviews SET status = 'skipped', patch_id = $1, completed_at = $2
              WHERE id = $3 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
         );
-        let query = sqlx::query(&sql).bind(patch_id).bind(now).bind(id);
+        let query = sqlx::query(&sql).bind(patch_id).bind(now.0).bind(id);
         self.optional(query, review_from_row).await
     }
 
@@ -171,12 +172,12 @@ impl Store {
 
     /// At boot: every review left pending or running becomes failed with `error`
     /// (docs/architecture.md, Lifecycle extras). Returns the rows changed.
-    pub async fn fail_unfinished(&self, error: &str, now: i64) -> Result<Vec<ReviewRow>> {
+    pub async fn fail_unfinished(&self, error: &str, now: EpochSeconds) -> Result<Vec<ReviewRow>> {
         let sql = format!(
             "UPDATE reviews SET status = 'failed', error = $1, completed_at = $2
              WHERE status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
         );
-        let query = sqlx::query(&sql).bind(error).bind(now);
+        let query = sqlx::query(&sql).bind(error).bind(now.0);
         self.all(query, review_from_row).await
     }
 
@@ -263,7 +264,7 @@ impl Store {
 pub(crate) async fn insert_review_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     new: &NewReview,
-    now: i64,
+    now: EpochSeconds,
 ) -> Result<ReviewRow> {
     let sql = format!(
         "INSERT INTO reviews (repo_full_name, pr_number, title, status, \"trigger\", attempt, created_at, head_sha)
@@ -275,7 +276,7 @@ pub(crate) async fn insert_review_in(
         .bind(&new.title)
         .bind(new.trigger.map(Trigger::as_str))
         .bind(new.attempt)
-        .bind(now)
+        .bind(now.0)
         .bind(&new.head_sha)
         .fetch_one(&mut **tx)
         .await?;
@@ -302,7 +303,7 @@ fn is_pull_request_event(trigger: Option<Trigger>) -> bool {
 pub(crate) async fn skip_if_head_reviewed_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     new: &NewReview,
-    now: i64,
+    now: EpochSeconds,
 ) -> Result<Option<ReviewRow>> {
     let Some(head) = new
         .head_sha
@@ -343,8 +344,8 @@ pub(crate) async fn skip_if_head_reviewed_in(
         .bind(reason)
         .bind(new.trigger.map(Trigger::as_str))
         .bind(new.attempt)
-        .bind(now)
-        .bind(now)
+        .bind(now.0)
+        .bind(now.0)
         .bind(head)
         .fetch_one(&mut **tx)
         .await?;

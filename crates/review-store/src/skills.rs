@@ -5,6 +5,7 @@
 
 use crate::rows::skill_from_row;
 use crate::{Result, Store};
+use review_domain::EpochSeconds;
 use review_domain::SkillMetaRow;
 use sqlx::Row;
 use sqlx::any::AnyRow;
@@ -50,7 +51,7 @@ impl Store {
     /// Install a skill enabled, or re-install one by name: the row is updated in place (its
     /// created_at kept) and re-enabled (docs/review-service.md §4, Skills). Returns the re-read
     /// row.
-    pub async fn upsert_skill(&self, skill: &NewSkill, now: i64) -> Result<SkillMetaRow> {
+    pub async fn upsert_skill(&self, skill: &NewSkill, now: EpochSeconds) -> Result<SkillMetaRow> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO skills (name, source_url, owner, repo, path, \"ref\", description, enabled, blob, created_at)
@@ -68,7 +69,7 @@ impl Store {
         .bind(&skill.git_ref)
         .bind(&skill.description)
         .bind(&skill.blob)
-        .bind(now)
+        .bind(now.0)
         .execute(&mut *tx)
         .await?;
         let row = sqlx::query(&format!(
@@ -137,16 +138,25 @@ mod tests {
     #[tokio::test]
     async fn reinstall_updates_in_place_and_reenables() {
         let (_dir, store) = crate::test_store().await;
-        let first = store.upsert_skill(&new_skill("a", "s1"), 10).await.unwrap();
+        let first = store
+            .upsert_skill(&new_skill("a", "s1"), review_domain::EpochSeconds(10))
+            .await
+            .unwrap();
         assert_eq!((first.enabled, first.git_ref.as_str()), (1, "s1"));
         store.set_skill_enabled("a", false).await.unwrap();
         assert!(store.enabled_skill_blobs().await.unwrap().is_empty());
-        let again = store.upsert_skill(&new_skill("a", "s2"), 20).await.unwrap();
+        let again = store
+            .upsert_skill(&new_skill("a", "s2"), review_domain::EpochSeconds(20))
+            .await
+            .unwrap();
         assert_eq!(
             (again.enabled, again.git_ref.as_str(), again.created_at),
             (1, "s2", 10)
         );
-        store.upsert_skill(&new_skill("b", "s3"), 30).await.unwrap();
+        store
+            .upsert_skill(&new_skill("b", "s3"), review_domain::EpochSeconds(30))
+            .await
+            .unwrap();
         let names: Vec<String> = store
             .skills()
             .await

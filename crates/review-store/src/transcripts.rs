@@ -3,19 +3,25 @@
 //! replica can serve `GET /api/reviews/:id/session` (docs/architecture.md, "Many replicas").
 
 use crate::{Result, Store};
+use review_domain::EpochSeconds;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
 impl Store {
     /// Writes (or replaces) the transcript document of `session_id`.
-    pub async fn save_transcript(&self, session_id: &str, doc: &str, now: i64) -> Result<()> {
+    pub async fn save_transcript(
+        &self,
+        session_id: &str,
+        doc: &str,
+        now: EpochSeconds,
+    ) -> Result<()> {
         let query = sqlx::query(
             "INSERT INTO transcripts (session_id, doc, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (session_id) DO UPDATE SET doc = excluded.doc, updated_at = excluded.updated_at",
         )
         .bind(session_id)
         .bind(doc)
-        .bind(now);
+        .bind(now.0);
         self.changed(query).await?;
         Ok(())
     }

@@ -6,6 +6,7 @@
 mod common;
 
 use pretty_assertions::assert_eq;
+use review_domain::{EpochMillis, EpochSeconds};
 use review_domain::{FindingKind, NewFinding, Severity, StatsFilter, Trigger};
 use review_store::{Completion, NewReview, NewSkill, Store};
 
@@ -27,7 +28,10 @@ fn new_review(repo: &str, pr: i64, trigger: Trigger) -> NewReview {
 /// its blob, a delivery id, a transcript and a delivery accepted into the webhook inbox.
 async fn fill(store: &Store) {
     for repo in ["o/a", "p/b"] {
-        store.register_repo(repo, 7, T0).await.unwrap();
+        store
+            .register_repo(repo, 7, EpochSeconds(T0))
+            .await
+            .unwrap();
     }
     store
         .update_repo(
@@ -48,7 +52,7 @@ async fn fill(store: &Store) {
             Trigger::Opened
         };
         let r = store
-            .insert_review(&new_review(repo, i, trigger), at)
+            .insert_review(&new_review(repo, i, trigger), EpochSeconds(at))
             .await
             .unwrap();
         store
@@ -67,7 +71,10 @@ async fn fill(store: &Store) {
             github_review_id: Some(1000 + i),
             github_comment_id: Some(2000 + i),
         };
-        store.insert_findings(&r, &[finding], at + 5).await.unwrap();
+        store
+            .insert_findings(&r, &[finding], EpochSeconds(at + 5))
+            .await
+            .unwrap();
         match i % 4 {
             0 | 1 => {
                 let done = Completion {
@@ -77,18 +84,21 @@ async fn fill(store: &Store) {
                     patch_id: Some(format!("patch-{i}")),
                 };
                 store
-                    .complete_review(r.id, &done, at + 30 + i)
+                    .complete_review(r.id, &done, EpochSeconds(at + 30 + i))
                     .await
                     .unwrap();
             }
             2 => {
                 store
-                    .fail_review(r.id, "model said no", None, at + 40)
+                    .fail_review(r.id, "model said no", None, EpochSeconds(at + 40))
                     .await
                     .unwrap();
             }
             _ => {
-                store.skip_review(r.id, None, at + 50).await.unwrap();
+                store
+                    .skip_review(r.id, None, EpochSeconds(at + 50))
+                    .await
+                    .unwrap();
             }
         }
     }
@@ -106,10 +116,10 @@ async fn fill(store: &Store) {
         description: Some("tidy code".into()),
         blob: vec![0, 1, 2, 255],
     };
-    store.upsert_skill(&skill, T0).await.unwrap();
-    store.claim_delivery("d-1", T0).await.unwrap();
+    store.upsert_skill(&skill, EpochSeconds(T0)).await.unwrap();
+    store.claim_delivery("d-1", EpochSeconds(T0)).await.unwrap();
     store
-        .save_transcript("review-1", "{\"items\":[]}", T0)
+        .save_transcript("review-1", "{\"items\":[]}", EpochSeconds(T0))
         .await
         .unwrap();
     store
@@ -117,7 +127,7 @@ async fn fill(store: &Store) {
             Some("d-2"),
             &new_review("p/b", 5, Trigger::Synchronize),
             "job-5",
-            T0 * 1000,
+            EpochMillis(T0 * 1000),
         )
         .await
         .unwrap();
@@ -174,7 +184,7 @@ async fn assert_same(a: &Store, b: &Store) {
         b.transcript("review-1").await.unwrap()
     );
     assert!(
-        !b.claim_delivery("d-1", T0 + 1).await.unwrap(),
+        !b.claim_delivery("d-1", EpochSeconds(T0 + 1)).await.unwrap(),
         "delivery ids came along"
     );
 }
@@ -188,7 +198,10 @@ async fn copy_and_check(target: &Store) {
     assert_same(&source, target).await;
     // The accepted delivery came along and becomes its review on the target; new rows
     // continue after the copied ids.
-    let promoted = target.promote_inbox(64, T0 + 9 * DAY).await.unwrap();
+    let promoted = target
+        .promote_inbox(64, EpochSeconds(T0 + 9 * DAY))
+        .await
+        .unwrap();
     assert_eq!(promoted.len(), 1);
     assert_eq!(
         (promoted[0].row.pr_number, promoted[0].job.as_str()),
@@ -196,7 +209,10 @@ async fn copy_and_check(target: &Store) {
     );
     assert_eq!(promoted[0].row.id, 31);
     let next = target
-        .insert_review(&new_review("o/a", 99, Trigger::Opened), T0 + 9 * DAY)
+        .insert_review(
+            &new_review("o/a", 99, Trigger::Opened),
+            EpochSeconds(T0 + 9 * DAY),
+        )
         .await
         .unwrap();
     assert_eq!(next.id, 32);

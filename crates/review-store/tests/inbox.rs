@@ -8,6 +8,7 @@ mod common;
 
 use common::TestStore;
 use review_domain::Trigger;
+use review_domain::{EpochMillis, EpochSeconds};
 use review_store::{DELIVERY_WINDOW_SECS, NewReview, Store};
 
 fn new_review(pr: i64, trigger: Trigger) -> NewReview {
@@ -32,13 +33,13 @@ on_both_backends! {
     async fn a_delivery_is_accepted_once_per_window_and_its_review_written_on_promotion(store: TestStore) {
         let now_ms = 1_700_000_000_000;
         let new = new_review(7, Trigger::Opened);
-        assert!(store.accept_delivery(Some("d-1"), &new, "job-1", now_ms).await.unwrap());
+        assert!(store.accept_delivery(Some("d-1"), &new, "job-1", EpochMillis(now_ms)).await.unwrap());
         // A redelivery inside the window writes nothing.
-        assert!(!store.accept_delivery(Some("d-1"), &new, "job-1", now_ms + 1_000).await.unwrap());
+        assert!(!store.accept_delivery(Some("d-1"), &new, "job-1", EpochMillis(now_ms + 1_000)).await.unwrap());
         assert_eq!(store.inbox_len().await.unwrap(), 1);
         assert_eq!(count(&store, "reviews").await, 0, "no review row before promotion");
 
-        let promoted = store.promote_inbox(64, 1_700_000_001).await.unwrap();
+        let promoted = store.promote_inbox(64, EpochSeconds(1_700_000_001)).await.unwrap();
         assert_eq!(promoted.len(), 1);
         let p = &promoted[0];
         assert_eq!(p.job, "job-1");
@@ -50,28 +51,28 @@ on_both_backends! {
         assert_eq!(p.row.created_at, 1_700_000_001);
         assert_eq!(store.inbox_len().await.unwrap(), 0);
         // The review waits in the work queue with its job.
-        let claimed = store.claim_review("a", i64::MAX).await.unwrap().unwrap();
+        let claimed = store.claim_review("a", EpochMillis(i64::MAX)).await.unwrap().unwrap();
         assert_eq!((claimed.review_id, claimed.job.as_str()), (p.row.id, "job-1"));
-        assert!(store.promote_inbox(64, 1_700_000_002).await.unwrap().is_empty());
+        assert!(store.promote_inbox(64, EpochSeconds(1_700_000_002)).await.unwrap().is_empty());
 
         // Past the window the same id is a new delivery again.
         let later = now_ms + (DELIVERY_WINDOW_SECS + 1) * 1000;
-        assert!(store.accept_delivery(Some("d-1"), &new, "job-2", later).await.unwrap());
+        assert!(store.accept_delivery(Some("d-1"), &new, "job-2", EpochMillis(later)).await.unwrap());
         // Without a delivery id every delivery is accepted.
-        assert!(store.accept_delivery(None, &new, "job-3", later).await.unwrap());
-        assert!(store.accept_delivery(Some(""), &new, "job-4", later).await.unwrap());
+        assert!(store.accept_delivery(None, &new, "job-3", EpochMillis(later)).await.unwrap());
+        assert!(store.accept_delivery(Some(""), &new, "job-4", EpochMillis(later)).await.unwrap());
         assert_eq!(store.inbox_len().await.unwrap(), 3);
     }
 
     async fn the_direct_path_claims_the_delivery_and_queues_its_review_in_one_transaction(store: TestStore) {
         let new = new_review(3, Trigger::Synchronize);
-        let row = store.insert_delivered_review(Some("d-9"), &new, "job-9", 50).await.unwrap().unwrap();
+        let row = store.insert_delivered_review(Some("d-9"), &new, "job-9", EpochSeconds(50)).await.unwrap().unwrap();
         assert_eq!((row.pr_number, row.status.as_str(), row.created_at), (3, "pending", 50));
         // A redelivery writes nothing; a delivery without an id is always new.
-        assert_eq!(store.insert_delivered_review(Some("d-9"), &new, "job-9", 51).await.unwrap(), None);
-        assert!(store.insert_delivered_review(None, &new, "job-10", 52).await.unwrap().is_some());
+        assert_eq!(store.insert_delivered_review(Some("d-9"), &new, "job-9", EpochSeconds(51)).await.unwrap(), None);
+        assert!(store.insert_delivered_review(None, &new, "job-10", EpochSeconds(52)).await.unwrap().is_some());
         assert_eq!(count(&store, "reviews").await, 2);
-        let claimed = store.claim_review("a", i64::MAX).await.unwrap().unwrap();
+        let claimed = store.claim_review("a", EpochMillis(i64::MAX)).await.unwrap().unwrap();
         assert_eq!((claimed.review_id, claimed.job.as_str()), (row.id, "job-9"));
         assert_eq!(store.inbox_len().await.unwrap(), 0, "the direct path skips the inbox");
     }
@@ -82,7 +83,7 @@ on_both_backends! {
         let tries = (0..16).map(|i| {
             let s = if i % 2 == 0 { store.store.clone() } else { other.clone() };
             let new = new.clone();
-            async move { s.accept_delivery(Some("same"), &new, "job", 1_000).await.unwrap() }
+            async move { s.accept_delivery(Some("same"), &new, "job", EpochMillis(1_000)).await.unwrap() }
         });
         let accepted = futures::future::join_all(tries).await;
         assert_eq!(accepted.iter().filter(|a| **a).count(), 1);
@@ -94,7 +95,7 @@ on_both_backends! {
         for pr in 0..60 {
             let trigger = if pr % 2 == 0 { Trigger::Opened } else { Trigger::Synchronize };
             store
-                .accept_delivery(Some(&format!("d-{pr}")), &new_review(pr, trigger), &format!("job-{pr}"), 1_000)
+                .accept_delivery(Some(&format!("d-{pr}")), &new_review(pr, trigger), &format!("job-{pr}"), EpochMillis(1_000))
                 .await
                 .unwrap();
         }
@@ -102,7 +103,7 @@ on_both_backends! {
         let promote_all = |s: Store| async move {
             let mut got = Vec::new();
             loop {
-                let batch = s.promote_inbox(4, 1).await.unwrap();
+                let batch = s.promote_inbox(4, EpochSeconds(1)).await.unwrap();
                 if batch.is_empty() {
                     return got;
                 }
@@ -130,9 +131,9 @@ on_both_backends! {
         let now_ms = 1_700_000_000_000;
         let head = |sha: &str, trigger| NewReview { head_sha: Some(sha.repeat(40)), ..new_review(5, trigger) };
         // Opened and reopened for the same head, through the inbox (two replicas' path).
-        assert!(store.accept_delivery(Some("d-1"), &head("a", Trigger::Opened), "job-1", now_ms).await.unwrap());
-        assert!(store.accept_delivery(Some("d-2"), &head("a", Trigger::Reopened), "job-2", now_ms).await.unwrap());
-        let promoted = store.promote_inbox(10, 100).await.unwrap();
+        assert!(store.accept_delivery(Some("d-1"), &head("a", Trigger::Opened), "job-1", EpochMillis(now_ms)).await.unwrap());
+        assert!(store.accept_delivery(Some("d-2"), &head("a", Trigger::Reopened), "job-2", EpochMillis(now_ms)).await.unwrap());
+        let promoted = store.promote_inbox(10, EpochSeconds(100)).await.unwrap();
         let states: Vec<(&str, Option<&str>)> = promoted
             .iter()
             .map(|p| (p.row.status.as_str(), p.row.error.as_deref()))
@@ -142,13 +143,13 @@ on_both_backends! {
         assert_eq!(states, vec![("pending", None), ("skipped", Some(coalesced.as_str()))]);
         assert_eq!(count(&store, "review_queue").await, 1, "only the first is queued");
         // Once it completed, the direct path (SQLite's webhook) skips the same head too...
-        store.claim_review("r", i64::MAX).await.unwrap().unwrap();
+        store.claim_review("r", EpochMillis(i64::MAX)).await.unwrap().unwrap();
         store.start_review(first, "s").await.unwrap().unwrap();
         let done = review_store::Completion { cost: 0.0, tokens: 1, model: "m".into(), patch_id: None };
-        store.complete_review(first, &done, 120).await.unwrap().unwrap();
+        store.complete_review(first, &done, EpochSeconds(120)).await.unwrap().unwrap();
         store.release_review(first).await.unwrap();
         let again = store
-            .insert_delivered_review(Some("d-3"), &head("a", Trigger::Synchronize), "job-3", 130)
+            .insert_delivered_review(Some("d-3"), &head("a", Trigger::Synchronize), "job-3", EpochSeconds(130))
             .await
             .unwrap()
             .unwrap();
@@ -157,7 +158,7 @@ on_both_backends! {
         // ...while a new head, a /review command and a retry of the same head are reviewed.
         for (sha, trigger) in [("b", Trigger::Synchronize), ("a", Trigger::Command), ("a", Trigger::Retry)] {
             let row = store
-                .insert_delivered_review(None, &head(sha, trigger), "job", 140)
+                .insert_delivered_review(None, &head(sha, trigger), "job", EpochSeconds(140))
                 .await
                 .unwrap()
                 .unwrap();
@@ -181,7 +182,7 @@ async fn a_delivery_is_accepted_after_the_database_dropped_every_pooled_connecti
         let store = store.store.clone();
         async move {
             store
-                .accept_delivery(Some(&format!("warm-{pr}")), &new, "job", 1_000)
+                .accept_delivery(Some(&format!("warm-{pr}")), &new, "job", EpochMillis(1_000))
                 .await
                 .unwrap()
         }
@@ -201,7 +202,7 @@ async fn a_delivery_is_accepted_after_the_database_dropped_every_pooled_connecti
             Some("after-restart"),
             &new_review(99, Trigger::Opened),
             "job-99",
-            2_000,
+            EpochMillis(2_000),
         )
         .await
         .unwrap();

@@ -7,6 +7,7 @@
 
 mod common;
 
+use review_domain::EpochSeconds;
 use review_store::{READ_QUERY_MAX_ROWS, Store, StoreError};
 use serde_json::json;
 
@@ -128,7 +129,7 @@ async fn writes_and_second_statements_are_refused_and_change_nothing() {
                 attempt: 0,
                 head_sha: None,
             },
-            100,
+            EpochSeconds(100),
         )
         .await
         .unwrap();

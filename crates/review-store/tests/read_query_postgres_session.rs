@@ -8,6 +8,7 @@
 mod common;
 
 use review_domain::Trigger;
+use review_domain::{EpochMillis, EpochSeconds};
 use review_store::{NewReview, PROMOTE_LOCK, Store, StoreError};
 
 fn opened(pr: i64) -> NewReview {
@@ -58,12 +59,12 @@ async fn a_chat_query_taking_the_promoter_lock_leaves_no_lock_and_intake_goes_on
     }
     assert!(
         store
-            .accept_delivery(Some("after-chat"), &opened(1), "job-1", 1_000)
+            .accept_delivery(Some("after-chat"), &opened(1), "job-1", EpochMillis(1_000))
             .await
             .unwrap()
     );
     let started = std::time::Instant::now();
-    let promoted = store.promote_inbox(10, 2).await.unwrap();
+    let promoted = store.promote_inbox(10, EpochSeconds(2)).await.unwrap();
     assert_eq!(promoted.len(), 1);
     assert_eq!(promoted[0].row.status.as_str(), "pending");
     assert!(started.elapsed() < std::time::Duration::from_secs(1));
@@ -83,11 +84,11 @@ async fn a_promoter_lock_held_elsewhere_times_out_with_an_error_instead_of_waiti
         .await
         .unwrap();
     store
-        .accept_delivery(Some("d-1"), &opened(2), "job-2", 1_000)
+        .accept_delivery(Some("d-1"), &opened(2), "job-2", EpochMillis(1_000))
         .await
         .unwrap();
     let started = std::time::Instant::now();
-    let err = store.promote_inbox(10, 2).await.unwrap_err();
+    let err = store.promote_inbox(10, EpochSeconds(2)).await.unwrap_err();
     let waited = started.elapsed();
     assert!(matches!(err, StoreError::Database(_)), "{err:?}");
     assert!(err.to_string().contains("lock timeout"), "{err}");
@@ -96,7 +97,14 @@ async fn a_promoter_lock_held_elsewhere_times_out_with_an_error_instead_of_waiti
     assert!(waited < std::time::Duration::from_secs(12), "{waited:?}");
     assert_eq!(store.inbox_len().await.unwrap(), 1, "nothing lost");
     drop(holder);
-    assert_eq!(store.promote_inbox(10, 3).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .promote_inbox(10, EpochSeconds(3))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 mod common;
 
 use pretty_assertions::assert_eq;
+use review_domain::EpochSeconds;
 use review_domain::{FindingKind, NewFinding, Severity, StatsFilter, Trigger};
 use review_store::{Completion, NewReview, Store};
 
@@ -36,12 +37,12 @@ fn done(model: &str, cost: f64) -> Completion {
 /// A review of `repo` created at `at` that completes after `secs`.
 async fn completed(store: &Store, repo: &str, pr: i64, at: i64, secs: i64) -> i64 {
     let r = store
-        .insert_review(&new_review(repo, pr), at)
+        .insert_review(&new_review(repo, pr), EpochSeconds(at))
         .await
         .unwrap();
     store.start_review(r.id, "s").await.unwrap().unwrap();
     store
-        .complete_review(r.id, &done("anthropic/m", 0.25), at + secs)
+        .complete_review(r.id, &done("anthropic/m", 0.25), EpochSeconds(at + secs))
         .await
         .unwrap()
         .unwrap();
@@ -82,9 +83,9 @@ on_both_backends! {
         completed(&store, "o/r", 1, T0 + 100, 300).await;
         completed(&store, "o/r", 2, T0 + 200, 359).await;
         // Pending for 294,703 s, then failed by the boot sweep.
-        let stuck = store.insert_review(&new_review("o/r", 3), T0 + 300).await.unwrap();
+        let stuck = store.insert_review(&new_review("o/r", 3), EpochSeconds(T0 + 300)).await.unwrap();
         let failed = store
-            .fail_unfinished("interrupted by restart", T0 + 300 + 294_703)
+            .fail_unfinished("interrupted by restart", EpochSeconds(T0 + 300 + 294_703))
             .await
             .unwrap();
         assert_eq!(failed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![stuck.id]);
@@ -106,8 +107,8 @@ on_both_backends! {
             );
         }
         // A repo whose only review failed has no average.
-        let lone = store.insert_review(&new_review("o/lone", 1), T0 + 400).await.unwrap();
-        store.fail_review(lone.id, "boom", None, T0 + 500).await.unwrap().unwrap();
+        let lone = store.insert_review(&new_review("o/lone", 1), EpochSeconds(T0 + 400)).await.unwrap();
+        store.fail_review(lone.id, "boom", None, EpochSeconds(T0 + 500)).await.unwrap().unwrap();
         let stats = store.stats(&StatsFilter::default()).await.unwrap();
         let lone = stats.projects.iter().find(|p| p.repo_full_name == "o/lone").unwrap();
         assert_eq!((lone.reviews, lone.avg_duration), (1, None));
@@ -125,7 +126,7 @@ on_both_backends! {
                 for k in 0..12_i64 {
                     let repo = ["o/a", "o/b"][((w + k) % 2) as usize];
                     let at = T0 + (w * 12 + k) * 977;
-                    let r = store.insert_review(&new_review(repo, 1 + k), at).await.unwrap();
+                    let r = store.insert_review(&new_review(repo, 1 + k), EpochSeconds(at)).await.unwrap();
                     store.start_review(r.id, "s").await.unwrap().unwrap();
                     let findings: Vec<NewFinding> = [Severity::Blocking, Severity::Nit, Severity::Question]
                         .into_iter()
@@ -143,12 +144,12 @@ on_both_backends! {
                             github_comment_id: None,
                         })
                         .collect();
-                    store.insert_findings(&r, &findings, at + 1).await.unwrap();
+                    store.insert_findings(&r, &findings, EpochSeconds(at + 1)).await.unwrap();
                     if k % 4 == 0 {
-                        store.fail_review(r.id, "boom", None, at + 50).await.unwrap().unwrap();
+                        store.fail_review(r.id, "boom", None, EpochSeconds(at + 50)).await.unwrap().unwrap();
                     } else {
                         store
-                            .complete_review(r.id, &done("anthropic/m", 0.25), at + 10 + k)
+                            .complete_review(r.id, &done("anthropic/m", 0.25), EpochSeconds(at + 10 + k))
                             .await
                             .unwrap()
                             .unwrap();
@@ -213,29 +214,40 @@ async fn fill(store: &Store) {
         if i % 11 == 0 {
             new.trigger = None;
         }
-        let r = store.insert_review(&new, at).await.unwrap();
+        let r = store.insert_review(&new, EpochSeconds(at)).await.unwrap();
         match i % 6 {
             0 => {} // stays pending
             1 => {
                 store.start_review(r.id, "s").await.unwrap();
                 store
-                    .fail_review(r.id, "boom", Some(&done(models[1], 0.5)), at + 50 + i)
+                    .fail_review(
+                        r.id,
+                        "boom",
+                        Some(&done(models[1], 0.5)),
+                        EpochSeconds(at + 50 + i),
+                    )
                     .await
                     .unwrap();
             }
             2 => {
-                store.skip_review(r.id, Some("p"), at + 5).await.unwrap();
+                store
+                    .skip_review(r.id, Some("p"), EpochSeconds(at + 5))
+                    .await
+                    .unwrap();
             }
             _ => {
                 store.start_review(r.id, "s").await.unwrap();
                 let findings = findings_of(i, i % 4, 5, &severities);
-                store.insert_findings(&r, &findings, at + 1).await.unwrap();
+                store
+                    .insert_findings(&r, &findings, EpochSeconds(at + 1))
+                    .await
+                    .unwrap();
                 let cost = 0.25 * ((i % 8) as f64);
                 store
                     .complete_review(
                         r.id,
                         &done(models[(i % 2) as usize], cost),
-                        at + 30 + i * 13,
+                        EpochSeconds(at + 30 + i * 13),
                     )
                     .await
                     .unwrap();
@@ -244,7 +256,7 @@ async fn fill(store: &Store) {
     }
     // A review that gets skipped after its findings were written moves them out of the counts.
     let r = store
-        .insert_review(&new_review("o/a", 99), T0 + 3 * DAY + 10)
+        .insert_review(&new_review("o/a", 99), EpochSeconds(T0 + 3 * DAY + 10))
         .await
         .unwrap();
     let finding = NewFinding {
@@ -258,11 +270,11 @@ async fn fill(store: &Store) {
         github_comment_id: None,
     };
     store
-        .insert_findings(&r, &[finding], T0 + 3 * DAY + 11)
+        .insert_findings(&r, &[finding], EpochSeconds(T0 + 3 * DAY + 11))
         .await
         .unwrap();
     store
-        .skip_review(r.id, None, T0 + 3 * DAY + 12)
+        .skip_review(r.id, None, EpochSeconds(T0 + 3 * DAY + 12))
         .await
         .unwrap();
 }
@@ -395,11 +407,11 @@ async fn upgrading_a_sqlite_database_recomputes_avg_duration() {
     }
     // And the recreated triggers keep it so.
     let late = store
-        .insert_review(&new_review("o/r", 4), T0 + 900)
+        .insert_review(&new_review("o/r", 4), EpochSeconds(T0 + 900))
         .await
         .unwrap();
     store
-        .fail_review(late.id, "boom", None, T0 + 90_900)
+        .fail_review(late.id, "boom", None, EpochSeconds(T0 + 90_900))
         .await
         .unwrap();
     let stats = store.stats(&StatsFilter::default()).await.unwrap();
@@ -438,33 +450,36 @@ async fn fill_two_days(store: &Store) {
         if i % 7 == 0 {
             new.trigger = Some(Trigger::Command);
         }
-        let r = store.insert_review(&new, at).await.unwrap();
+        let r = store.insert_review(&new, EpochSeconds(at)).await.unwrap();
         if i % 8 == 0 {
             continue; // stays pending
         }
         store.start_review(r.id, "s").await.unwrap().unwrap();
         let findings = findings_of(i, i % 5, 4, &severities);
-        store.insert_findings(&r, &findings, at + 1).await.unwrap();
+        store
+            .insert_findings(&r, &findings, EpochSeconds(at + 1))
+            .await
+            .unwrap();
         let spent = done(models[(i % 2) as usize], 0.25 * ((i % 5) as f64));
         match i % 8 {
             1 => {} // stays running, with findings
             2 => {
                 store
-                    .fail_review(r.id, "boom", Some(&spent), at + 40 + i)
+                    .fail_review(r.id, "boom", Some(&spent), EpochSeconds(at + 40 + i))
                     .await
                     .unwrap()
                     .unwrap();
             }
             3 => {
                 store
-                    .skip_review(r.id, None, at + 5)
+                    .skip_review(r.id, None, EpochSeconds(at + 5))
                     .await
                     .unwrap()
                     .unwrap();
             }
             _ => {
                 store
-                    .complete_review(r.id, &spent, at + 30 + i * 11)
+                    .complete_review(r.id, &spent, EpochSeconds(at + 30 + i * 11))
                     .await
                     .unwrap()
                     .unwrap();
@@ -523,7 +538,7 @@ on_both_backends! {
         assert_rollups_give_the_raw_numbers(&store, "filled").await;
 
         // Status changes: the boot sweep fails what is pending or running.
-        store.fail_unfinished("interrupted by restart", T0 + 2 * DAY - 10).await.unwrap();
+        store.fail_unfinished("interrupted by restart", EpochSeconds(T0 + 2 * DAY - 10)).await.unwrap();
         assert_rollups_give_the_raw_numbers(&store, "after fail_unfinished").await;
 
         // Findings deleted and edited by hand.
@@ -554,7 +569,7 @@ on_both_backends! {
         assert_rollups_give_the_raw_numbers(&store, "after review edits").await;
 
         // A review with findings that is then skipped takes them out of every filter.
-        let r = store.insert_review(&new_review("p/c", 40), T0 + DAY + 10).await.unwrap();
+        let r = store.insert_review(&new_review("p/c", 40), EpochSeconds(T0 + DAY + 10)).await.unwrap();
         let finding = NewFinding {
             kind: FindingKind::Inline,
             body: "b".into(),
@@ -565,8 +580,8 @@ on_both_backends! {
             github_review_id: None,
             github_comment_id: None,
         };
-        store.insert_findings(&r, &[finding], T0 + DAY + 11).await.unwrap();
-        store.skip_review(r.id, None, T0 + DAY + 12).await.unwrap().unwrap();
+        store.insert_findings(&r, &[finding], EpochSeconds(T0 + DAY + 11)).await.unwrap();
+        store.skip_review(r.id, None, EpochSeconds(T0 + DAY + 12)).await.unwrap().unwrap();
         assert_rollups_give_the_raw_numbers(&store, "after a late skip").await;
         let charts = store
             .charts(&StatsFilter { repo: Some("p/c".into()), ..Default::default() })

@@ -4,6 +4,7 @@
 mod common;
 
 use pretty_assertions::assert_eq;
+use review_domain::EpochSeconds;
 use review_domain::{FindingKind, NewFinding, ReviewEvent, Severity, Trigger};
 use review_store::{Backend, Completion, NewReview};
 
@@ -39,7 +40,7 @@ async fn commits_do_not_checkpoint_and_the_keepers_checkpoint_does() {
     };
     // Well past SQLite's default of a checkpoint every 1,000 pages (4 MB).
     for _ in 0..1500 {
-        store.insert_review(&new, 1).await.unwrap();
+        store.insert_review(&new, EpochSeconds(1)).await.unwrap();
     }
     let grown = std::fs::metadata(&wal).unwrap().len();
     assert!(
@@ -50,7 +51,7 @@ async fn commits_do_not_checkpoint_and_the_keepers_checkpoint_does() {
     assert!(frames > 1000, "{frames}");
     assert_eq!(checkpointed, frames, "every frame checkpointed");
     // The next writer starts the log over instead of growing it.
-    store.insert_review(&new, 2).await.unwrap();
+    store.insert_review(&new, EpochSeconds(2)).await.unwrap();
     let (frames, _) = store.checkpoint().await.unwrap();
     assert!(frames < 100, "the log went on growing: {frames} frames");
     assert_eq!(
@@ -89,7 +90,7 @@ async fn database_file_is_created_in_wal_mode_with_every_table() {
 
 on_both_backends! {
     async fn registration_inserts_disabled_then_changes_only_installation_id(store: TestStore) {
-        let (row, changed) = store.register_repo("o/r", 7, 100).await.unwrap();
+        let (row, changed) = store.register_repo("o/r", 7, EpochSeconds(100)).await.unwrap();
         assert!(changed);
         assert_eq!(
             (row.enabled, row.installation_id, row.created_at),
@@ -99,9 +100,9 @@ on_both_backends! {
             .update_repo("o/r", Some("p"), Some("anthropic/x"), Some(1), None)
             .await
             .unwrap();
-        let (row, changed) = store.register_repo("o/r", 7, 200).await.unwrap();
+        let (row, changed) = store.register_repo("o/r", 7, EpochSeconds(200)).await.unwrap();
         assert!(!changed, "same installation id is no change");
-        let (row2, changed) = store.register_repo("o/r", 8, 300).await.unwrap();
+        let (row2, changed) = store.register_repo("o/r", 8, EpochSeconds(300)).await.unwrap();
         assert!(changed);
         assert_eq!(row2.installation_id, 8);
         assert_eq!(
@@ -118,7 +119,7 @@ on_both_backends! {
 
 on_both_backends! {
     async fn lifecycle_pending_running_completed(store: TestStore) {
-        let r = store.insert_review(&new_review(3), 10).await.unwrap();
+        let r = store.insert_review(&new_review(3), EpochSeconds(10)).await.unwrap();
         assert_eq!(
             (r.status.as_str(), r.attempt, r.trigger.map(Trigger::as_str)),
             ("pending", 0, Some("opened"))
@@ -139,7 +140,7 @@ on_both_backends! {
             patch_id: Some("abc".into()),
         };
         let r = store
-            .complete_review(r.id, &done, 20)
+            .complete_review(r.id, &done, EpochSeconds(20))
             .await
             .unwrap()
             .unwrap();
@@ -158,7 +159,7 @@ on_both_backends! {
         );
         assert!(
             store
-                .fail_review(r.id, "late", None, 30)
+                .fail_review(r.id, "late", None, EpochSeconds(30))
                 .await
                 .unwrap()
                 .is_none(),
@@ -169,11 +170,11 @@ on_both_backends! {
 
 on_both_backends! {
     async fn boot_fails_everything_left_pending_or_running(store: TestStore) {
-        let a = store.insert_review(&new_review(1), 1).await.unwrap();
-        let b = store.insert_review(&new_review(2), 1).await.unwrap();
+        let a = store.insert_review(&new_review(1), EpochSeconds(1)).await.unwrap();
+        let b = store.insert_review(&new_review(2), EpochSeconds(1)).await.unwrap();
         store.start_review(b.id, "s").await.unwrap();
         let failed = store
-            .fail_unfinished("interrupted by restart", 5)
+            .fail_unfinished("interrupted by restart", EpochSeconds(5))
             .await
             .unwrap();
         assert_eq!(failed.len(), 2);
@@ -187,7 +188,7 @@ on_both_backends! {
 
 on_both_backends! {
     async fn findings_are_written_all_together_and_read_per_pr(store: TestStore) {
-        let r = store.insert_review(&new_review(4), 1).await.unwrap();
+        let r = store.insert_review(&new_review(4), EpochSeconds(1)).await.unwrap();
         let findings = vec![
             NewFinding {
                 kind: FindingKind::Summary,
@@ -210,7 +211,7 @@ on_both_backends! {
                 github_comment_id: Some(11),
             },
         ];
-        let rows = store.insert_findings(&r, &findings, 2).await.unwrap();
+        let rows = store.insert_findings(&r, &findings, EpochSeconds(2)).await.unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].severity.map(Severity::as_str), Some("blocking"));
         assert_eq!(store.findings_for_pr("o/r", 4).await.unwrap(), rows);
@@ -247,7 +248,7 @@ on_both_backends! {
     async fn read_query_answers_columns_and_rows_as_json(store: TestStore) {
         for pr in 1..=3 {
             store
-                .insert_review(&new_review(pr), 100 + pr)
+                .insert_review(&new_review(pr), EpochSeconds(100 + pr))
                 .await
                 .unwrap();
         }
@@ -294,7 +295,7 @@ on_both_backends! {
 
 on_both_backends! {
     async fn read_query_refuses_writes_and_leaves_the_database_unchanged(store: TestStore) {
-        store.insert_review(&new_review(1), 100).await.unwrap();
+        store.insert_review(&new_review(1), EpochSeconds(100)).await.unwrap();
         // The last two are each engine's way out of read-only.
         let escapes = match store.backend() {
             Backend::Sqlite => ["PRAGMA query_only = OFF", "ATTACH DATABASE ':memory:' AS other"],
@@ -412,7 +413,7 @@ on_both_backends! {
 
 on_both_backends! {
     async fn unknown_trigger_or_status_text_is_an_error_not_a_default(store: TestStore) {
-        let r = store.insert_review(&new_review(4), 10).await.unwrap();
+        let r = store.insert_review(&new_review(4), EpochSeconds(10)).await.unwrap();
         // The trigger column has no CHECK: another program may write anything there.
         sqlx::query("UPDATE reviews SET \"trigger\" = 'manual' WHERE id = $1")
             .bind(r.id)
@@ -460,18 +461,18 @@ on_both_backends! {
     /// when many requests claim it at the same moment (replicas behind one database).
     async fn a_delivery_is_new_once_per_window(store: TestStore) {
         use review_store::DELIVERY_WINDOW_SECS;
-        assert!(store.claim_delivery("d-1", 1000).await.unwrap());
-        assert!(!store.claim_delivery("d-1", 1001).await.unwrap());
-        assert!(store.claim_delivery("d-2", 1001).await.unwrap());
-        assert!(!store.claim_delivery("d-1", 1000 + DELIVERY_WINDOW_SECS).await.unwrap());
-        assert!(store.claim_delivery("d-1", 1001 + DELIVERY_WINDOW_SECS).await.unwrap());
+        assert!(store.claim_delivery("d-1", EpochSeconds(1000)).await.unwrap());
+        assert!(!store.claim_delivery("d-1", EpochSeconds(1001)).await.unwrap());
+        assert!(store.claim_delivery("d-2", EpochSeconds(1001)).await.unwrap());
+        assert!(!store.claim_delivery("d-1", EpochSeconds(1000 + DELIVERY_WINDOW_SECS)).await.unwrap());
+        assert!(store.claim_delivery("d-1", EpochSeconds(1001 + DELIVERY_WINDOW_SECS)).await.unwrap());
         // Pruning forgets only the ids older than the window.
-        assert_eq!(store.prune_deliveries(1001 + DELIVERY_WINDOW_SECS).await.unwrap(), 0);
-        assert_eq!(store.prune_deliveries(1002 + DELIVERY_WINDOW_SECS + 1).await.unwrap(), 1, "d-2 seen at 1001");
+        assert_eq!(store.prune_deliveries(EpochSeconds(1001 + DELIVERY_WINDOW_SECS)).await.unwrap(), 0);
+        assert_eq!(store.prune_deliveries(EpochSeconds(1002 + DELIVERY_WINDOW_SECS + 1)).await.unwrap(), 1, "d-2 seen at 1001");
         store.release_delivery("d-2").await.unwrap();
-        assert!(store.claim_delivery("d-2", 1002).await.unwrap());
+        assert!(store.claim_delivery("d-2", EpochSeconds(1002)).await.unwrap());
         let claims = futures::future::join_all(
-            (0..16).map(|_| store.claim_delivery("d-race", 5000)),
+            (0..16).map(|_| store.claim_delivery("d-race", EpochSeconds(5000))),
         )
         .await;
         let won = claims.into_iter().filter(|c| *c.as_ref().unwrap()).count();

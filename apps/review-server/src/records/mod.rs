@@ -22,6 +22,7 @@ pub(crate) use view::StoreView;
 
 use events::{Event, EventBus};
 use repo_cache::RepoCache;
+use review_domain::{EpochMillis, EpochSeconds};
 use review_domain::{FindingRow, NewFinding, RepoRow, ReviewRow};
 use review_store::{
     ClaimedReview, Completion, HeldLease, NewReview, PromotedReview, Store, StoreError,
@@ -30,14 +31,14 @@ use serde_json::{Value, json};
 use std::sync::OnceLock;
 use tokio::sync::{broadcast, mpsc};
 
-/// Current epoch milliseconds (leases and retry times).
-pub(crate) fn now_ms() -> i64 {
-    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+/// Now, in the milliseconds of leases and the inbox.
+pub(crate) fn now_ms() -> EpochMillis {
+    EpochMillis::now()
 }
 
-/// Current epoch seconds.
-pub(crate) fn now() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
+/// Now, in the seconds of every `*_at` field.
+pub(crate) fn now() -> EpochSeconds {
+    EpochSeconds::now()
 }
 
 /// Why findings could not be recorded.
@@ -221,7 +222,7 @@ impl Records {
         &self,
         new: &NewReview,
         owner: &str,
-        lease_until: i64,
+        lease_until: EpochMillis,
     ) -> Result<ReviewRow, StoreError> {
         let row = self
             .db
@@ -254,13 +255,17 @@ impl Records {
     pub async fn claim(
         &self,
         owner: &str,
-        lease_until: i64,
+        lease_until: EpochMillis,
     ) -> Result<Option<ClaimedReview>, StoreError> {
         self.db.claim_review(owner, lease_until).await
     }
 
     /// Renews `owner`'s leases; see [`Store::renew_leases`].
-    pub async fn renew(&self, owner: &str, lease_until: i64) -> Result<Vec<HeldLease>, StoreError> {
+    pub async fn renew(
+        &self,
+        owner: &str,
+        lease_until: EpochMillis,
+    ) -> Result<Vec<HeldLease>, StoreError> {
         self.db.renew_leases(owner, lease_until).await
     }
 

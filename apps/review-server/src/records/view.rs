@@ -2,6 +2,7 @@
 //! writes review, repo or finding rows: one here would let a caller write without publishing
 //! (`tests/architecture.rs` would then fail on this file).
 
+use review_domain::{EpochMillis, EpochSeconds};
 use review_domain::{FindingRow, RepoRow, ReviewRow, StatsFilter};
 use review_store::{Charts, NewReview, NewSkill, ReadQueryResult, Stats, Store, StoreError};
 use std::collections::BTreeMap;
@@ -77,14 +78,14 @@ impl StoreView {
         /// Writes or (None) deletes a setting.
         fn put_setting(&self, key: &str, value: Option<&str>) -> ();
         /// Claims a webhook delivery id; false for a redelivery.
-        fn claim_delivery(&self, id: &str, now: i64) -> bool;
+        fn claim_delivery(&self, id: &str, now: EpochSeconds) -> bool;
         /// Forgets delivery ids older than the window.
-        fn prune_deliveries(&self, now: i64) -> u64;
+        fn prune_deliveries(&self, now: EpochSeconds) -> u64;
         /// Releases the claim of a delivery whose handling failed.
         fn release_delivery(&self, id: &str) -> ();
         /// Claims a delivery id and writes its review to the webhook inbox in one round trip;
         /// false for a redelivery.
-        fn accept_delivery(&self, delivery: Option<&str>, new: &NewReview, job: &str, now_ms: i64) -> bool;
+        fn accept_delivery(&self, delivery: Option<&str>, new: &NewReview, job: &str, now_ms: EpochMillis) -> bool;
         /// How many accepted deliveries wait in the webhook inbox.
         fn inbox_len(&self) -> i64;
         /// SQLite: checkpoints the write-ahead log; (frames in the log, checkpointed).
@@ -93,16 +94,16 @@ impl StoreView {
         fn checkpoint_at_shutdown(&self) -> bool;
         /// The PR's pending or running reviews other than `except`, by id.
         fn active_reviews_of_pr(&self, repo: &str, pr_number: i64, except: i64) -> Vec<i64>;
-        /// Schedules an automatic retry (epoch ms).
-        fn schedule_retry(&self, review_id: i64, job: &str, not_before: i64) -> ();
+        /// Schedules an automatic retry.
+        fn schedule_retry(&self, review_id: i64, job: &str, not_before: EpochMillis) -> ();
         /// Claims a due automatic retry.
-        fn claim_due_retry(&self, owner: &str, lease_until: i64, now_ms: i64) -> Option<review_store::ClaimedRetry>;
+        fn claim_due_retry(&self, owner: &str, lease_until: EpochMillis, now_ms: EpochMillis) -> Option<review_store::ClaimedRetry>;
         /// Drops a retry this replica holds.
         fn drop_retry(&self, id: i64, owner: &str) -> bool;
         /// How many automatic retries wait.
         fn waiting_retries(&self) -> i64;
         /// Stores a transcript document.
-        fn save_transcript(&self, session_id: &str, doc: &str, now: i64) -> ();
+        fn save_transcript(&self, session_id: &str, doc: &str, now: EpochSeconds) -> ();
         /// A stored transcript document.
         fn transcript(&self, session_id: &str) -> Option<String>;
         /// Sends a NOTIFY to every replica (PostgreSQL).
@@ -114,7 +115,7 @@ impl StoreView {
         /// One installed skill.
         fn skill(&self, name: &str) -> Option<review_domain::SkillMetaRow>;
         /// Installs or re-installs a skill.
-        fn upsert_skill(&self, skill: &NewSkill, now: i64) -> review_domain::SkillMetaRow;
+        fn upsert_skill(&self, skill: &NewSkill, now: EpochSeconds) -> review_domain::SkillMetaRow;
         /// Enables or disables a skill.
         fn set_skill_enabled(&self, name: &str, enabled: bool) -> Option<review_domain::SkillMetaRow>;
         /// Removes a skill.

@@ -63,7 +63,7 @@ async fn claim_loop(app: AppState) {
             }
             match app
                 .records
-                .claim(&app.replica, now_ms() + lease_ms(&app))
+                .claim(&app.replica, now_ms().plus_millis(lease_ms(&app)))
                 .await
             {
                 Ok(Some(c)) => break c,
@@ -145,7 +145,7 @@ async fn renew(app: &AppState) {
     let live_before = app.live_ids();
     let held = match app
         .records
-        .renew(&app.replica, now_ms() + lease_ms(app))
+        .renew(&app.replica, now_ms().plus_millis(lease_ms(app)))
         .await
     {
         Ok(h) => h,
@@ -233,7 +233,7 @@ async fn due_retries(app: &AppState) {
         match app
             .records
             .store
-            .claim_due_retry(&app.replica, now + lease_ms(app), now)
+            .claim_due_retry(&app.replica, now.plus_millis(lease_ms(app)), now)
             .await
         {
             Ok(Some(claimed)) => run_due_retry(app, claimed).await,

@@ -49,7 +49,7 @@ pub(super) async fn after_genuine_failure(
     };
     let delay_ms =
         i64::try_from(app.config.retry_delay_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
-    let not_before = now_ms().saturating_add(delay_ms);
+    let not_before = now_ms().plus_millis(delay_ms);
     match app
         .records
         .store
@@ -58,7 +58,7 @@ pub(super) async fn after_genuine_failure(
     {
         Ok(()) => tracing::info!(
             review_id = review.id,
-            not_before,
+            not_before = not_before.0,
             "automatic retry scheduled"
         ),
         Err(e) => {
