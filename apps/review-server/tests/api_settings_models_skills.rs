@@ -15,38 +15,6 @@ use test_doubles::scripted_model::{Behavior, REPLY_WITHOUT_TOOLS, ScriptedModel}
 
 // ---- helpers ------------------------------------------------------------------------------
 
-async fn put(server: &Server, path: &str, body: Value) -> (u16, Value) {
-    let r = server
-        .http
-        .put(format!("{}{path}", server.url))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let text = r.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-async fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
-    let r = server
-        .http
-        .post(format!("{}{path}", server.url))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let text = r.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 /// A models.dev-format catalog on loopback, counting downloads.
 struct CatalogServer {
     url: String,
@@ -82,6 +50,18 @@ async fn catalog_server(catalog: Value) -> CatalogServer {
         hits,
         task,
     }
+}
+
+/// A server reading the models.dev catalog of [`sample_catalog`], with `extra` in its
+/// environment.
+async fn models_server(
+    extra: &[(&'static str, String)],
+) -> (CatalogServer, tempfile::TempDir, Server) {
+    let catalog = catalog_server(sample_catalog()).await;
+    let mut env = vec![("MODELS_CATALOG_URL", catalog.url.clone())];
+    env.extend(extra.iter().cloned());
+    let (dir, server) = start_temp(&env).await;
+    (catalog, dir, server)
 }
 
 fn provider(id: &str, name: &str, models: &[&str]) -> Value {
@@ -136,18 +116,20 @@ fn strings(v: &Value) -> Vec<String> {
 async fn absent_setting_keeps_its_value() {
     let (_d, s) = start_temp(&[]).await;
     assert_eq!(s.get_json("/api/settings").await, json!({}));
-    let (status, body) = put(
-        &s,
-        "/api/settings",
-        json!({"agent_model": "anthropic/claude-a", "agent_api_key": "sk-stored"}),
-    )
-    .await;
+    let (status, body) = s
+        .put_json(
+            "/api/settings",
+            json!({"agent_model": "anthropic/claude-a", "agent_api_key": "sk-stored"}),
+        )
+        .await;
     assert_eq!(status, 200);
     assert_eq!(
         body,
         json!({"agent_model": "anthropic/claude-a", "agent_api_key": "sk-stored"})
     );
-    let (status, body) = put(&s, "/api/settings", json!({"default_prompt": "Be brief."})).await;
+    let (status, body) = s
+        .put_json("/api/settings", json!({"default_prompt": "Be brief."}))
+        .await;
     assert_eq!(status, 200);
     let expected = json!({
         "agent_model": "anthropic/claude-a",
@@ -168,18 +150,17 @@ async fn empty_string_deletes_so_env_fallback_applies() {
         ("AGENT_MODEL", "anthropic/claude-env".into()),
     ])
     .await;
-    put(
-        &s,
+    s.put_json(
         "/api/settings",
         json!({"agent_api_key": "stored-key", "agent_model": "anthropic/claude-stored"}),
     )
     .await;
-    let (status, body) = put(
-        &s,
-        "/api/settings",
-        json!({"agent_api_key": "", "agent_model": ""}),
-    )
-    .await;
+    let (status, body) = s
+        .put_json(
+            "/api/settings",
+            json!({"agent_api_key": "", "agent_model": ""}),
+        )
+        .await;
     assert_eq!((status, body), (200, json!({})));
     // The key falls back to AGENT_API_KEY and the model to the cascade (AGENT_MODEL).
     let test = s.get_json("/api/settings/test").await;
@@ -194,13 +175,13 @@ async fn empty_string_deletes_so_env_fallback_applies() {
 #[tokio::test]
 async fn noise_settings_store_their_values_and_an_empty_string_deletes_them() {
     let (_d, s) = start_temp(&[]).await;
-    let (status, body) = put(
-        &s,
-        "/api/settings",
-        json!({"review_min_severity": " blocking ", "review_quiet": "true",
+    let (status, body) = s
+        .put_json(
+            "/api/settings",
+            json!({"review_min_severity": " blocking ", "review_quiet": "true",
             "review_verify": "false", "verify_model": "openai/gpt-5-mini"}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(
         (status, body),
         (
@@ -209,13 +190,13 @@ async fn noise_settings_store_their_values_and_an_empty_string_deletes_them() {
                 "review_verify": "false", "verify_model": "openai/gpt-5-mini"})
         )
     );
-    let (status, body) = put(
-        &s,
-        "/api/settings",
-        json!({"review_min_severity": "", "review_quiet": "  ", "review_verify": "",
+    let (status, body) = s
+        .put_json(
+            "/api/settings",
+            json!({"review_min_severity": "", "review_quiet": "  ", "review_verify": "",
             "verify_model": ""}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!((status, body), (200, json!({})));
 }
 
@@ -224,26 +205,25 @@ async fn noise_settings_store_their_values_and_an_empty_string_deletes_them() {
 #[tokio::test]
 async fn a_repositorys_min_severity_is_kept_when_omitted_and_cleared_by_null() {
     let (_d, s) = start_temp(&[]).await;
-    post(
-        &s,
+    s.post_json(
         "/api/repos",
         json!({"full_name": "acme/widgets", "installation_id": 1}),
     )
     .await;
     let path = "/api/repos/acme/widgets";
-    let (status, row) = put(&s, path, json!({"min_severity": "blocking"})).await;
+    let (status, row) = s.put_json(path, json!({"min_severity": "blocking"})).await;
     assert_eq!((status, &row["min_severity"]), (200, &json!("blocking")));
-    let (_, row) = put(&s, path, json!({"prompt": "Be brief."})).await;
+    let (_, row) = s.put_json(path, json!({"prompt": "Be brief."})).await;
     assert_eq!(row["min_severity"], "blocking", "{row}");
-    let (status, err) = put(&s, path, json!({"min_severity": "loud"})).await;
+    let (status, err) = s.put_json(path, json!({"min_severity": "loud"})).await;
     assert_eq!(status, 422, "{err}");
     assert!(
         err["error"].as_str().unwrap().starts_with("min_severity"),
         "{err}"
     );
     for clear in [json!(null), json!(""), json!(" ")] {
-        put(&s, path, json!({"min_severity": "question"})).await;
-        let (_, row) = put(&s, path, json!({"min_severity": clear})).await;
+        s.put_json(path, json!({"min_severity": "question"})).await;
+        let (_, row) = s.put_json(path, json!({"min_severity": clear})).await;
         assert_eq!(row["min_severity"], json!(null), "{row}");
     }
 }
@@ -251,24 +231,22 @@ async fn a_repositorys_min_severity_is_kept_when_omitted_and_cleared_by_null() {
 #[tokio::test]
 async fn empty_default_prompt_is_a_noop() {
     let (_d, s) = start_temp(&[]).await;
-    put(
-        &s,
-        "/api/settings",
-        json!({"default_prompt": "Focus on SQL."}),
-    )
-    .await;
+    s.put_json("/api/settings", json!({"default_prompt": "Focus on SQL."}))
+        .await;
     for empty in ["", "   "] {
-        let (status, body) = put(&s, "/api/settings", json!({"default_prompt": empty})).await;
+        let (status, body) = s
+            .put_json("/api/settings", json!({"default_prompt": empty}))
+            .await;
         assert_eq!(status, 200);
         assert_eq!(body, json!({"default_prompt": "Focus on SQL."}));
     }
     // Replacing it works.
-    let (_, body) = put(
-        &s,
-        "/api/settings",
-        json!({"default_prompt": "Focus on tests."}),
-    )
-    .await;
+    let (_, body) = s
+        .put_json(
+            "/api/settings",
+            json!({"default_prompt": "Focus on tests."}),
+        )
+        .await;
     assert_eq!(body, json!({"default_prompt": "Focus on tests."}));
 }
 
@@ -293,7 +271,7 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
         (json!({"review_passes": "6"}), "review_passes"),
         (json!({"review_passes": "0"}), "review_passes"),
     ] {
-        let (status, err) = put(&s, "/api/settings", body).await;
+        let (status, err) = s.put_json("/api/settings", body).await;
         assert_eq!(
             (status, &err["code"]),
             (422, &json!("invalid_body")),
@@ -301,7 +279,7 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
         );
         assert!(err["error"].as_str().unwrap().starts_with(field), "{err}");
     }
-    let (status, _) = put(&s, "/api/settings", json!(["agent_api_key"])).await;
+    let (status, _) = s.put_json("/api/settings", json!(["agent_api_key"])).await;
     assert_eq!(status, 422);
     assert_eq!(s.get_json("/api/settings").await, json!({}));
 }
@@ -314,7 +292,8 @@ async fn settings_test_replies_with_the_model_text() {
         ("AGENT_MODEL", "anthropic/claude-a".into()),
     ])
     .await;
-    put(&s, "/api/settings", json!({"agent_api_key": "sk-stored"})).await;
+    s.put_json("/api/settings", json!({"agent_api_key": "sk-stored"}))
+        .await;
     let test = s.get_json("/api/settings/test").await;
     assert_eq!(test["ok"], true, "{test}");
     assert_eq!(test["text"], REPLY_WITHOUT_TOOLS);
@@ -330,12 +309,8 @@ async fn settings_test_uses_the_cascade_model() {
         ("AGENT_MODEL", "anthropic/claude-a".into()),
     ])
     .await;
-    put(
-        &s,
-        "/api/settings",
-        json!({"agent_model": "openai/gpt-5-mini"}),
-    )
-    .await;
+    s.put_json("/api/settings", json!({"agent_model": "openai/gpt-5-mini"}))
+        .await;
     let test = s.get_json("/api/settings/test").await;
     assert_eq!(test["ok"], true, "{test}");
     assert_eq!(model.requests()[0]["model"], "gpt-5-mini");
@@ -345,15 +320,10 @@ async fn settings_test_uses_the_cascade_model() {
 async fn settings_test_reports_failure_in_the_body() {
     // No key at all: the failure names the setting and its env var, with status 200.
     let (_d, s) = start_temp(&[("AGENT_MODEL", "anthropic/claude-a".into())]).await;
-    let r = s
-        .http
-        .get(format!("{}/api/settings/test", s.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["ok"], false);
+    let (status, body) = s
+        .call(reqwest::Method::GET, "/api/settings/test", None)
+        .await;
+    assert_eq!((status, &body["ok"]), (200, &json!(false)), "{body}");
     let error = body["error"].as_str().unwrap();
     assert!(
         error.contains("agent_api_key") && error.contains("AGENT_API_KEY"),
@@ -377,9 +347,7 @@ async fn settings_test_reports_failure_in_the_body() {
 
 #[tokio::test]
 async fn models_without_all_lists_configured_providers_only() {
-    let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start_temp(&[
-        ("MODELS_CATALOG_URL", catalog.url.clone()),
+    let (_catalog, _d, s) = models_server(&[
         ("AGENT_API_KEY", "k".into()),
         ("AGENT_MODEL", "anthropic/claude-a".into()),
     ])
@@ -402,26 +370,18 @@ async fn models_without_all_lists_configured_providers_only() {
     );
 
     // The second key configures the coding-plan provider.
-    put(&s, "/api/settings", json!({"second_api_key": "z"})).await;
+    s.put_json("/api/settings", json!({"second_api_key": "z"}))
+        .await;
     // Providers named by the improver model or a repo override count even without a key.
-    put(
-        &s,
-        "/api/settings",
-        json!({"improver_model": "mistral/small"}),
-    )
-    .await;
-    post(
-        &s,
+    s.put_json("/api/settings", json!({"improver_model": "mistral/small"}))
+        .await;
+    s.post_json(
         "/api/repos",
         json!({"full_name": "acme/widgets", "installation_id": 1}),
     )
     .await;
-    put(
-        &s,
-        "/api/repos/acme/widgets",
-        json!({"model": "deepseek/chat"}),
-    )
-    .await;
+    s.put_json("/api/repos/acme/widgets", json!({"model": "deepseek/chat"}))
+        .await;
     let list = s.get_json("/api/models").await;
     assert_eq!(
         strings(&list["providers"]),
@@ -431,8 +391,7 @@ async fn models_without_all_lists_configured_providers_only() {
     assert!(ids(&list).iter().all(|id| !id.starts_with("bigco/")));
 
     // The default model's provider counts too, without its key.
-    put(
-        &s,
+    s.put_json(
         "/api/settings",
         json!({"agent_api_key": "", "agent_model": "bigco/big-001"}),
     )
@@ -443,9 +402,7 @@ async fn models_without_all_lists_configured_providers_only() {
 
 #[tokio::test]
 async fn third_key_lists_the_bundled_openai_models() {
-    let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start_temp(&[
-        ("MODELS_CATALOG_URL", catalog.url.clone()),
+    let (_catalog, _d, s) = models_server(&[
         ("THIRD_API_KEY", "k".into()),
         ("AGENT_MODEL", "openai/gpt-5".into()),
     ])
@@ -465,29 +422,26 @@ async fn third_key_lists_the_bundled_openai_models() {
 
 #[tokio::test]
 async fn models_query_is_case_insensitive_on_provider_slash_model() {
-    let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start_temp(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
+    let (_catalog, _d, s) = models_server(&[]).await;
     let list = s.get_json("/api/models?all=1&q=MISTRAL/large").await;
     assert_eq!(ids(&list), vec!["mistral/Large-Model"]);
     assert_eq!(list["models"][0]["configured"], false);
     let list = s.get_json("/api/models?all=1&q=%20LARGE%20").await;
     assert_eq!(ids(&list), vec!["mistral/Large-Model"]);
     // A parameter given twice is not guessed at: 400 in JSON, with its code.
-    let r = s
-        .http
-        .get(format!("{}/api/models?q=a&q=b", s.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(body["code"], "invalid_query", "{body}");
+    let (status, body) = s
+        .call(reqwest::Method::GET, "/api/models?q=a&q=b", None)
+        .await;
+    assert_eq!(
+        (status, &body["code"]),
+        (400, &json!("invalid_query")),
+        "{body}"
+    );
 }
 
 #[tokio::test]
 async fn models_results_are_capped_at_100() {
-    let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start_temp(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
+    let (_catalog, _d, s) = models_server(&[]).await;
     let list = s.get_json("/api/models?all=1").await;
     assert_eq!(list["total"], 3 + 2 + 1 + 2 + 1 + 150);
     assert_eq!(list["models"].as_array().unwrap().len(), 100);
@@ -498,8 +452,7 @@ async fn models_results_are_capped_at_100() {
 
 #[tokio::test]
 async fn catalog_is_cached_and_refresh_rebuilds() {
-    let catalog = catalog_server(sample_catalog()).await;
-    let (_d, s) = start_temp(&[("MODELS_CATALOG_URL", catalog.url.clone())]).await;
+    let (catalog, _d, s) = models_server(&[]).await;
     s.get_json("/api/models?all=1").await;
     s.get_json("/api/models?q=x").await;
     assert_eq!(catalog.hits.load(Ordering::SeqCst), 1);
@@ -564,13 +517,26 @@ async fn skills_server(forge: &FakeForge, extra: &[(&str, String)]) -> (tempfile
     start_temp(&env).await
 }
 
-#[tokio::test]
-async fn skill_install_pins_the_commit_sha() {
+/// The fake forge with the skill pack published, and a server reading skills from it.
+async fn skills_world() -> (FakeForge, tempfile::TempDir, Server) {
     let forge = FakeForge::start().await;
     publish_pack(&forge);
-    let (_d, s) = skills_server(&forge, &[]).await;
+    let (dir, server) = skills_server(&forge, &[]).await;
+    (forge, dir, server)
+}
+
+/// POST /api/skills with the skill at `path` on `git_ref` of the pack.
+async fn install(server: &Server, git_ref: &str, path: &str) -> (u16, Value) {
+    server
+        .post_json("/api/skills", json!({ "url": skill_url(git_ref, path) }))
+        .await
+}
+
+#[tokio::test]
+async fn skill_install_pins_the_commit_sha() {
+    let (forge, _d, s) = skills_world().await;
     let url = skill_url("main", "skills/sql-safety");
-    let (status, row) = post(&s, "/api/skills", json!({ "url": url })).await;
+    let (status, row) = s.post_json("/api/skills", json!({ "url": url })).await;
     assert_eq!(status, 200, "{row}");
     let created_at = row["created_at"].as_i64().unwrap();
     assert_eq!(
@@ -612,12 +578,7 @@ async fn skill_ref_with_slashes_resolves() {
         &[("skills/sql-safety/SKILL.md", SQL_SKILL_MD.as_bytes())],
     );
     let (_d, s) = skills_server(&forge, &[]).await;
-    let (status, row) = post(
-        &s,
-        "/api/skills",
-        json!({"url": skill_url("release/v1", "skills/sql-safety")}),
-    )
-    .await;
+    let (status, row) = install(&s, "release/v1", "skills/sql-safety").await;
     assert_eq!(status, 200, "{row}");
     assert_eq!(
         (row["ref"].as_str(), row["path"].as_str()),
@@ -627,16 +588,11 @@ async fn skill_ref_with_slashes_resolves() {
 
 #[tokio::test]
 async fn skill_blob_is_never_returned() {
-    let forge = FakeForge::start().await;
-    publish_pack(&forge);
-    let (_d, s) = skills_server(&forge, &[]).await;
-    let (_, row) = post(
-        &s,
-        "/api/skills",
-        json!({"url": skill_url("main", "skills/sql-safety")}),
-    )
-    .await;
-    let (_, row2) = put(&s, "/api/skills/sql-safety", json!({"enabled": false})).await;
+    let (_forge, _d, s) = skills_world().await;
+    let (_, row) = install(&s, "main", "skills/sql-safety").await;
+    let (_, row2) = s
+        .put_json("/api/skills/sql-safety", json!({"enabled": false}))
+        .await;
     let list = s.get_json("/api/skills").await;
     let expected_keys = [
         "created_at",
@@ -658,9 +614,7 @@ async fn skill_blob_is_never_returned() {
 
 #[tokio::test]
 async fn bad_skill_url_is_422() {
-    let forge = FakeForge::start().await;
-    publish_pack(&forge);
-    let (_d, s) = skills_server(&forge, &[]).await;
+    let (_forge, _d, s) = skills_world().await;
     for body in [
         json!({}),
         json!({"url": 5}),
@@ -675,7 +629,7 @@ async fn bad_skill_url_is_422() {
         json!({"url": skill_url("main", "skills/no-skill-md")}),
         json!({"url": "https://github.com/acme/no-such-repo/tree/main/skills/sql-safety"}),
     ] {
-        let (status, err) = post(&s, "/api/skills", body.clone()).await;
+        let (status, err) = s.post_json("/api/skills", body.clone()).await;
         // No url string at all breaks the body's schema; a url that cannot be installed fails
         // the install.
         let code = if body["url"].is_string() {
@@ -698,39 +652,30 @@ async fn bad_skill_url_is_422() {
 
 #[tokio::test]
 async fn skill_over_25_files_or_1_mb_is_422() {
-    let forge = FakeForge::start().await;
-    publish_pack(&forge);
-    let (_d, s) = skills_server(&forge, &[]).await;
-    let (status, err) = post(
-        &s,
-        "/api/skills",
-        json!({"url": skill_url("main", "skills/too-many")}),
-    )
-    .await;
-    assert_eq!(status, 422);
-    assert!(err["error"].as_str().unwrap().contains("25 files"), "{err}");
-    let (status, err) = post(
-        &s,
-        "/api/skills",
-        json!({"url": skill_url("main", "skills/too-big")}),
-    )
-    .await;
-    assert_eq!(status, 422);
-    assert!(
-        err["error"].as_str().unwrap().contains("1048576 bytes"),
-        "{err}"
-    );
+    let (_forge, _d, s) = skills_world().await;
+    // (the skill, the limit its refusal names)
+    for (path, limit) in [
+        ("skills/too-many", "25 files"),
+        ("skills/too-big", "1048576 bytes"),
+    ] {
+        let (status, err) = install(&s, "main", path).await;
+        assert_eq!(status, 422, "{path}: {err}");
+        assert!(
+            err["error"].as_str().unwrap().contains(limit),
+            "{path}: {err}"
+        );
+    }
     assert!(!s.data_dir.join("skills/too-big").exists());
 }
 
 #[tokio::test]
 async fn skill_reinstall_updates_in_place_and_reenables() {
-    let forge = FakeForge::start().await;
-    publish_pack(&forge);
-    let (_d, s) = skills_server(&forge, &[]).await;
+    let (forge, _d, s) = skills_world().await;
     let url = skill_url("main", "skills/sql-safety");
-    let (_, first) = post(&s, "/api/skills", json!({ "url": url })).await;
-    let (status, off) = put(&s, "/api/skills/sql-safety", json!({"enabled": false})).await;
+    let (_, first) = s.post_json("/api/skills", json!({ "url": url })).await;
+    let (status, off) = s
+        .put_json("/api/skills/sql-safety", json!({"enabled": false}))
+        .await;
     assert_eq!((status, off["enabled"].as_i64()), (200, Some(0)));
     assert!(!s.data_dir.join("skills/sql-safety").exists());
 
@@ -744,7 +689,7 @@ async fn skill_reinstall_updates_in_place_and_reenables() {
             b"---\ndescription: v2\n---\nVersion two.\n",
         )],
     );
-    let (status, again) = post(&s, "/api/skills", json!({ "url": url })).await;
+    let (status, again) = s.post_json("/api/skills", json!({ "url": url })).await;
     assert_eq!(status, 200, "{again}");
     assert_eq!(
         (
@@ -771,7 +716,9 @@ async fn skill_reinstall_updates_in_place_and_reenables() {
 #[tokio::test]
 async fn enable_unknown_skill_is_404_not_found() {
     let (_d, s) = start_temp(&[]).await;
-    let (status, body) = put(&s, "/api/skills/nope", json!({"enabled": true})).await;
+    let (status, body) = s
+        .put_json("/api/skills/nope", json!({"enabled": true}))
+        .await;
     assert_eq!(
         (status, body),
         (404, json!({"error": "not found", "code": "not_found"}))
@@ -780,17 +727,10 @@ async fn enable_unknown_skill_is_404_not_found() {
 
 #[tokio::test]
 async fn enable_requires_a_json_boolean() {
-    let forge = FakeForge::start().await;
-    publish_pack(&forge);
-    let (_d, s) = skills_server(&forge, &[]).await;
-    post(
-        &s,
-        "/api/skills",
-        json!({"url": skill_url("main", "skills/sql-safety")}),
-    )
-    .await;
+    let (_forge, _d, s) = skills_world().await;
+    install(&s, "main", "skills/sql-safety").await;
     for body in [json!({"enabled": 1}), json!({"enabled": "true"}), json!({})] {
-        let (status, err) = put(&s, "/api/skills/sql-safety", body.clone()).await;
+        let (status, err) = s.put_json("/api/skills/sql-safety", body.clone()).await;
         assert_eq!(
             (status, &err["code"]),
             (422, &json!("invalid_body")),
@@ -798,21 +738,16 @@ async fn enable_requires_a_json_boolean() {
         );
         assert!(err["error"].is_string());
     }
-    let (status, row) = put(&s, "/api/skills/sql-safety", json!({"enabled": true})).await;
+    let (status, row) = s
+        .put_json("/api/skills/sql-safety", json!({"enabled": true}))
+        .await;
     assert_eq!((status, row["enabled"].as_i64()), (200, Some(1)));
 }
 
 #[tokio::test]
 async fn delete_skill_is_204_also_when_unknown() {
-    let forge = FakeForge::start().await;
-    publish_pack(&forge);
-    let (_d, s) = skills_server(&forge, &[]).await;
-    post(
-        &s,
-        "/api/skills",
-        json!({"url": skill_url("main", "skills/sql-safety")}),
-    )
-    .await;
+    let (_forge, _d, s) = skills_world().await;
+    install(&s, "main", "skills/sql-safety").await;
     for name in ["sql-safety", "sql-safety", "never-installed"] {
         let r = s
             .http
@@ -849,20 +784,25 @@ async fn skill_fetch_uses_the_installation_of_a_registered_repo() {
     };
     // Not registered: anonymous reads (public repositories).
     let url = skill_url("main", "skills/sql-safety");
-    assert_eq!(post(&s, "/api/skills", json!({ "url": url })).await.0, 200);
+    assert_eq!(
+        s.post_json("/api/skills", json!({ "url": url })).await.0,
+        200
+    );
     let anonymous = reads(&forge);
     assert!(
         !anonymous.is_empty() && anonymous.iter().all(|a| !a),
         "{anonymous:?}"
     );
     // Registered: the installation's token.
-    post(
-        &s,
+    s.post_json(
         "/api/repos",
         json!({"full_name": SKILLS_REPO, "installation_id": 9}),
     )
     .await;
-    assert_eq!(post(&s, "/api/skills", json!({ "url": url })).await.0, 200);
+    assert_eq!(
+        s.post_json("/api/skills", json!({ "url": url })).await.0,
+        200
+    );
     let all = reads(&forge);
     let authenticated = &all[anonymous.len()..];
     assert!(
@@ -885,21 +825,12 @@ async fn enabled_skills_reach_the_agent_prompt() {
         )],
     );
     let s = &w.server;
-    let (status, _) = post(
-        s,
-        "/api/skills",
-        json!({"url": skill_url("main", "skills/sql-safety")}),
-    )
-    .await;
+    let (status, _) = install(s, "main", "skills/sql-safety").await;
     assert_eq!(status, 200);
-    let (status, _) = post(
-        s,
-        "/api/skills",
-        json!({"url": skill_url("other", "skills/off-skill")}),
-    )
-    .await;
+    let (status, _) = install(s, "other", "skills/off-skill").await;
     assert_eq!(status, 200);
-    put(s, "/api/skills/off-skill", json!({"enabled": false})).await;
+    s.put_json("/api/skills/off-skill", json!({"enabled": false}))
+        .await;
 
     s.enable(&w.full_name(), None).await;
     w.deliver_pull_request("opened").await;

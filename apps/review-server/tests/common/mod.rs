@@ -471,6 +471,16 @@ impl Server {
         body: &[u8],
         secret: Option<&str>,
     ) -> reqwest::Response {
+        self.delivery(event, body, secret).send().await.unwrap()
+    }
+
+    /// The request of [`Server::deliver`], not sent.
+    pub(crate) fn delivery(
+        &self,
+        event: &str,
+        body: &[u8],
+        secret: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         let mut req = self
             .http
             .post(format!("{}/webhook/github", self.url))
@@ -481,7 +491,47 @@ impl Server {
         if let Some(s) = secret {
             req = req.header("X-Hub-Signature-256", forge::sign(s.as_bytes(), body));
         }
-        req.send().await.unwrap()
+        req
+    }
+
+    /// `method` on `path`, with `body` as JSON when given: the status and the answer, as JSON
+    /// or, when it is not JSON, as a JSON string of its text.
+    pub(crate) async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// PUT `body` on `path`: see [`Server::call`].
+    pub(crate) async fn put_json(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::PUT, path, Some(body)).await
+    }
+
+    /// POST `body` to `path`: see [`Server::call`].
+    pub(crate) async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// The review rows of `full_name`'s PR `pr`, newest first.
+    pub(crate) async fn reviews_of(&self, full_name: &str, pr: i64) -> Vec<Value> {
+        self.get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+            .await
+            .as_array()
+            .unwrap()
+            .clone()
     }
 
     pub(crate) async fn get_json(&self, path: &str) -> Value {
@@ -749,15 +799,28 @@ impl World {
         let head = self.upstream.sha("feature");
         let diff = git(&self.upstream.work, &["diff", &format!("main...{head}")]);
         self.forge.set_diff(&self.full_name(), &head, &diff);
-        let r = self
-            .server
-            .deliver(
-                "pull_request",
-                &self.pull_request_payload(action, &head),
-                Some(SECRET),
-            )
-            .await;
-        assert_eq!(r.status(), 200);
+        assert_eq!(self.deliver_pull_at(action, &head).await.status(), 200);
+    }
+
+    /// Deliver `pull_request` `action` for PR 1 at `head`, signed; the fake forge learns
+    /// nothing of it.
+    pub(crate) async fn deliver_pull_at(&self, action: &str, head: &str) -> reqwest::Response {
+        self.deliver_payload(&self.pull_request_payload(action, head))
+            .await
+    }
+
+    /// Deliver `payload` as a signed `pull_request` event.
+    pub(crate) async fn deliver_payload(&self, payload: &[u8]) -> reqwest::Response {
+        self.server
+            .deliver("pull_request", payload, Some(SECRET))
+            .await
+    }
+
+    /// Deliver `opened` for PR 1 at the feature head, signed, without telling the fake forge
+    /// its diff; asserts 200.
+    pub(crate) async fn open_pr(&self) {
+        let head = self.upstream.sha("feature");
+        assert_eq!(self.deliver_pull_at("opened", &head).await.status(), 200);
     }
 
     /// GitHub's example pull_request delivery, rewritten for our repo and PR 1.
