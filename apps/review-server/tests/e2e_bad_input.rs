@@ -14,137 +14,160 @@ async fn error_of(r: reqwest::Response) -> (u16, Value) {
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
+/// What a delivery must be answered with, beside its status.
+enum Answer {
+    /// Exactly this JSON body.
+    Body(Value),
+    /// An error whose message names `mentions`, with the code `code` when one is given.
+    Error {
+        code: Option<&'static str>,
+        mentions: &'static str,
+    },
+    /// The status alone.
+    Status,
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn deliveries_with_bad_signatures_or_bodies_get_the_documented_status() {
+    use Answer::{Body, Error, Status};
     let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
     let body = w.pull_request_payload("opened", &w.upstream.sha("feature"));
     let invalid = json!({ "error": "invalid signature", "code": "invalid_signature" });
-
-    assert_eq!(
-        error_of(
-            w.server
-                .deliver("pull_request", &body, Some("wrong secret"))
-                .await
-        )
-        .await,
-        (401, invalid.clone())
-    );
-    assert_eq!(
-        error_of(w.server.deliver("pull_request", &body, None).await).await,
-        (401, invalid.clone())
-    );
-    // A body altered after signing.
-    let r = w
-        .server
-        .http
-        .post(format!("{}/webhook/github", w.server.url))
-        .header("X-GitHub-Event", "pull_request")
-        .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), &body))
-        .body([&body[..], b" "].concat())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_of(r).await, (401, invalid));
-
-    let (status, v) = error_of(
+    let ok = json!({ "ok": true });
+    let mut no_repository: Value = serde_json::from_slice(&body).unwrap();
+    no_repository.as_object_mut().unwrap().remove("repository");
+    let no_repository = serde_json::to_vec(&no_repository).unwrap();
+    // A POST on the webhook signed over `signed`, with no header but the signature.
+    let signed_over = |signed: &[u8]| {
         w.server
-            .deliver("pull_request", b"{not json", Some(SECRET))
-            .await,
-    )
-    .await;
-    assert_eq!((status, &v["code"]), (400, &json!("invalid_payload")));
-    assert!(v["error"].as_str().unwrap().contains("not JSON"), "{v}");
-
-    // A signed delivery that names no event: no header, or an empty one.
-    for event in [None, Some(""), Some("  ")] {
-        let mut req = w
-            .server
             .http
             .post(format!("{}/webhook/github", w.server.url))
-            .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), &body));
-        if let Some(event) = event {
-            req = req.header("X-GitHub-Event", event);
-        }
-        let (status, v) = error_of(req.body(body.clone()).send().await.unwrap()).await;
-        assert_eq!(status, 400, "event header {event:?}: {v}");
-        assert!(
-            v["error"].as_str().unwrap().contains("X-GitHub-Event"),
-            "{v}"
-        );
-    }
-
-    assert_eq!(
-        error_of(
-            w.server
-                .deliver("star", b"{\"action\":\"created\"}", Some(SECRET))
-                .await
-        )
-        .await,
-        (200, json!({ "ok": true }))
-    );
-    assert_eq!(
-        error_of(
-            w.server
-                .deliver(
-                    "ping",
-                    b"{\"zen\":\"Keep it logically awesome.\"}",
-                    Some(SECRET)
-                )
-                .await
-        )
-        .await,
-        (200, json!({ "ok": true }))
-    );
-
-    let mut v: Value = serde_json::from_slice(&body).unwrap();
-    v.as_object_mut().unwrap().remove("repository");
-    let (status, err) = error_of(
-        w.server
-            .deliver(
-                "pull_request",
-                &serde_json::to_vec(&v).unwrap(),
-                Some(SECRET),
+            .header(
+                "X-Hub-Signature-256",
+                forge::sign(SECRET.as_bytes(), signed),
             )
-            .await,
-    )
-    .await;
-    assert_eq!((status, &err["code"]), (400, &json!("invalid_payload")));
-    assert!(
-        err["error"].as_str().unwrap().contains("repository"),
-        "{err}"
-    );
-
-    // A signed delivery without an event name.
-    let r = w
-        .server
-        .http
-        .post(format!("{}/webhook/github", w.server.url))
-        .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), b"{}"))
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        error_of(r).await,
+    };
+    let server = &w.server;
+    // (what is sent, the request, the status, the answer)
+    let cases: Vec<(&str, reqwest::RequestBuilder, u16, Answer)> = vec![
         (
+            "a signature with the wrong secret",
+            server.delivery("pull_request", &body, Some("wrong secret")),
+            401,
+            Body(invalid.clone()),
+        ),
+        (
+            "no signature",
+            server.delivery("pull_request", &body, None),
+            401,
+            Body(invalid.clone()),
+        ),
+        (
+            "a body altered after signing",
+            signed_over(&body)
+                .header("X-GitHub-Event", "pull_request")
+                .body([&body[..], b" "].concat()),
+            401,
+            Body(invalid),
+        ),
+        (
+            "a body that is not JSON",
+            server.delivery("pull_request", b"{not json", Some(SECRET)),
             400,
-            json!({ "error": "missing X-GitHub-Event header", "code": "missing_event" })
-        )
-    );
-
-    // The Forge-named headers of the spec work too.
-    let r = w
-        .server
-        .http
-        .post(format!("{}/webhook/github", w.server.url))
-        .header("X-Forge-Event", "ping")
-        .header("X-Forge-Delivery", "d-1")
-        .header("X-Hub-Signature-256", forge::sign(SECRET.as_bytes(), b"{}"))
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+            Error {
+                code: Some("invalid_payload"),
+                mentions: "not JSON",
+            },
+        ),
+        (
+            "a signed delivery without an event header",
+            signed_over(&body).body(body.clone()),
+            400,
+            Error {
+                code: None,
+                mentions: "X-GitHub-Event",
+            },
+        ),
+        (
+            "a signed delivery with an empty event header",
+            signed_over(&body)
+                .header("X-GitHub-Event", "")
+                .body(body.clone()),
+            400,
+            Error {
+                code: None,
+                mentions: "X-GitHub-Event",
+            },
+        ),
+        (
+            "a signed delivery with a blank event header",
+            signed_over(&body)
+                .header("X-GitHub-Event", "  ")
+                .body(body.clone()),
+            400,
+            Error {
+                code: None,
+                mentions: "X-GitHub-Event",
+            },
+        ),
+        (
+            "an event the server does not handle (star)",
+            server.delivery("star", b"{\"action\":\"created\"}", Some(SECRET)),
+            200,
+            Body(ok.clone()),
+        ),
+        (
+            "a ping",
+            server.delivery(
+                "ping",
+                b"{\"zen\":\"Keep it logically awesome.\"}",
+                Some(SECRET),
+            ),
+            200,
+            Body(ok),
+        ),
+        (
+            "a pull_request payload without its repository",
+            server.delivery("pull_request", &no_repository, Some(SECRET)),
+            400,
+            Error {
+                code: Some("invalid_payload"),
+                mentions: "repository",
+            },
+        ),
+        (
+            "a signed empty object without an event name",
+            signed_over(b"{}").body("{}"),
+            400,
+            Body(json!({ "error": "missing X-GitHub-Event header", "code": "missing_event" })),
+        ),
+        (
+            "the Forge-named headers of the spec",
+            signed_over(b"{}")
+                .header("X-Forge-Event", "ping")
+                .header("X-Forge-Delivery", "d-1")
+                .body("{}"),
+            200,
+            Status,
+        ),
+    ];
+    for (what, request, status, answer) in cases {
+        let (got, v) = error_of(request.send().await.unwrap()).await;
+        assert_eq!(got, status, "{what}: {v}");
+        match answer {
+            Body(expected) => assert_eq!(v, expected, "{what}"),
+            Error { code, mentions } => {
+                if let Some(code) = code {
+                    assert_eq!(v["code"], code, "{what}: {v}");
+                }
+                assert!(
+                    v["error"].as_str().unwrap().contains(mentions),
+                    "{what}: {v}"
+                );
+            }
+            Status => {}
+        }
+    }
     // Nothing was reviewed and the server is still healthy.
     assert_eq!(w.forge.reviews().len(), 0);
     assert_eq!(w.server.get_json("/health").await, json!({ "ok": true }));
@@ -199,14 +222,7 @@ async fn unknown_routes_get_the_global_not_found() {
 
 async fn failed_review(w: &World) -> Value {
     w.server.enable(&w.full_name(), None).await;
-    let body = w.pull_request_payload("opened", &w.upstream.sha("feature"));
-    assert_eq!(
-        w.server
-            .deliver("pull_request", &body, Some(SECRET))
-            .await
-            .status(),
-        200
-    );
+    w.open_pr().await;
     let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
     assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
     assert!(!w.server.log().contains("panicked"));
