@@ -24,15 +24,27 @@ async fn world(behavior: Behavior, extra: &[(&'static str, String)]) -> World {
     w
 }
 
-async fn open_pr(w: &World) {
-    let body = w.pull_request_payload("opened", &w.upstream.sha("feature"));
-    assert_eq!(
-        w.server
-            .deliver("pull_request", &body, Some(SECRET))
-            .await
-            .status(),
-        200
-    );
+/// A world whose model answers each request after `delay`, with PR 1 opened and its review
+/// running: the world and the review's id.
+async fn running_review(delay: Duration, extra: &[(&'static str, String)]) -> (World, i64) {
+    let w = world(Behavior::Slow(delay), extra).await;
+    w.open_pr().await;
+    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
+    let id = first["id"].as_i64().unwrap();
+    wait_status(&w, id, "running").await;
+    (w, id)
+}
+
+/// Waits until the server has decided that review `id`, cancelled, gets no automatic retry;
+/// then asserts that PR 1 has `count` rows.
+async fn assert_cancelled_run_not_retried(w: &World, id: i64, count: usize, what: &str) {
+    w.server
+        .wait_log_line(&[
+            "no automatic retry: the run was cancelled",
+            &format!("review_id={id}"),
+        ])
+        .await;
+    assert_eq!(rows(w).await.len(), count, "{what}");
 }
 
 async fn rows(w: &World) -> Vec<Value> {
@@ -73,15 +85,7 @@ async fn post(w: &World, path: &str) -> (u16, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stop_aborts_a_live_run_which_fails_stopped_by_user_and_is_not_retried() {
-    let w = world(
-        Behavior::Slow(Duration::from_secs(3)),
-        &[("RETRY_DELAY_SECS", "1".into())],
-    )
-    .await;
-    open_pr(&w).await;
-    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
-    let id = first["id"].as_i64().unwrap();
-    wait_status(&w, id, "running").await;
+    let (w, id) = running_review(Duration::from_secs(3), &[("RETRY_DELAY_SECS", "1".into())]).await;
     let (status, body) = post(&w, &format!("/api/reviews/{id}/stop")).await;
     assert_eq!(
         (status, serde_json::from_str::<Value>(&body).unwrap()),
@@ -95,13 +99,7 @@ async fn stop_aborts_a_live_run_which_fails_stopped_by_user_and_is_not_retried()
         (status, serde_json::from_str::<Value>(&body).unwrap()),
         (200, json!({ "ok": false, "reason": "already completed" }))
     );
-    w.server
-        .wait_log_line(&[
-            "no automatic retry: the run was cancelled",
-            &format!("review_id={id}"),
-        ])
-        .await;
-    assert_eq!(rows(&w).await.len(), 1, "a stopped review is never retried");
+    assert_cancelled_run_not_retried(&w, id, 1, "a stopped review is never retried").await;
     assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
     assert_eq!(
         post(&w, "/api/reviews/9999/stop").await,
@@ -112,7 +110,7 @@ async fn stop_aborts_a_live_run_which_fails_stopped_by_user_and_is_not_retried()
 #[tokio::test(flavor = "multi_thread")]
 async fn genuine_failure_is_retried_once_and_a_failed_retry_comments_on_the_pr() {
     let w = world(Behavior::Fail500, &[("RETRY_DELAY_SECS", "1".into())]).await;
-    open_pr(&w).await;
+    w.open_pr().await;
     let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
     let (retry, first) = (&all[0], &all[1]);
     assert_eq!(
@@ -153,7 +151,7 @@ async fn genuine_failure_is_retried_once_and_a_failed_retry_comments_on_the_pr()
 #[tokio::test(flavor = "multi_thread")]
 async fn automatic_retry_stands_down_when_another_review_of_the_pr_is_active() {
     let w = world(Behavior::Fail500, &[("RETRY_DELAY_SECS", "2".into())]).await;
-    open_pr(&w).await;
+    w.open_pr().await;
     let first = w.server.wait_reviews(&w.full_name(), 1, 1).await[0].clone();
     assert_eq!(first["status"], "failed");
     // Another review of the PR is running on another replica, under a live lease, when the
@@ -173,23 +171,13 @@ async fn automatic_retry_stands_down_when_another_review_of_the_pr_is_active() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn newer_push_supersedes_the_running_review_without_retry() {
-    let w = world(
-        Behavior::Slow(Duration::from_millis(700)),
+    let (w, first_id) = running_review(
+        Duration::from_millis(700),
         &[("RETRY_DELAY_SECS", "1".into())],
     )
     .await;
-    open_pr(&w).await;
-    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
-    let first_id = first["id"].as_i64().unwrap();
-    wait_status(&w, first_id, "running").await;
     let head2 = w.upstream.push_feature_commit();
-    w.server
-        .deliver(
-            "pull_request",
-            &w.pull_request_payload("synchronize", &head2),
-            Some(SECRET),
-        )
-        .await;
+    w.deliver_pull_at("synchronize", &head2).await;
     let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
     let old = all.iter().find(|r| r["id"] == first_id).unwrap();
     assert_eq!(
@@ -197,17 +185,7 @@ async fn newer_push_supersedes_the_running_review_without_retry() {
         (Some("failed"), Some("superseded by a newer push"))
     );
     assert_eq!(all[0]["status"], "completed");
-    w.server
-        .wait_log_line(&[
-            "no automatic retry: the run was cancelled",
-            &format!("review_id={first_id}"),
-        ])
-        .await;
-    assert_eq!(
-        rows(&w).await.len(),
-        2,
-        "a superseded review is never retried"
-    );
+    assert_cancelled_run_not_retried(&w, first_id, 2, "a superseded review is never retried").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -218,19 +196,13 @@ async fn at_most_max_concurrent_reviews_run_and_the_rest_wait_pending() {
     )
     .await;
     w.upstream.publish_pull(2, "feature");
-    open_pr(&w).await;
+    w.open_pr().await;
     let mut v: Value =
         serde_json::from_slice(&w.pull_request_payload("opened", &w.upstream.sha("feature")))
             .unwrap();
     v["number"] = json!(2);
     v["pull_request"]["number"] = json!(2);
-    w.server
-        .deliver(
-            "pull_request",
-            &serde_json::to_vec(&v).unwrap(),
-            Some(SECRET),
-        )
-        .await;
+    w.deliver_payload(&serde_json::to_vec(&v).unwrap()).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut saw_pending_while_running = false;
     loop {
@@ -253,7 +225,7 @@ async fn at_most_max_concurrent_reviews_run_and_the_rest_wait_pending() {
 #[tokio::test(flavor = "multi_thread")]
 async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
     let w = world(Behavior::Reviewer, &[]).await;
-    open_pr(&w).await;
+    w.open_pr().await;
     let first = w.server.wait_reviews(&w.full_name(), 1, 1).await[0].clone();
     let id = first["id"].as_i64().unwrap();
     assert_eq!(
@@ -310,20 +282,11 @@ async fn a_killed_and_restarted_server_fails_its_interrupted_run_at_boot() {
         ("RETRY_DELAY_SECS", "1".to_owned()),
         ("QUEUE_POLL_MS", "100".to_owned()),
     ];
-    let mut w = world(Behavior::Slow(Duration::from_secs(30)), &settings).await;
-    open_pr(&w).await;
-    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
-    let id = first["id"].as_i64().unwrap();
-    wait_status(&w, id, "running").await;
+    let (mut w, id) = running_review(Duration::from_secs(30), &settings).await;
     let replica_id = std::fs::read_to_string(w.server.data_dir.join("replica-id")).unwrap();
     // A row a version without the work queue left running, and one written a moment before
     // the kill: neither has a queue row, so nobody would ever end them.
-    w.server.db_exec("INSERT INTO reviews (id, repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES (200, 'acme/widgets', 2, 'running', 'opened', 0, 1)").await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    w.server.db_exec(&format!("INSERT INTO reviews (id, repo_full_name, pr_number, status, \"trigger\", attempt, created_at) VALUES (201, 'acme/widgets', 3, 'pending', 'opened', 0, {now})")).await;
+    w.server.insert_rows_without_queue_rows().await;
     let killed_at = std::time::Instant::now();
     w.kill_and_restart().await; // kill -9 in the middle of the review
     let server = &w.server;
