@@ -51,6 +51,15 @@ fn inline_positions(review: &Value) -> Vec<(String, i64)> {
     v
 }
 
+/// `review-server session export <session_id>` on `server`'s data folder.
+fn session_export(server: &Server, session_id: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_review-server"))
+        .args(["session", "export", session_id])
+        .env("DATA_DIR", &server.data_dir)
+        .output()
+        .unwrap()
+}
+
 async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
     let w = World::start(Behavior::Reviewer, model_spec, stream).await;
     opened_then_synchronized(w, model_spec, None).await;
@@ -62,14 +71,7 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
     let (base, head) = (w.upstream.sha("main"), w.upstream.sha("feature"));
 
     // First delivery registers the repo disabled: nothing is reviewed.
-    let r = w
-        .server
-        .deliver(
-            "pull_request",
-            &w.pull_request_payload("opened", &head),
-            Some(SECRET),
-        )
-        .await;
+    let r = w.deliver_pull_at("opened", &head).await;
     assert_eq!(r.status(), 200);
     assert_eq!(
         r.json::<Value>().await.unwrap(),
@@ -83,25 +85,11 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
         (repo["enabled"].as_i64(), repo["installation_id"].as_i64()),
         (Some(0), Some(INSTALLATION))
     );
-    assert!(
-        w.server
-            .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
-            .await
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(w.server.reviews_of(&w.full_name(), 1).await.is_empty());
 
     // Enabled, the same delivery runs a review.
     w.server.enable(&w.full_name(), None).await;
-    let r = w
-        .server
-        .deliver(
-            "pull_request",
-            &w.pull_request_payload("opened", &head),
-            Some(SECRET),
-        )
-        .await;
+    let r = w.deliver_pull_at("opened", &head).await;
     assert_eq!(r.status(), 200);
     let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
     let review = &rows[0];
@@ -180,11 +168,7 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
     assert!(session.get("error").is_none(), "{session}");
     // `review-server session export <id>` prints the same transcript.
     let session_id = review["session_id"].as_str().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_review-server"))
-        .args(["session", "export", session_id])
-        .env("DATA_DIR", &w.server.data_dir)
-        .output()
-        .unwrap();
+    let out = session_export(&w.server, session_id);
     assert!(
         out.status.success(),
         "{}",
@@ -192,11 +176,7 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
     );
     let exported: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(exported, session);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_review-server"))
-        .args(["session", "export", "no-such-session"])
-        .env("DATA_DIR", &w.server.data_dir)
-        .output()
-        .unwrap();
+    let out = session_export(&w.server, "no-such-session");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-session"));
 
@@ -234,14 +214,7 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
     let marker = clone.join("e2e-marker");
     std::fs::write(&marker, "still the same clone").unwrap();
     let head2 = w.upstream.push_feature_commit();
-    let r = w
-        .server
-        .deliver(
-            "pull_request",
-            &w.pull_request_payload("synchronize", &head2),
-            Some(SECRET),
-        )
-        .await;
+    let r = w.deliver_pull_at("synchronize", &head2).await;
     assert_eq!(r.status(), 200);
     let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
     assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
@@ -328,13 +301,7 @@ async fn synchronize_with_unchanged_patch_id_is_skipped() {
     let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", true).await;
     w.server.enable(&w.full_name(), None).await;
     let head = w.upstream.sha("feature");
-    w.server
-        .deliver(
-            "pull_request",
-            &w.pull_request_payload("opened", &head),
-            Some(SECRET),
-        )
-        .await;
+    w.deliver_pull_at("opened", &head).await;
     w.server.wait_reviews(&w.full_name(), 1, 1).await;
     // Same changes again under a new head (the feature rebased onto the newer main): recorded
     // skipped by the patch-id rule, nothing posted.
@@ -345,13 +312,7 @@ async fn synchronize_with_unchanged_patch_id_is_skipped() {
     w.upstream.publish_pull(1, "rebased");
     let rebased = w.upstream.sha("rebased");
     assert_ne!(rebased, head);
-    w.server
-        .deliver(
-            "pull_request",
-            &w.pull_request_payload("synchronize", &rebased),
-            Some(SECRET),
-        )
-        .await;
+    w.deliver_pull_at("synchronize", &rebased).await;
     let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
     assert_eq!(rows[0]["status"], "skipped");
     assert_eq!(rows[0]["patch_id"], rows[1]["patch_id"]);
@@ -380,31 +341,12 @@ async fn draft_pull_request_waits_for_ready_for_review() {
     let head = w.upstream.sha("feature");
     let mut v: Value = serde_json::from_slice(&w.pull_request_payload("opened", &head)).unwrap();
     v["pull_request"]["draft"] = serde_json::json!(true);
-    w.server
-        .deliver(
-            "pull_request",
-            &serde_json::to_vec(&v).unwrap(),
-            Some(SECRET),
-        )
-        .await;
+    w.deliver_payload(&serde_json::to_vec(&v).unwrap()).await;
     // The handler creates a review row before it answers, so none exists now means none will.
-    assert!(
-        w.server
-            .get_json(&format!("/api/repos/{}/pr/1", w.full_name()))
-            .await
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(w.server.reviews_of(&w.full_name(), 1).await.is_empty());
     v["action"] = serde_json::json!("ready_for_review");
     v["pull_request"]["draft"] = serde_json::json!(false);
-    w.server
-        .deliver(
-            "pull_request",
-            &serde_json::to_vec(&v).unwrap(),
-            Some(SECRET),
-        )
-        .await;
+    w.deliver_payload(&serde_json::to_vec(&v).unwrap()).await;
     let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
     assert_eq!(rows[0]["status"], "completed");
 }
@@ -500,13 +442,8 @@ async fn a_suggestion_is_posted_as_a_suggestion_block_and_one_that_cannot_apply_
 
 /// PUT /api/settings on `server`, asserting 200.
 async fn put_settings(server: &Server, body: Value) {
-    let r = reqwest::Client::new()
-        .put(format!("{}/api/settings", server.url))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let (status, answer) = server.put_json("/api/settings", body).await;
+    assert_eq!(status, 200, "{answer}");
 }
 
 /// With `review_min_severity` at `question`, the reviewer's
@@ -558,13 +495,14 @@ async fn a_repositorys_min_severity_wins_over_the_global_setting() {
     )
     .await;
     w.server.enable(&w.full_name(), None).await;
-    let r = reqwest::Client::new()
-        .put(format!("{}/api/repos/{}", w.server.url, w.full_name()))
-        .json(&serde_json::json!({"min_severity": "nit"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    let (status, row) = w
+        .server
+        .put_json(
+            &format!("/api/repos/{}", w.full_name()),
+            serde_json::json!({"min_severity": "nit"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{row}");
     let review = w.review_once().await;
     let bodies = review["comments"].to_string();
     assert!(bodies.contains("A TODO in new code"), "{bodies}");
