@@ -45,6 +45,19 @@ struct Running {
     _dir: tempfile::TempDir,
 }
 
+impl Running {
+    /// GET `path` without headers: see [`get`].
+    async fn get(&self, path: &str) -> (u16, Value) {
+        get(&format!("{}{path}", self.url), &[]).await
+    }
+
+    /// Asserts that the server's log holds `text`.
+    fn assert_logged(&self, text: &str) {
+        let log = std::fs::read_to_string(&self.log).unwrap();
+        assert!(log.contains(text), "{log}");
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -144,7 +157,7 @@ async fn a_partial_sign_in_configuration_refuses_to_start_naming_the_missing_var
 async fn without_the_gate_a_non_loopback_listen_refuses_the_api() {
     let s = start_on("0.0.0.0", &[]).await;
     for path in ["/api/settings", "/api/settings/test", "/api/auth-status"] {
-        let (status, body) = get(&format!("{}{path}", s.url), &[]).await;
+        let (status, body) = s.get(path).await;
         assert_eq!(status, 403, "{path}: {body}");
         assert_eq!(body["code"], "open_api_refused", "{path}");
         assert!(
@@ -160,9 +173,8 @@ async fn without_the_gate_a_non_loopback_listen_refuses_the_api() {
         .unwrap();
     assert_eq!(r.status(), 403);
     // /health and the webhook stay reachable; the boot log says which mode runs.
-    assert_eq!(get(&format!("{}/health", s.url), &[]).await.0, 200);
-    let log = std::fs::read_to_string(&s.log).unwrap();
-    assert!(log.contains("every /api request is refused"), "{log}");
+    assert_eq!(s.get("/health").await.0, 200);
+    s.assert_logged("every /api request is refused");
 }
 
 #[tokio::test]
@@ -175,21 +187,16 @@ async fn allow_open_api_opens_a_non_loopback_listen_by_choice() {
         ],
     )
     .await;
-    let (status, body) = get(&format!("{}/api/settings", s.url), &[]).await;
+    let (status, body) = s.get("/api/settings").await;
     assert_eq!((status, body), (200, json!({})));
-    let log = std::fs::read_to_string(&s.log).unwrap();
-    assert!(
-        log.contains("open to the network by ALLOW_OPEN_API=true"),
-        "{log}"
-    );
+    s.assert_logged("open to the network by ALLOW_OPEN_API=true");
 }
 
 #[tokio::test]
 async fn loopback_without_the_gate_stays_open_and_says_so() {
     let s = start_on("127.0.0.1", &[]).await;
-    assert_eq!(get(&format!("{}/api/settings", s.url), &[]).await.0, 200);
-    let log = std::fs::read_to_string(&s.log).unwrap();
-    assert!(log.contains("open on loopback only"), "{log}");
+    assert_eq!(s.get("/api/settings").await.0, 200);
+    s.assert_logged("open on loopback only");
 }
 
 #[tokio::test]
@@ -203,10 +210,10 @@ async fn the_gate_on_a_non_loopback_listen_asks_for_a_session() {
         ],
     )
     .await;
-    let (status, body) = get(&format!("{}/api/settings", s.url), &[]).await;
+    let (status, body) = s.get("/api/settings").await;
     assert_eq!((status, body), (401, json!("Unauthorized")));
     assert_eq!(
-        get(&format!("{}/api/auth-status", s.url), &[]).await,
+        s.get("/api/auth-status").await,
         (200, json!({"enabled": true}))
     );
 }
@@ -239,7 +246,7 @@ async fn sign_in_secrets_reach_no_log_line() {
         ],
     )
     .await;
-    assert_eq!(get(&format!("{}/api/settings", s.url), &[]).await.0, 401);
+    assert_eq!(s.get("/api/settings").await.0, 401);
     let r = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
