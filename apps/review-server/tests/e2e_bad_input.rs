@@ -233,14 +233,7 @@ async fn failed_review(w: &World) -> Value {
 async fn a_clone_that_fails_fails_the_review_with_its_error() {
     let up = Upstream::new();
     std::fs::remove_dir_all(&up.bare).unwrap();
-    let w = World::start_with(
-        up,
-        Behavior::Reviewer,
-        "anthropic/claude-sonnet-4-5",
-        true,
-        &[],
-    )
-    .await;
+    let w = World::reviewing(up).await;
     let row = failed_review(&w).await;
     assert_eq!(row["status"], "failed");
     assert!(

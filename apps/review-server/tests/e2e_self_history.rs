@@ -46,14 +46,7 @@ async fn a_range_of_this_projects_history_is_reviewed_through_the_webhook() {
     );
     git(&up.bare, &["update-ref", "refs/heads/main", &early]);
     git(&up.bare, &["update-ref", "refs/pull/1/head", &later]);
-    let w = World::start_with(
-        up,
-        Behavior::Reviewer,
-        "anthropic/claude-sonnet-4-5",
-        true,
-        &[],
-    )
-    .await;
+    let w = World::reviewing(up).await;
     w.server.enable(&w.full_name(), None).await;
     let mut v: Value = serde_json::from_slice(&w.pull_request_payload("opened", &later)).unwrap();
     v["pull_request"]["base"]["sha"] = json!(early);

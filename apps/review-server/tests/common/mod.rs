@@ -648,6 +648,18 @@ impl World {
 }
 
 impl World {
+    /// The scripted reviewer on Anthropic's wire format, streaming, over `upstream`.
+    pub(crate) async fn reviewing(upstream: Upstream) -> World {
+        Self::start_with(
+            upstream,
+            Behavior::Reviewer,
+            "anthropic/claude-sonnet-4-5",
+            true,
+            &[],
+        )
+        .await
+    }
+
     /// Start the doubles and the server; `model_spec` picks the wire format
     /// (`anthropic/...` or `openai/...`).
     pub(crate) async fn start(behavior: Behavior, model_spec: &str, stream: bool) -> World {
