@@ -357,6 +357,22 @@ fn inbox_row(w: &World, n: i64) -> String {
     )
 }
 
+/// Waits for PR `pr`'s review and asserts that it is the only one, completed, with `field`
+/// equal to `value`.
+async fn assert_one_completed_review(w: &World, pr: i64, field: &str, value: &str) {
+    let rows = w.server.wait_reviews(&w.full_name(), pr, 1).await;
+    assert_eq!(
+        (
+            rows.len(),
+            rows[0]["status"].as_str(),
+            rows[0][field].as_str()
+        ),
+        (1, Some("completed"), Some(value)),
+        "{}",
+        w.server.log()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_delivery_accepted_but_not_yet_a_review_is_reviewed_by_whichever_process_runs_next() {
     let mut w = world(Behavior::Reviewer, &[("QUEUE_POLL_MS", "100".to_owned())]).await;
@@ -364,33 +380,13 @@ async fn a_delivery_accepted_but_not_yet_a_review_is_reviewed_by_whichever_proce
     // Another replica accepted PR 1's delivery and died before its review row was written:
     // this process's promoter finds it at its next poll and reviews it.
     w.server.db_exec(&inbox_row(&w, 1)).await;
-    let rows = w.server.wait_reviews(&w.full_name(), 1, 1).await;
-    assert_eq!(
-        (
-            rows.len(),
-            rows[0]["status"].as_str(),
-            rows[0]["trigger"].as_str()
-        ),
-        (1, Some("completed"), Some("opened")),
-        "{}",
-        w.server.log()
-    );
+    assert_one_completed_review(&w, 1, "trigger", "opened").await;
     // This process dies right after accepting PR 2's delivery: the next start reviews it.
     let _ = w.server.child.kill();
     let _ = w.server.child.wait();
     w.server.db_exec(&inbox_row(&w, 2)).await;
     w.kill_and_restart().await;
-    let rows = w.server.wait_reviews(&w.full_name(), 2, 1).await;
-    assert_eq!(
-        (
-            rows.len(),
-            rows[0]["status"].as_str(),
-            rows[0]["title"].as_str()
-        ),
-        (1, Some("completed"), Some("Change 2")),
-        "{}",
-        w.server.log()
-    );
+    assert_one_completed_review(&w, 2, "title", "Change 2").await;
     assert_eq!(
         w.server.db_count("SELECT count(*) FROM review_inbox").await,
         0
