@@ -446,16 +446,18 @@ async fn put_settings(server: &Server, body: Value) {
     assert_eq!(status, 200, "{answer}");
 }
 
+/// The scripted reviewer's world with the global `settings` written (PUT /api/settings).
+async fn world_with_settings(settings: Value) -> World {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
+    put_settings(&w.server, settings).await;
+    w
+}
+
 /// With `review_min_severity` at `question`, the reviewer's
 /// nit (the TODO) is not posted inline; the summary and the check run count it.
 #[tokio::test]
 async fn findings_under_the_minimum_severity_are_counted_not_posted() {
-    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
-    put_settings(
-        &w.server,
-        serde_json::json!({"review_min_severity": "question"}),
-    )
-    .await;
+    let w = world_with_settings(serde_json::json!({"review_min_severity": "question"})).await;
     let review = w.review_once().await;
     let bodies: Vec<&str> = review["comments"]
         .as_array()
@@ -488,12 +490,7 @@ async fn findings_under_the_minimum_severity_are_counted_not_posted() {
 /// the TODO that the global `blocking` would have left out.
 #[tokio::test]
 async fn a_repositorys_min_severity_wins_over_the_global_setting() {
-    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
-    put_settings(
-        &w.server,
-        serde_json::json!({"review_min_severity": "blocking"}),
-    )
-    .await;
+    let w = world_with_settings(serde_json::json!({"review_min_severity": "blocking"})).await;
     w.server.enable(&w.full_name(), None).await;
     let (status, row) = w
         .server
@@ -649,8 +646,7 @@ async fn a_candidate_the_verifier_rejects_is_not_posted_and_is_recorded_with_its
 #[tokio::test]
 async fn with_review_verify_false_candidates_are_posted_unchecked() {
     use test_doubles::scripted_model::FALSE_POSITIVE;
-    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
-    put_settings(&w.server, serde_json::json!({"review_verify": "false"})).await;
+    let w = world_with_settings(serde_json::json!({"review_verify": "false"})).await;
     w.model.push_extra_comment(serde_json::json!({
         "path": "src/parse.rs", "line": 3, "severity": "nit",
         "body": format!("Name the error type. {FALSE_POSITIVE}")
@@ -670,12 +666,7 @@ async fn with_review_verify_false_candidates_are_posted_unchecked() {
 #[tokio::test]
 async fn a_budget_stop_during_verification_posts_only_confirmed_findings_and_says_so() {
     // The review pass alone, measured without verification.
-    let measure = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
-    put_settings(
-        &measure.server,
-        serde_json::json!({"review_verify": "false"}),
-    )
-    .await;
+    let measure = world_with_settings(serde_json::json!({"review_verify": "false"})).await;
     measure.review_once().await;
     let rows = measure
         .server
@@ -685,13 +676,8 @@ async fn a_budget_stop_during_verification_posts_only_confirmed_findings_and_say
 
     // The same review with a budget that the review pass stays under (the tool result of a
     // deferred post_review is a few tokens longer) and the verifier's first answer passes.
-    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
     let limit = review_pass + 200;
-    put_settings(
-        &w.server,
-        serde_json::json!({"review_max_tokens": limit.to_string()}),
-    )
-    .await;
+    let w = world_with_settings(serde_json::json!({"review_max_tokens": limit.to_string()})).await;
     let review = w.review_once().await;
     assert_eq!(review["comments"], serde_json::json!([]), "{review}");
     let summary = review["body"].as_str().unwrap();
@@ -723,8 +709,7 @@ async fn a_budget_stop_during_verification_posts_only_confirmed_findings_and_say
 /// each is verified and posted once, and the summary says how many passes found them.
 #[tokio::test]
 async fn two_passes_merge_their_candidates_before_verification() {
-    let w = World::start(Behavior::Reviewer, "anthropic/claude-test", true).await;
-    put_settings(&w.server, serde_json::json!({"review_passes": "2"})).await;
+    let w = world_with_settings(serde_json::json!({"review_passes": "2"})).await;
     let review = w.review_once().await;
     let (base, head) = (w.upstream.sha("main"), w.upstream.sha("feature"));
     // Each flagged line once, not twice.
