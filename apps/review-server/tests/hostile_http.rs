@@ -92,6 +92,14 @@ async fn start_on(ip: &str, env: &[(&str, String)]) -> Running {
     }
 }
 
+/// A server on `ip` with `env` (see [`start_on`]), asserted to answer GET /api/settings with
+/// `answer` (status, body).
+async fn answering_settings(ip: &str, env: &[(&str, String)], answer: (u16, Value)) -> Running {
+    let s = start_on(ip, env).await;
+    assert_eq!(s.get("/api/settings").await, answer, "LISTEN={ip} {env:?}");
+    s
+}
+
 async fn get(url: &str, headers: &[(&str, &str)]) -> (u16, Value) {
     let mut req = reqwest::Client::new().get(url);
     for (k, v) in headers {
@@ -179,39 +187,28 @@ async fn without_the_gate_a_non_loopback_listen_refuses_the_api() {
 
 #[tokio::test]
 async fn allow_open_api_opens_a_non_loopback_listen_by_choice() {
-    let s = start_on(
-        "0.0.0.0",
-        &[
-            ("ALLOW_OPEN_API", "true".into()),
-            ("AGENT_API_KEY", "sk-env".into()),
-        ],
-    )
-    .await;
-    let (status, body) = s.get("/api/settings").await;
-    assert_eq!((status, body), (200, json!({})));
+    let env = [
+        ("ALLOW_OPEN_API", "true".into()),
+        ("AGENT_API_KEY", "sk-env".into()),
+    ];
+    let s = answering_settings("0.0.0.0", &env, (200, json!({}))).await;
     s.assert_logged("open to the network by ALLOW_OPEN_API=true");
 }
 
 #[tokio::test]
 async fn loopback_without_the_gate_stays_open_and_says_so() {
-    let s = start_on("127.0.0.1", &[]).await;
-    assert_eq!(s.get("/api/settings").await.0, 200);
+    let s = answering_settings("127.0.0.1", &[], (200, json!({}))).await;
     s.assert_logged("open on loopback only");
 }
 
 #[tokio::test]
 async fn the_gate_on_a_non_loopback_listen_asks_for_a_session() {
-    let s = start_on(
-        "0.0.0.0",
-        &[
-            ("AUTH_SECRET", "a-long-random-auth-secret".into()),
-            ("FORGE_APP_CLIENT_ID", "Iv1.client".into()),
-            ("FORGE_APP_CLIENT_SECRET", "client-secret".into()),
-        ],
-    )
-    .await;
-    let (status, body) = s.get("/api/settings").await;
-    assert_eq!((status, body), (401, json!("Unauthorized")));
+    let env = [
+        ("AUTH_SECRET", "a-long-random-auth-secret".into()),
+        ("FORGE_APP_CLIENT_ID", "Iv1.client".into()),
+        ("FORGE_APP_CLIENT_SECRET", "client-secret".into()),
+    ];
+    let s = answering_settings("0.0.0.0", &env, (401, json!("Unauthorized"))).await;
     assert_eq!(
         s.get("/api/auth-status").await,
         (200, json!({"enabled": true}))
