@@ -72,6 +72,15 @@ async fn wait_status(w: &World, id: i64, status: &str) -> Value {
     }
 }
 
+/// DELETE /api/repos/acme/widgets, asserting 204.
+async fn remove_repo(w: &World) {
+    let (status, body) = w
+        .server
+        .call(reqwest::Method::DELETE, "/api/repos/acme/widgets", None)
+        .await;
+    assert_eq!(status, 204, "{body}");
+}
+
 async fn post(w: &World, path: &str) -> (u16, String) {
     let r = w
         .server
@@ -260,14 +269,7 @@ async fn manual_retry_creates_a_new_row_and_leaves_the_original_untouched() {
         "{body}"
     );
     // The repo is gone: plain text `repo not found`.
-    let r = w
-        .server
-        .http
-        .delete(format!("{}/api/repos/acme/widgets", w.server.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    remove_repo(&w).await;
     assert_eq!(
         post(&w, &format!("/api/reviews/{id}/retry")).await,
         (404, "repo not found".into())
@@ -460,14 +462,7 @@ async fn event_stream_opens_with_a_heartbeat_and_filters_by_repo() {
     register("acme/widgets", 1).await.unwrap();
     register("acme/widgets", 1).await.unwrap(); // unchanged: no event
     register("acme/widgets", 2).await.unwrap(); // installation changed: an event
-    let r = w
-        .server
-        .http
-        .delete(format!("{}/api/repos/acme/widgets", w.server.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    remove_repo(&w).await;
     let frames = [
         all.next_data().await,
         all.next_data().await,
