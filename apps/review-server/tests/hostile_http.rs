@@ -92,14 +92,6 @@ async fn start_on(ip: &str, env: &[(&str, String)]) -> Running {
     }
 }
 
-/// A server on `ip` with `env` (see [`start_on`]), asserted to answer GET /api/settings with
-/// `answer` (status, body).
-async fn answering_settings(ip: &str, env: &[(&str, String)], answer: (u16, Value)) -> Running {
-    let s = start_on(ip, env).await;
-    assert_eq!(s.get("/api/settings").await, answer, "LISTEN={ip} {env:?}");
-    s
-}
-
 async fn get(url: &str, headers: &[(&str, &str)]) -> (u16, Value) {
     let mut req = reqwest::Client::new().get(url);
     for (k, v) in headers {
@@ -185,34 +177,55 @@ async fn without_the_gate_a_non_loopback_listen_refuses_the_api() {
     s.assert_logged("every /api request is refused");
 }
 
+/// Every exposure of `/api` but the refusal above (docs/security.md, "Sign-in"): how a
+/// server on that LISTEN answers GET /api/settings and /api/auth-status, and the boot log line
+/// naming the mode.
 #[tokio::test]
-async fn allow_open_api_opens_a_non_loopback_listen_by_choice() {
-    let env = [
-        ("ALLOW_OPEN_API", "true".into()),
-        ("AGENT_API_KEY", "sk-env".into()),
+async fn an_open_or_gated_listen_answers_the_api_as_its_boot_log_says() {
+    let gate = vec![
+        ("AUTH_SECRET", "a-long-random-auth-secret".to_owned()),
+        ("FORGE_APP_CLIENT_ID", "Iv1.client".to_owned()),
+        ("FORGE_APP_CLIENT_SECRET", "client-secret".to_owned()),
     ];
-    let s = answering_settings("0.0.0.0", &env, (200, json!({}))).await;
-    s.assert_logged("open to the network by ALLOW_OPEN_API=true");
-}
-
-#[tokio::test]
-async fn loopback_without_the_gate_stays_open_and_says_so() {
-    let s = answering_settings("127.0.0.1", &[], (200, json!({}))).await;
-    s.assert_logged("open on loopback only");
-}
-
-#[tokio::test]
-async fn the_gate_on_a_non_loopback_listen_asks_for_a_session() {
-    let env = [
-        ("AUTH_SECRET", "a-long-random-auth-secret".into()),
-        ("FORGE_APP_CLIENT_ID", "Iv1.client".into()),
-        ("FORGE_APP_CLIENT_SECRET", "client-secret".into()),
+    let opt_in = vec![
+        ("ALLOW_OPEN_API", "true".to_owned()),
+        ("AGENT_API_KEY", "sk-env".to_owned()),
     ];
-    let s = answering_settings("0.0.0.0", &env, (401, json!("Unauthorized"))).await;
-    assert_eq!(
-        s.get("/api/auth-status").await,
-        (200, json!({"enabled": true}))
-    );
+    let open = (200, json!({"enabled": false}));
+    // (the behaviour, LISTEN's address, the environment, the answer to GET /api/settings,
+    // the answer to GET /api/auth-status, the boot log's words)
+    let cases = [
+        (
+            "ALLOW_OPEN_API opens a non-loopback listen by choice",
+            "0.0.0.0",
+            opt_in,
+            (200, json!({})),
+            open.clone(),
+            "open to the network by ALLOW_OPEN_API=true",
+        ),
+        (
+            "loopback without the gate stays open and says so",
+            "127.0.0.1",
+            vec![],
+            (200, json!({})),
+            open,
+            "open on loopback only",
+        ),
+        (
+            "the gate on a non-loopback listen asks for a session",
+            "0.0.0.0",
+            gate,
+            (401, json!("Unauthorized")),
+            (200, json!({"enabled": true})),
+            "OAuth gate on (sign-in required)",
+        ),
+    ];
+    for (behaviour, ip, env, settings, auth_status, logged) in cases {
+        let s = start_on(ip, &env).await;
+        assert_eq!(s.get("/api/settings").await, settings, "{behaviour}");
+        assert_eq!(s.get("/api/auth-status").await, auth_status, "{behaviour}");
+        s.assert_logged(logged);
+    }
 }
 
 #[tokio::test]
