@@ -143,12 +143,11 @@ async fn absent_setting_keeps_its_value() {
 
 #[tokio::test]
 async fn empty_string_deletes_so_env_fallback_applies() {
-    let model = ScriptedModel::start(Behavior::Reviewer);
-    let (_d, s) = start_temp(&[
-        ("AGENT_API_KEY", "env-key".into()),
-        ("ANTHROPIC_BASE_URL", model.base_url()),
-        ("AGENT_MODEL", "anthropic/claude-env".into()),
-    ])
+    let (model, _d, s) = start_with_anthropic(
+        Behavior::Reviewer,
+        "anthropic/claude-env",
+        &[("AGENT_API_KEY", "env-key".into())],
+    )
     .await;
     s.put_json(
         "/api/settings",
@@ -286,12 +285,7 @@ async fn non_string_or_unknown_setting_is_422_naming_the_field_and_writes_nothin
 
 #[tokio::test]
 async fn settings_test_replies_with_the_model_text() {
-    let model = ScriptedModel::start(Behavior::Reviewer);
-    let (_d, s) = start_temp(&[
-        ("ANTHROPIC_BASE_URL", model.base_url()),
-        ("AGENT_MODEL", "anthropic/claude-a".into()),
-    ])
-    .await;
+    let (model, _d, s) = start_with_anthropic(Behavior::Reviewer, "anthropic/claude-a", &[]).await;
     s.put_json("/api/settings", json!({"agent_api_key": "sk-stored"}))
         .await;
     let test = s.get_json("/api/settings/test").await;
@@ -331,12 +325,11 @@ async fn settings_test_reports_failure_in_the_body() {
     );
 
     // A provider that fails: its error, still 200.
-    let model = ScriptedModel::start(Behavior::Fail500);
-    let (_d2, s2) = start_temp(&[
-        ("AGENT_API_KEY", "k".into()),
-        ("ANTHROPIC_BASE_URL", model.base_url()),
-        ("AGENT_MODEL", "anthropic/claude-a".into()),
-    ])
+    let (_model, _d2, s2) = start_with_anthropic(
+        Behavior::Fail500,
+        "anthropic/claude-a",
+        &[("AGENT_API_KEY", "k".into())],
+    )
     .await;
     let body = s2.get_json("/api/settings/test").await;
     assert_eq!(body["ok"], false, "{body}");

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use test_doubles::fake_forge::{FakeForge, TEST_APP_ID, TEST_APP_KEY};
-use test_doubles::scripted_model::{Behavior, ScriptedModel};
+use test_doubles::scripted_model::Behavior;
 
 /// The binary with exactly `env` (plus LISTEN, DATA_DIR and RUST_LOG), its log in `log`.
 fn spawn(listen: &str, data: &Path, log: &Path, env: &[(&str, String)]) -> Child {
@@ -274,12 +274,11 @@ async fn sign_in_secrets_reach_no_log_line() {
 
 #[tokio::test]
 async fn a_cross_site_settings_test_is_refused_without_a_model_call() {
-    let model = ScriptedModel::start(Behavior::Reviewer);
-    let (_d, s) = start_temp(&[
-        ("AGENT_API_KEY", "sk-env".into()),
-        ("ANTHROPIC_BASE_URL", model.base_url()),
-        ("AGENT_MODEL", "anthropic/claude-a".into()),
-    ])
+    let (model, _d, s) = start_with_anthropic(
+        Behavior::Reviewer,
+        "anthropic/claude-a",
+        &[("AGENT_API_KEY", "sk-env".into())],
+    )
     .await;
     let url = format!("{}/api/settings/test", s.url);
     for headers in [

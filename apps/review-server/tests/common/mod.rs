@@ -314,6 +314,24 @@ pub(crate) async fn start_temp(env: &[(&str, String)]) -> (tempfile::TempDir, Se
     (dir, server)
 }
 
+/// The scripted model acting `behavior`, and a server in a fresh temp dir (see [`start_temp`])
+/// that reaches it as Anthropic's API (ANTHROPIC_BASE_URL), with `model_spec` as AGENT_MODEL and
+/// `env` beside.
+pub(crate) async fn start_with_anthropic(
+    behavior: Behavior,
+    model_spec: &str,
+    env: &[(&'static str, String)],
+) -> (ScriptedModel, tempfile::TempDir, Server) {
+    let model = ScriptedModel::start(behavior);
+    let mut all = vec![
+        ("ANTHROPIC_BASE_URL", model.base_url()),
+        ("AGENT_MODEL", model_spec.to_owned()),
+    ];
+    all.extend(env.iter().cloned());
+    let (dir, server) = start_temp(&all).await;
+    (model, dir, server)
+}
+
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
