@@ -441,6 +441,14 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
     // stalled body (a first large delivery gets 503), opening it again if it was turned away.
     let url = s.url.clone();
     let large = vec![b' '; 1024 * 1024 + 1];
+    // An unsigned ping delivery of `body`.
+    let ping = |body: Vec<u8>| {
+        s.http
+            .post(format!("{}/webhook/github", s.url))
+            .header("x-github-event", "ping")
+            .body(body)
+            .send()
+    };
     let mut held = None;
     let mut answer = None;
     for attempt in 1..=5u64 {
@@ -449,14 +457,7 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
-        let r = s
-            .http
-            .post(format!("{}/webhook/github", s.url))
-            .header("x-github-event", "ping")
-            .body(large.clone())
-            .send()
-            .await
-            .unwrap();
+        let r = ping(large.clone()).await.unwrap();
         held = Some(stream);
         if r.status() == 503 {
             answer = Some(r);
@@ -472,27 +473,13 @@ async fn webhook_bodies_beyond_the_concurrency_bound_get_503() {
         Some("5")
     );
     assert_eq!(r.json::<Value>().await.unwrap()["code"], "webhook_busy");
-    let small = s
-        .http
-        .post(format!("{}/webhook/github", s.url))
-        .header("x-github-event", "ping")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
+    let small = ping(b"{}".to_vec()).await.unwrap();
     assert_eq!(small.status(), 401, "a small delivery is not counted");
     drop(held);
     // Once the stalled connection is gone the permit is back.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let r = s
-            .http
-            .post(format!("{}/webhook/github", s.url))
-            .header("x-github-event", "ping")
-            .body(large.clone())
-            .send()
-            .await
-            .unwrap();
+        let r = ping(large.clone()).await.unwrap();
         if r.status() != 503 {
             assert_eq!(r.status(), 401);
             break;
