@@ -94,12 +94,7 @@ fn sample_catalog() -> Value {
 }
 
 fn ids(list: &Value) -> Vec<String> {
-    list["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_owned())
-        .collect()
+    field_strings(&list["models"], "id")
 }
 
 fn strings(v: &Value) -> Vec<String> {

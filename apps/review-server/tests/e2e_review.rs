@@ -60,6 +60,11 @@ fn session_export(server: &Server, session_id: &str) -> std::process::Output {
         .unwrap()
 }
 
+/// The bodies of a posted review's inline comments.
+fn comment_bodies(review: &Value) -> Vec<String> {
+    field_strings(&review["comments"], "body")
+}
+
 async fn review_opened_then_synchronized(model_spec: &str, stream: bool) {
     let w = World::start(Behavior::Reviewer, model_spec, stream).await;
     opened_then_synchronized(w, model_spec, None).await;
@@ -398,11 +403,8 @@ async fn a_suggestion_is_posted_as_a_suggestion_block_and_one_that_cannot_apply_
     }
     let review = w.review_once().await;
     let body_of = |start: &str| -> String {
-        review["comments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["body"].as_str().unwrap().to_owned())
+        comment_bodies(&review)
+            .into_iter()
             .find(|b| b.starts_with(start))
             .unwrap_or_else(|| panic!("no inline comment starting {start:?}: {review}"))
     };
@@ -459,12 +461,7 @@ async fn world_with_settings(settings: Value) -> World {
 async fn findings_under_the_minimum_severity_are_counted_not_posted() {
     let w = world_with_settings(serde_json::json!({"review_min_severity": "question"})).await;
     let review = w.review_once().await;
-    let bodies: Vec<&str> = review["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["body"].as_str().unwrap())
-        .collect();
+    let bodies = comment_bodies(&review);
     assert!(!bodies.is_empty(), "{review}");
     assert!(
         bodies.iter().all(|b| b.starts_with("`unwrap()`")),
@@ -568,12 +565,7 @@ async fn a_candidate_the_verifier_rejects_is_not_posted_and_is_recorded_with_its
         "body": format!("Is FromStr needed? {UNDECIDABLE}")
     }));
     let review = w.review_once().await;
-    let bodies: Vec<String> = review["comments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["body"].as_str().unwrap().to_owned())
-        .collect();
+    let bodies = comment_bodies(&review);
     assert!(
         !bodies.iter().any(|b| b.contains(FALSE_POSITIVE)),
         "{bodies:?}"

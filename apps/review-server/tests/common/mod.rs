@@ -332,6 +332,16 @@ pub(crate) async fn start_with_anthropic(
     (model, dir, server)
 }
 
+/// The string `field` of every item of the JSON array `items`.
+pub(crate) fn field_strings(items: &Value, field: &str) -> Vec<String> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[field].as_str().unwrap().to_owned())
+        .collect()
+}
+
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
