@@ -2,14 +2,151 @@
 //!
 //! Every error a client can cause maps to the status of docs/image-service.md §7 with a JSON
 //! body `{"error": "...", "code": "..."}`: `error` says what to fix, for people; `code` is a
-//! stable [`ApiError::code`] for programs, one per distinct failure. Server-side failures
-//! (storage down, encoder failure) are logged with their cause and answered 500/503 with a
-//! short message: internal details (paths on disk, credentials in URLs) never reach the body.
+//! stable [`ErrorCode`] for programs, one per distinct failure, and the code fixes the status.
+//! Server-side failures (storage down, encoder failure) are logged with their cause and
+//! answered 500/503 with a short message: internal details (paths on disk, credentials in URLs)
+//! never reach the body.
 
 use axum::Json;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use image_pipeline::PipelineError;
+
+/// The stable, machine-readable `code` of a JSON error body: one per distinct failure,
+/// snake_case on the wire. Never renamed or reused (docs/image-service.md §7 lists them with
+/// their status and meaning, §9 their stability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// 400: a resize parameter is malformed, out of range or over its budget; `error` names it.
+    InvalidParameter,
+    /// 400: the path, the query string or the body cannot be used; `error` names what.
+    InvalidRequest,
+    /// 401: upload, info or cache clear without the API key, or with a wrong one.
+    InvalidApiKey,
+    /// 403: URL_SIGNING_KEY is set and the resize URL's `signature` is missing or wrong.
+    InvalidUrlSignature,
+    /// 404: no image at that path, or no such endpoint.
+    NotFound,
+    /// 405: the endpoint exists, but not for this method.
+    MethodNotAllowed,
+    /// 413: the upload is larger than MAX_UPLOAD_BYTES.
+    PayloadTooLarge,
+    /// 415: the bytes are not an image format we read.
+    NotAnImage,
+    /// 415: an image in a format we read, coded or laid out in a way our decoders do not
+    /// support.
+    UnsupportedImage,
+    /// 422: the image is truncated, corrupt, or beyond what the decoders accept.
+    UndecodableImage,
+    /// 422: the source is over MAX_SOURCE_PIXELS, known from its header.
+    TooManyPixels,
+    /// 422: an animation over MAX_ANIMATION_FRAMES, or whose frames hold more than
+    /// MAX_SOURCE_PIXELS together.
+    TooManyFrames,
+    /// 429: TRANSFORM_QUEUE_SIZE misses are already waiting; sent with `Retry-After: 1`.
+    QueueFull,
+    /// 500: an unexpected failure, logged.
+    InternalError,
+    /// 503: the object store failed or did not answer.
+    StorageUnavailable,
+    /// 503: the request took longer than its deadline, or its transformation was cancelled.
+    RequestTimeout,
+}
+
+impl ErrorCode {
+    /// Every code, in the order of the table in docs/image-service.md §7.
+    pub const ALL: [ErrorCode; 16] = [
+        Self::InvalidParameter,
+        Self::InvalidRequest,
+        Self::InvalidApiKey,
+        Self::InvalidUrlSignature,
+        Self::NotFound,
+        Self::MethodNotAllowed,
+        Self::PayloadTooLarge,
+        Self::NotAnImage,
+        Self::UnsupportedImage,
+        Self::UndecodableImage,
+        Self::TooManyPixels,
+        Self::TooManyFrames,
+        Self::QueueFull,
+        Self::InternalError,
+        Self::StorageUnavailable,
+        Self::RequestTimeout,
+    ];
+
+    /// The status every error of this code is answered with.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::InvalidParameter | Self::InvalidRequest => StatusCode::BAD_REQUEST,
+            Self::InvalidApiKey => StatusCode::UNAUTHORIZED,
+            Self::InvalidUrlSignature => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::NotAnImage | Self::UnsupportedImage => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::UndecodableImage | Self::TooManyPixels | Self::TooManyFrames => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            Self::QueueFull => StatusCode::TOO_MANY_REQUESTS,
+            Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::StorageUnavailable | Self::RequestTimeout => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The wire text, e.g. `invalid_parameter` (what serde writes too).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidParameter => "invalid_parameter",
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidApiKey => "invalid_api_key",
+            Self::InvalidUrlSignature => "invalid_url_signature",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::NotAnImage => "not_an_image",
+            Self::UnsupportedImage => "unsupported_image",
+            Self::UndecodableImage => "undecodable_image",
+            Self::TooManyPixels => "too_many_pixels",
+            Self::TooManyFrames => "too_many_frames",
+            Self::QueueFull => "queue_full",
+            Self::InternalError => "internal_error",
+            Self::StorageUnavailable => "storage_unavailable",
+            Self::RequestTimeout => "request_timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The JSON error body of docs/image-service.md §7: `{"code": "...", "error": "..."}`, the
+/// fields in the order the server has always written them.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct ErrorBody {
+    /// What went wrong, for programs: stable, one per distinct failure.
+    pub(crate) code: ErrorCode,
+    /// What went wrong, for people; may be reworded.
+    pub(crate) error: String,
+}
+
+/// `code`'s status with the body `{"error": message, "code": code}`; a `queue_full` answer also
+/// carries `Retry-After: 1`.
+pub(crate) fn error_response(code: ErrorCode, message: impl Into<String>) -> Response {
+    let status = code.status();
+    let body = Json(ErrorBody {
+        code,
+        error: message.into(),
+    });
+    if code == ErrorCode::QueueFull {
+        // 429 rather than 503: CDNs cache a 503 (CloudFront for 10 s), not a 429.
+        return (status, [(header::RETRY_AFTER, "1")], body).into_response();
+    }
+    (status, body).into_response()
+}
 
 /// An error answered to the client.
 #[derive(Debug, thiserror::Error)]
@@ -69,47 +206,30 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    /// The status this error is answered with.
+    /// The status this error is answered with: its code's.
     pub fn status(&self) -> StatusCode {
-        match self {
-            Self::BadRequest(_) | Self::InvalidParameter(_) => StatusCode::BAD_REQUEST,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden => StatusCode::FORBIDDEN,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMedia(_) | Self::UnsupportedImage(_) => {
-                StatusCode::UNSUPPORTED_MEDIA_TYPE
-            }
-            Self::Unprocessable(_) | Self::TooManyPixels(_) | Self::TooManyFrames(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Busy => StatusCode::TOO_MANY_REQUESTS,
-            Self::Storage(_) | Self::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.code().status()
     }
 
-    /// The stable machine-readable `code` of the body, snake_case, one per distinct failure;
-    /// never renamed or reused (docs/image-service.md §7 lists them, §9 their stability).
-    pub fn code(&self) -> &'static str {
+    /// The stable machine-readable `code` of the body (docs/image-service.md §7).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::BadRequest(_) => "invalid_request",
-            Self::InvalidParameter(_) => "invalid_parameter",
-            Self::Unauthorized => "invalid_api_key",
-            Self::Forbidden => "invalid_url_signature",
-            Self::NotFound(_) => "not_found",
-            Self::MethodNotAllowed => "method_not_allowed",
-            Self::TooLarge(_) => "payload_too_large",
-            Self::UnsupportedMedia(_) => "not_an_image",
-            Self::UnsupportedImage(_) => "unsupported_image",
-            Self::Unprocessable(_) => "undecodable_image",
-            Self::TooManyPixels(_) => "too_many_pixels",
-            Self::TooManyFrames(_) => "too_many_frames",
-            Self::Busy => "queue_full",
-            Self::Storage(_) => "storage_unavailable",
-            Self::Timeout(_) => "request_timeout",
-            Self::Internal(_) => "internal_error",
+            Self::BadRequest(_) => ErrorCode::InvalidRequest,
+            Self::InvalidParameter(_) => ErrorCode::InvalidParameter,
+            Self::Unauthorized => ErrorCode::InvalidApiKey,
+            Self::Forbidden => ErrorCode::InvalidUrlSignature,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            Self::TooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::UnsupportedMedia(_) => ErrorCode::NotAnImage,
+            Self::UnsupportedImage(_) => ErrorCode::UnsupportedImage,
+            Self::Unprocessable(_) => ErrorCode::UndecodableImage,
+            Self::TooManyPixels(_) => ErrorCode::TooManyPixels,
+            Self::TooManyFrames(_) => ErrorCode::TooManyFrames,
+            Self::Busy => ErrorCode::QueueFull,
+            Self::Storage(_) => ErrorCode::StorageUnavailable,
+            Self::Timeout(_) => ErrorCode::RequestTimeout,
+            Self::Internal(_) => ErrorCode::InternalError,
         }
     }
 }
@@ -133,18 +253,13 @@ impl From<PipelineError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.status();
+        let code = self.code();
         match &self {
             Self::Storage(e) => tracing::error!(error = %e, "object store request failed"),
             Self::Internal(m) => tracing::error!(error = %m, "internal error"),
-            _ => tracing::debug!(%status, error = %self, "request refused"),
+            _ => tracing::debug!(status = %code.status(), error = %self, "request refused"),
         }
-        let body = Json(serde_json::json!({ "error": self.to_string(), "code": self.code() }));
-        if matches!(self, Self::Busy) {
-            // 429 rather than 503: CDNs cache a 503 (CloudFront for 10 s), not a 429.
-            return (status, [(header::RETRY_AFTER, "1")], body).into_response();
-        }
-        (status, body).into_response()
+        error_response(code, self.to_string())
     }
 }
 
@@ -166,6 +281,7 @@ mod tests {
             ApiError::UnsupportedImage("a HEIF image coded as H.264/AVC".into()),
             ApiError::Unprocessable("source image cannot be decoded".into()),
             ApiError::TooManyPixels("source is 9x9 pixels".into()),
+            ApiError::TooManyFrames("source has 9 frames".into()),
             ApiError::Busy,
             ApiError::Storage(object_store::Error::NotImplemented),
             ApiError::Timeout(120),
@@ -173,20 +289,94 @@ mod tests {
         ]
     }
 
+    /// The codes of the table in `docs`' §7, in its order, each with its status; a code the
+    /// table lists on several rows (several meanings) must give the same status on each.
+    fn docs_table(docs: &str) -> Vec<(String, u16)> {
+        let start = docs
+            .find("## §7 Errors")
+            .expect("docs/image-service.md has §7");
+        let section = &docs[start..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+        let mut rows: Vec<(String, u16)> = Vec::new();
+        for line in section[..end].lines() {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let [_, code, status, ..] = cells[..] else {
+                continue;
+            };
+            let (Some(code), Ok(status)) = (
+                code.strip_prefix('`').and_then(|c| c.strip_suffix('`')),
+                status.parse::<u16>(),
+            ) else {
+                continue;
+            };
+            match rows.iter().find(|(c, _)| c == code) {
+                Some(&(_, s)) => assert_eq!(s, status, "`{code}` has two statuses in §7"),
+                None => rows.push((code.to_owned(), status)),
+            }
+        }
+        rows
+    }
+
     #[test]
-    fn every_failure_has_its_own_code_and_the_docs_table_lists_it_with_its_status() {
-        let docs = include_str!("../../../docs/image-service.md");
+    fn the_docs_table_lists_exactly_the_codes_with_their_statuses_in_order() {
+        let table = docs_table(include_str!("../../../docs/image-service.md"));
+        let ours: Vec<(String, u16)> = ErrorCode::ALL
+            .iter()
+            .map(|c| (c.as_str().to_owned(), c.status().as_u16()))
+            .collect();
+        pretty_assertions::assert_eq!(
+            ours,
+            table,
+            "ErrorCode::ALL against docs/image-service.md §7"
+        );
+    }
+
+    #[test]
+    fn every_code_serialises_as_its_wire_text_and_is_unique() {
         let mut seen = std::collections::BTreeSet::new();
-        for e in one_of_each() {
-            let code = e.code();
-            assert!(seen.insert(code), "{code} used twice");
+        for code in ErrorCode::ALL {
+            assert_eq!(
+                serde_json::to_value(code).ok(),
+                Some(serde_json::json!(code.as_str())),
+                "{code:?}"
+            );
+            assert!(seen.insert(code.as_str()), "{code:?} reused");
             assert!(
-                code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                code.as_str()
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_'),
                 "{code} is not snake_case"
             );
-            let row = format!("| `{code}` | {} |", e.status().as_u16());
-            assert!(docs.contains(&row), "docs/image-service.md §7 lacks {row}");
         }
+    }
+
+    #[test]
+    fn every_code_is_answered_by_some_error_and_each_error_by_its_own_code() {
+        let codes: Vec<ErrorCode> = one_of_each().iter().map(ApiError::code).collect();
+        assert_eq!(codes.len(), ErrorCode::ALL.len(), "one error per code");
+        for code in ErrorCode::ALL {
+            assert_eq!(codes.iter().filter(|c| **c == code).count(), 1, "{code}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_body_is_the_code_and_the_message_and_a_full_queue_says_when_to_retry() {
+        let r = ApiError::NotFound("image not found: a.jpg".into()).into_response();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND);
+        assert!(!r.headers().contains_key(header::RETRY_AFTER));
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX).await.ok();
+        assert_eq!(
+            body.as_deref(),
+            Some(&br#"{"code":"not_found","error":"image not found: a.jpg"}"#[..])
+        );
+        let busy = ApiError::Busy.into_response();
+        assert_eq!(busy.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            busy.headers()
+                .get(header::RETRY_AFTER)
+                .map(|v| v.as_bytes()),
+            Some(&b"1"[..])
+        );
     }
 
     #[test]
@@ -224,7 +414,11 @@ mod tests {
         ];
         for (e, status, code) in cases {
             let e = ApiError::from(e);
-            assert_eq!((e.status().as_u16(), e.code()), (status, code), "{e}");
+            assert_eq!(
+                (e.status().as_u16(), e.code().as_str()),
+                (status, code),
+                "{e}"
+            );
         }
     }
 }

@@ -28,7 +28,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 pub use config::Config;
-pub use error::ApiError;
+pub use error::{ApiError, ErrorCode};
 pub use storage::open as open_store;
 
 /// The version reported by `/admin/health` (docs/image-service.md §9).
