@@ -13,7 +13,7 @@
 //!    slot (owned permits moved into the job) and releases them when the work ends, not when
 //!    the request's future is dropped: a client that hangs up cannot free a slot while its
 //!    transformation runs on, so at most TRANSFORM_CONCURRENCY jobs run whatever the clients
-//!    do (issue 26, finding 2);
+//!    do (docs/image-service.md §8: transformations at once);
 //! 5. cancellation: each job has an [`image_pipeline::Cancel`] with its request's [`Deadline`]
 //!    (fixed when the request arrived, the instant the deadline middleware answers 503), checked
 //!    before the job starts (a job whose slot came too late never starts) and by the pipeline
@@ -196,7 +196,7 @@ impl Transforms {
     /// refused before decoding), then the whole picture at a small scale
     /// ([`image_pipeline::verify`]), both on a blocking thread under the policy (no admission:
     /// uploads need the key), since parsing an SVG's markup or a large header is CPU work that
-    /// must not hold an async worker (issue 26: two slow uploads froze /health). It is
+    /// must not hold an async worker (a slow upload check must not delay /health). It is
     /// cancelled at the upload request's `deadline`.
     ///
     /// # Errors

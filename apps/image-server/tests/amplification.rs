@@ -1,4 +1,4 @@
-//! Unsigned resize URLs cannot turn a tiny stored image into a huge output (issue 16, item 8):
+//! Unsigned resize URLs cannot turn a tiny stored image into a huge output (docs/image-service.md §8):
 //! the enlargement and the grown output area are capped (MAX_UNSIGNED_ENLARGE,
 //! MAX_UNSIGNED_OUTPUT_PIXELS, README "Deployment"), signed URLs keep the full range, and the
 //! caps are settings. Against the real server on 127.0.0.1.

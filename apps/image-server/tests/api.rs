@@ -210,10 +210,9 @@ async fn heic_and_exif_orientation(s: &TestServer) {
         let (body, px, _) = image(s, "/images/resize/heic/lake.avif?width=150&format=jpeg").await;
         assert_eq!((magic(&body), px.width()), ("jpeg", 150));
     }
-    // Real-world files of issue 20: CMYK and YCCK JPEGs are stored and served in sRGB (they
-    // were refused 422); turned, cropped and deep mirrored AVIFs come out in their shown
-    // geometry (the deep mirrored one was refused now and then before libheif-rs was patched:
-    // third_party/libheif-rs/PATCHED.md).
+    // Real-world files: CMYK and YCCK JPEGs are stored and served in sRGB; turned, cropped
+    // and deep mirrored AVIFs come out in their shown geometry (the deep mirrored one needs the
+    // patched libheif-rs: third_party/libheif-rs/PATCHED.md).
     for (name, query, dims) in [
         ("lake_cmyk.jpg", "width=120&format=jpeg", (120, 68)),
         ("lake_ycck.jpg", "width=120&format=webp", (120, 68)),

@@ -1,5 +1,5 @@
-//! Admission, cancellation and authentication order against the real binary (issue 26,
-//! finding 2, finding 6 and the blocking upload check): a transformation owns its slot until
+//! Admission, cancellation and authentication order against the real binary
+//! (docs/image-service.md §5 and §8): a transformation owns its slot until
 //! its work ends, so clients that hang up cannot pile detached work onto the server; a
 //! shutdown exits within its drain timeout with heavy work in flight; the admin clear refuses a
 //! wrong key before reading the body; a slow upload check does not hold the async runtime.

@@ -1,4 +1,4 @@
-//! Hostile inputs against the pipeline's cost model (issue 26, findings 1, 3, 4 and 5): each
+//! Hostile inputs against the pipeline's cost model (docs/image-service.md §8): each
 //! test starts the real image-server binary with its default settings and unsigned URLs,
 //! stores a hostile input, sends the request, and checks the answer, the time it took, that
 //! the process is still alive, and its peak resident memory (VmHWM of /proc/<pid>/status).

@@ -1,4 +1,5 @@
-//! Cancellation of a running transformation (issue 26: the server's work owns its admission).
+//! Cancellation of a running transformation: a job stops at its request's deadline or when
+//! its client leaves, so the server's work never outlives its admission.
 //!
 //! The server hands a [`Cancel`] to the blocking job and runs the pipeline inside
 //! [`Cancel::run`]; the pipeline calls [`check`] between its stages (after the plan, after the

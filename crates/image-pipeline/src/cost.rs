@@ -1,4 +1,4 @@
-//! The cost model of one transformation (docs/image-service.md §8, "Request cost"; issue 26):
+//! The cost model of one transformation (docs/image-service.md §8, "Request cost"):
 //! what a request will allocate and compute, worked out from the source's header, the
 //! watermark's header and the parameters, before any pixel is decoded, and refused over the
 //! per-request budget of [`Limits::max_request_bytes`] (MAX_REQUEST_BYTES) and

@@ -130,7 +130,7 @@ pub fn hostile_limits() -> Limits {
     }
 }
 
-/// The cost-model target (issue 26): `data[0]` picks what the rest is, and the transform must
+/// The cost-model target (docs/image-service.md §8): `data[0]` picks what the rest is, and the transform must
 /// finish within [`HOSTILE_MAX_SECONDS`] (the fuzz target also holds its peak allocation):
 /// - 0 mod 3: an SVG source (entities, filters, layers), resized to `width=256` PNG;
 /// - 1 mod 3: the rest of a query after `watermark=m&` (`watermark_scale`, `width`, `height`,

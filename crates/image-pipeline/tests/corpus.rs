@@ -1,4 +1,4 @@
-//! The corpus test of issue 20: every source file of `tests/fixtures` (provenance and licences
+//! The corpus test: every source file of `tests/fixtures` (provenance and licences
 //! in fixtures/ATTRIBUTION.md) through every transformation of the URL API (docs/image-service.md
 //! §4, "Resize"; apps/image-server/README.md, "URL API"), alone and in a few combinations, as
 //! image-server calls the pipeline (a request without `width` or `height` fitted inside the

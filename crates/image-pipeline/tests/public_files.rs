@@ -1,4 +1,4 @@
-//! The real-world cases of issue 20 on public files (provenance and licences in
+//! Real-world cases on public files (provenance and licences in
 //! fixtures/ATTRIBUTION.md), each against its reference decoder's own output: sharp 0.34.5
 //! (libvips 8.17.3, libheif 1.20.2, librsvg 2.61.2, libtiff 4.7.1) or, for the monochrome AVIF,
 //! libavif's avifdec. A reference is the block means of that output (every k x k block

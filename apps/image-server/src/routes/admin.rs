@@ -73,9 +73,9 @@ const CLEAR_BODY_LIMIT: usize = 64 * 1024;
 /// Deletes persisted results (optionally only for sources matching `pattern`, from the query
 /// or a JSON body) and empties the memory tier: `{"success": true, "count": N}`.
 ///
-/// The key is checked before a byte of the body is read (issue 26, finding 6: the body was
-/// buffered, up to 33 MiB, before the key): a wrong key is answered 401 at once and the
-/// connection closed; with the key, at most [`CLEAR_BODY_LIMIT`] bytes are read.
+/// The key is checked before a byte of the body is read, so a client without it cannot make
+/// the server buffer a body (docs/image-service.md §5): a wrong key is answered 401 at once and
+/// the connection closed; with the key, at most [`CLEAR_BODY_LIMIT`] bytes are read.
 async fn clear(
     state: State<crate::AppState>,
     headers: HeaderMap,
