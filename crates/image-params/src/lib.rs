@@ -79,16 +79,16 @@ params! {
     Position "position" ["gravity"] Pipeline Some("pos");
     Background "background" ["bg"] Pipeline Some("bg");
     Enlarge "enlarge" [] Pipeline Some("enlarge");
-    Dpr "dpr" [] Pipeline None;
+    Dpr "dpr" [] Pipeline None; // scales `w` and `h`
     CropLeft "cropLeft" [] Pipeline Some("crop");
     CropTop "cropTop" [] Pipeline Some("crop");
     CropWidth "cropWidth" [] Pipeline Some("crop");
     CropHeight "cropHeight" [] Pipeline Some("crop");
     Watermark "watermark" ["watermarkImage"] Pipeline Some("wm");
-    WatermarkPosition "watermark_position" [] Pipeline None;
-    WatermarkOpacity "watermark_opacity" [] Pipeline None;
+    WatermarkPosition "watermark_position" [] Pipeline None; // part of `wm`
+    WatermarkOpacity "watermark_opacity" [] Pipeline None; // part of `wm`
     WatermarkText "watermark_text" [] Pipeline Some("wmt");
-    WatermarkScale "watermark_scale" [] Pipeline None;
+    WatermarkScale "watermark_scale" [] Pipeline None; // part of `wm`
     Zoom "zoom" [] Pipeline Some("zoom");
     MinWidth "min_width" [] Pipeline Some("minw");
     MinHeight "min_height" [] Pipeline Some("minh");
@@ -100,12 +100,12 @@ params! {
     Frame "frame" [] Pipeline Some("frame");
     KeepCopyright "keep_copyright" [] Pipeline Some("keepcr");
     Progressive "progressive" [] Pipeline Some("progressive");
-    Signature "signature" [] Server None;
+    Signature "signature" [] Server None; // checked before any work
     BlurhashX "blurhash_x" [] Pipeline Some("bh");
     BlurhashY "blurhash_y" [] Pipeline Some("bh");
     Lqip "lqip" [] Pipeline Some("f");
-    Version "v" [] Server None;
-    Preset "preset" [] Server None;
+    Version "v" [] Server None; // pins the source version
+    Preset "preset" [] Server None; // expands to its preset's pairs
 }
 
 /// Whether `spelling`, without `_` and `-` and in lower case, is `folded`.
