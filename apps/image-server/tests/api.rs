@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{KEY, Storage, TestServer, fixture, magic, signature};
+use common::{KEY, Storage, TestServer, fixture, form, json_upload, magic, signature};
 use image_pipeline::image::{Rgba, RgbaImage};
 use image_pipeline::{OutputFormat, decode_to_rgba, samples};
 use pretty_assertions::assert_eq;
@@ -198,12 +198,9 @@ async fn heic_and_exif_orientation(s: &TestServer) {
         let avif = image_pipeline::transform(&lake, &spec, OutputFormat::Avif, None, &limits)
             .unwrap()
             .bytes;
-        use base64::Engine;
-        let body = serde_json::json!({
-            "image": base64::engine::general_purpose::STANDARD.encode(avif),
-            "path": "heic/lake.avif",
-        });
-        let r = s.upload_json(&body).await;
+        let r = s
+            .upload_json(&json_upload(&avif, Some("heic/lake.avif")))
+            .await;
         assert_eq!(r.status(), 200);
         let v: serde_json::Value = r.json().await.unwrap();
         assert_eq!(v["contentType"], "image/avif");
@@ -242,15 +239,11 @@ async fn heic_and_exif_orientation(s: &TestServer) {
         assert_eq!(px.dimensions(), dims, "{name}");
     }
     // An upload without a path is named with the type's usual extension.
-    use base64::Engine as _;
     for (name, ext, mime) in [
         ("plum-blossom.svg", ".svg", "image/svg+xml"),
         ("hopper_lzw.tif", ".tiff", "image/tiff"),
     ] {
-        let body = serde_json::json!({
-            "image": base64::engine::general_purpose::STANDARD.encode(fixture(name)),
-        });
-        let r = s.upload_json(&body).await;
+        let r = s.upload_json(&json_upload(&fixture(name), None)).await;
         assert_eq!(r.status(), 200, "{name}");
         let v: serde_json::Value = r.json().await.unwrap();
         assert_eq!(v["contentType"], mime, "{name}");
@@ -357,150 +350,140 @@ async fn cache_etag_and_coalescing(s: &TestServer) {
     );
 }
 
-async fn bad_input_is_answered_not_panicked(s: &TestServer) {
-    s.upload("b/lake.jpg", fixture("large_image.jpg")).await;
-    assert_eq!(
-        error(s, "/images/resize/b/missing.jpg").await,
-        (404, "image not found: b/missing.jpg".to_owned())
-    );
-    assert_eq!(
-        error(s, "/images/resize/b/lake.jpg?watermark=b/none.png").await,
-        (404, "watermark not found: b/none.png".to_owned())
-    );
-    // Errors of the watermark's bytes name the watermark, not the source.
-    s.put_raw("b/mark-bomb.png", samples::png_bomb(30_000, 30_000))
-        .await;
-    let (status, msg) = error(s, "/images/resize/b/lake.jpg?watermark=b/mark-bomb.png").await;
-    assert_eq!(status, 400, "{msg}");
-    assert!(msg.contains("watermark"), "{msg}");
-    // A segment too long for a file system: 400 on every backend, before the store is asked.
-    let long = "n".repeat(250);
-    assert_eq!(
-        error(s, &format!("/images/resize/b/{long}.jpg")).await.0,
-        400
-    );
-    // Paths that are no endpoint, and wrong methods, answer JSON too.
-    assert_eq!(error(s, "/nope").await.0, 404);
-    assert_eq!(error(s, "/images/resize/").await.0, 404);
-    assert_eq!(error(s, "/images/upload").await.0, 405);
-    for (q, name) in [
-        ("width=0", "width"),
-        ("width=abc", "width"),
-        ("width=100000", "width"),
-        ("quality=0", "quality"),
-        ("quality=101", "quality"),
-        ("rotate=361", "rotate"),
-        ("format=tiff", "format"),
-    ] {
-        let (status, msg) = error(s, &format!("/images/resize/b/lake.jpg?{q}")).await;
-        assert_eq!(status, 400, "{q}");
-        assert!(msg.contains(name), "{q}: {msg}");
-    }
-    s.put_raw("b/notes.jpg", b"this is not an image".to_vec())
-        .await;
-    assert_eq!(error(s, "/images/resize/b/notes.jpg").await.0, 415);
-    let lake = fixture("lake.jpg");
-    s.put_raw("b/truncated.jpg", lake[..lake.len() / 3].to_vec())
-        .await;
-    assert_eq!(
-        error(s, "/images/resize/b/truncated.jpg?width=100").await.0,
-        422
-    );
-    s.put_raw("b/bomb.png", samples::png_bomb(60_000, 60_000))
-        .await;
-    let (status, msg) = error(s, "/images/resize/b/bomb.png").await;
-    assert_eq!(status, 422, "{msg}");
-    // A 200 MP HEIC in 2.4 MB: refused from its header, the only place that names the pixel
-    // limit (its decode would need about 600 MB).
-    s.put_raw("b/200mp.heic", fixture("heic_200mp.heic")).await;
-    let (status, msg) = error(s, "/images/resize/b/200mp.heic?width=100").await;
-    assert_eq!(status, 422, "{msg}");
-    assert!(
-        msg.starts_with("source is 12240x16320 pixels, above the limit of"),
-        "{msg}"
-    );
-    s.put_raw("b/truncated.heic", fixture("truncated.heic"))
-        .await;
-    assert_eq!(error(s, "/images/resize/b/truncated.heic").await.0, 422);
+/// What a refusal's `error` must say.
+enum Says {
+    /// Anything (the status is what is checked).
+    Any,
+    /// Exactly this.
+    Is(&'static str),
+    /// Something containing this (the parameter or the input it names).
+    Names(&'static str),
+    /// Something starting with this.
+    Starts(&'static str),
+}
 
-    // Uploads: key, type sniffing, size.
-    let form = || {
-        reqwest::multipart::Form::new()
-            .part(
-                "file",
-                reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
-            )
-            .text("path", "u/x.jpg")
-    };
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .multipart(form())
-        .send()
-        .await
+async fn bad_input_is_answered_not_panicked(s: &TestServer) {
+    use Says::{Any, Is, Names, Starts};
+    s.upload("b/lake.jpg", fixture("large_image.jpg")).await;
+    let lake = fixture("lake.jpg");
+    for (path, bytes) in [
+        ("b/mark-bomb.png", samples::png_bomb(30_000, 30_000)),
+        ("b/notes.jpg", b"this is not an image".to_vec()),
+        ("b/truncated.jpg", lake[..lake.len() / 3].to_vec()),
+        ("b/bomb.png", samples::png_bomb(60_000, 60_000)),
+        ("b/200mp.heic", fixture("heic_200mp.heic")),
+        ("b/truncated.heic", fixture("truncated.heic")),
+    ] {
+        s.put_raw(path, bytes).await;
+    }
+    // A segment too long for a file system: 400 on every backend, before the store is asked.
+    let long = format!("/images/resize/b/{}.jpg", "n".repeat(250));
+    let mut cases: Vec<(String, u16, Says)> = vec![
+        (
+            "/images/resize/b/missing.jpg".into(),
+            404,
+            Is("image not found: b/missing.jpg"),
+        ),
+        (
+            "/images/resize/b/lake.jpg?watermark=b/none.png".into(),
+            404,
+            Is("watermark not found: b/none.png"),
+        ),
+        // Errors of the watermark's bytes name the watermark, not the source.
+        (
+            "/images/resize/b/lake.jpg?watermark=b/mark-bomb.png".into(),
+            400,
+            Names("watermark"),
+        ),
+        (long, 400, Any),
+        // Paths that are no endpoint, and wrong methods, answer JSON too.
+        ("/nope".into(), 404, Any),
+        ("/images/resize/".into(), 404, Any),
+        ("/images/upload".into(), 405, Any),
+        // Sources that are no image, truncated, or over the pixel limit.
+        ("/images/resize/b/notes.jpg".into(), 415, Any),
+        ("/images/resize/b/truncated.jpg?width=100".into(), 422, Any),
+        ("/images/resize/b/bomb.png".into(), 422, Any),
+        // A 200 MP HEIC in 2.4 MB: refused from its header, the only place that names the
+        // pixel limit (its decode would need about 600 MB).
+        (
+            "/images/resize/b/200mp.heic?width=100".into(),
+            422,
+            Starts("source is 12240x16320 pixels, above the limit of"),
+        ),
+        ("/images/resize/b/truncated.heic".into(), 422, Any),
+    ];
+    // A malformed or out-of-range value is a 400 naming its parameter.
+    for (name, values) in [
+        ("width", &["0", "abc", "100000"][..]),
+        ("quality", &["0", "101"]),
+        ("rotate", &["361"]),
+        ("format", &["tiff"]),
+    ] {
+        for value in values {
+            let target = format!("/images/resize/b/lake.jpg?{name}={value}");
+            cases.push((target, 400, Names(name)));
+        }
+    }
+    for (target, want, says) in cases {
+        let (status, msg) = error(s, &target).await;
+        assert_eq!(status, want, "{target}: {msg}");
+        match says {
+            Any => {}
+            Is(text) => assert_eq!(msg, text, "{target}"),
+            Names(name) => assert!(msg.contains(name), "{target}: {msg}"),
+            Starts(start) => assert!(msg.starts_with(start), "{target}: {msg}"),
+        }
+    }
+
+    // Uploads: the key is checked first (also before a body over the size limit is buffered,
+    // and the client hears it), in either header.
+    let post = || s.client.post(s.url("/images/upload"));
+    let photo = || form("u/x.jpg", fixture("large_image.jpg"));
+    let huge = vec![b'a'; 27 * 1024 * 1024];
+    let keyed = [
+        ("no key", post().multipart(photo()), 401),
+        (
+            "no key, a body over the size limit",
+            post().header("content-type", "application/json").body(huge),
+            401,
+        ),
+        (
+            "a wrong key",
+            post().header("x-api-key", "wrong").multipart(photo()),
+            401,
+        ),
+        (
+            "the key as a bearer token",
+            post().bearer_auth(KEY).multipart(photo()),
+            200,
+        ),
+    ];
+    for (what, request, want) in keyed {
+        assert_eq!(request.send().await.unwrap().status(), want, "{what}");
+    }
+    // With the key: the type is sniffed, not taken from the declared one.
+    let declared_jpeg = reqwest::multipart::Part::bytes(b"<html>not an image</html>".to_vec())
+        .mime_str("image/jpeg")
         .unwrap();
-    assert_eq!(r.status(), 401);
-    // Without the key, a body over the size limit is still a 401 (the key is checked before
-    // anything is buffered), and the client hears it.
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .header("content-type", "application/json")
-        .body(vec![b'a'; 27 * 1024 * 1024])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .header("x-api-key", "wrong")
-        .multipart(form())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
-    let r = s
-        .client
-        .post(s.url("/images/upload"))
-        .bearer_auth(KEY)
-        .multipart(form())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
     let text = reqwest::multipart::Form::new()
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(b"<html>not an image</html>".to_vec())
-                .mime_str("image/jpeg")
-                .unwrap(),
-        )
+        .part("file", declared_jpeg)
         .text("path", "u/fake.jpg");
     let r = s.upload_form(text).await;
     assert_eq!(r.status(), 415, "the declared type is not trusted");
-    let bomb = reqwest::multipart::Form::new()
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(samples::png_bomb(100_000, 100_000)),
-        )
-        .text("path", "u/bomb.png");
-    let r = s.upload_form(bomb).await;
-    assert_eq!(r.status(), 422);
-    // A sound header over a truncated or corrupt body is refused too, and nothing is stored.
+    // A bomb, or a sound header over a truncated or corrupt body, is refused too, and nothing
+    // is stored.
     let mut corrupt = fixture("large_image.jpg");
     let middle = corrupt.len() / 2;
     corrupt[middle..middle + 4096].fill(0xFF);
-    let broken = [
+    let refused = [
+        ("u/bomb.png", samples::png_bomb(100_000, 100_000)),
         ("u/truncated.jpg", lake[..lake.len() / 3].to_vec()),
         ("u/corrupt.jpg", corrupt),
         ("u/truncated.heic", fixture("truncated.heic")),
     ];
-    for (path, bytes) in broken {
-        let form = reqwest::multipart::Form::new()
-            .part("file", reqwest::multipart::Part::bytes(bytes))
-            .text("path", path);
-        let r = s.upload_form(form).await;
+    for (path, bytes) in refused {
+        let r = s.upload_form(form(path, bytes)).await;
         assert_eq!(r.status(), 422, "{path}");
         let v: serde_json::Value = r.json().await.unwrap();
         assert!(!v["error"].as_str().unwrap().is_empty(), "{path}: {v}");
@@ -707,15 +690,11 @@ async fn oversized_uploads_are_413(storage: &Storage) {
     let mut config = common::config_for(storage, &dir).await;
     config.max_upload_bytes = 200_000;
     let s = TestServer::start_with(config, dir).await;
-    let form = reqwest::multipart::Form::new()
-        .part("file", reqwest::multipart::Part::bytes(fixture("lake.jpg")))
-        .text("path", "big.jpg");
-    let r = s.upload_form(form).await;
+    let r = s.upload_form(form("big.jpg", fixture("lake.jpg"))).await;
     assert_eq!(r.status(), 413);
     let v: serde_json::Value = r.json().await.unwrap();
     assert!(v["error"].as_str().unwrap().contains("200000"));
-    use base64::Engine;
-    let body = serde_json::json!({"image": base64::engine::general_purpose::STANDARD.encode(fixture("large_image.jpg")), "path": "big.jpg"});
+    let body = json_upload(&fixture("large_image.jpg"), Some("big.jpg"));
     let r = s.upload_json(&body).await;
     assert_eq!(r.status(), 413);
     s.stop().await;
@@ -985,11 +964,7 @@ macro_rules! on_every_storage {
 /// The upload reply's `url` is a URL: the stored path percent-encoded segment by segment, so
 /// `?`, `#` and spaces in a name do not turn into a query or fragment.
 async fn upload_reply_urls_fetch_the_stored_image(s: &TestServer) {
-    use base64::Engine;
-    let body = serde_json::json!({
-        "image": base64::engine::general_purpose::STANDARD.encode(fixture("large_image.jpg")),
-        "path": "odd names/q?x=1 #2.jpg",
-    });
+    let body = json_upload(&fixture("large_image.jpg"), Some("odd names/q?x=1 #2.jpg"));
     let r = s.upload_json(&body).await;
     assert_eq!(r.status(), 200);
     let v: serde_json::Value = r.json().await.unwrap();
@@ -1006,13 +981,7 @@ async fn upload_reply_urls_fetch_the_stored_image(s: &TestServer) {
 /// upload's `version` as `v` can never show another picture and is immutable for a year, until
 /// the source changes and the old `v` falls back to a day (docs/image-service.md §4, Caching).
 async fn a_url_pinning_the_source_version_is_immutable(s: &TestServer) {
-    use base64::Engine;
-    let upload = |name: &str| {
-        serde_json::json!({
-            "image": base64::engine::general_purpose::STANDARD.encode(fixture(name)),
-            "path": "pin/photo.jpg",
-        })
-    };
+    let upload = |name: &str| json_upload(&fixture(name), Some("pin/photo.jpg"));
     let v: serde_json::Value = s
         .upload_json(&upload("large_image.jpg"))
         .await
@@ -1097,13 +1066,8 @@ async fn the_upload_url_is_absolute_under_a_public_base_url() {
         c.public_base_url = Some("https://img.example.com/cdn".to_owned());
     })
     .await;
-    let form = reqwest::multipart::Form::new()
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
-        )
-        .text("path", "a b/c.jpg");
-    let v: serde_json::Value = s.upload_form(form).await.json().await.unwrap();
+    let upload = form("a b/c.jpg", fixture("large_image.jpg"));
+    let v: serde_json::Value = s.upload_form(upload).await.json().await.unwrap();
     assert_eq!(
         v["url"],
         "https://img.example.com/cdn/images/resize/a%20b/c.jpg"
@@ -1347,14 +1311,7 @@ async fn paths_through_a_stored_file_are_client_errors_on_local_storage() {
         .client
         .post(s.url("/images/upload"))
         .header("x-api-key", KEY)
-        .multipart(
-            reqwest::multipart::Form::new()
-                .part(
-                    "file",
-                    reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
-                )
-                .text("path", "f/photo.jpg/inner.jpg"),
-        )
+        .multipart(form("f/photo.jpg/inner.jpg", fixture("large_image.jpg")))
         .send()
         .await
         .unwrap();
@@ -1695,13 +1652,8 @@ async fn a_generated_api_key_is_kept_in_the_data_dir_across_restarts() {
         assert_eq!(mode & 0o077, 0, "only the owner may read the key file");
     }
     async fn upload(s: &TestServer, key: &str) -> reqwest::Response {
-        let form = reqwest::multipart::Form::new()
-            .part(
-                "file",
-                reqwest::multipart::Part::bytes(fixture("large_image.jpg")),
-            )
-            .text("path", "k/photo.jpg");
-        s.upload_form_with_key(form, key).await
+        s.upload_form_with_key(form("k/photo.jpg", fixture("large_image.jpg")), key)
+            .await
     }
     assert_eq!(upload(&s, KEY).await.status(), 401);
     assert_eq!(upload(&s, &key).await.status(), 200);

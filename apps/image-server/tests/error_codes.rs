@@ -84,11 +84,7 @@ async fn each_failure_answers_its_own_code() {
     }
 
     // Uploads: no key, a wrong key, too large, not an image, a bad body.
-    let form = |bytes: Vec<u8>| {
-        reqwest::multipart::Form::new()
-            .part("file", reqwest::multipart::Part::bytes(bytes))
-            .text("path", "e/new.jpg")
-    };
+    let form = |bytes: Vec<u8>| common::form("e/new.jpg", bytes);
     let no_key = s
         .client
         .post(s.url("/images/upload"))

@@ -283,15 +283,29 @@ pub(crate) fn spawn_binary(envs: &[(&str, String)]) -> (tokio::process::Child, S
     (child, format!("http://127.0.0.1:{port}"))
 }
 
+/// A multipart upload form: `bytes` as the `file` part, to be stored at `path`.
+pub(crate) fn form(path: &str, bytes: Vec<u8>) -> reqwest::multipart::Form {
+    reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(bytes))
+        .text("path", path.to_owned())
+}
+
+/// The original SDK's JSON upload body: `bytes` in base64 as `image`, and `path` when given.
+pub(crate) fn json_upload(bytes: &[u8], path: Option<&str>) -> serde_json::Value {
+    use base64::Engine;
+    let image = base64::engine::general_purpose::STANDARD.encode(bytes);
+    match path {
+        Some(path) => serde_json::json!({"image": image, "path": path}),
+        None => serde_json::json!({"image": image}),
+    }
+}
+
 /// Uploads `bytes` as `path` (multipart, with the test key) to the server at `base`.
 pub(crate) async fn upload_to(base: &str, path: &str, bytes: Vec<u8>) -> reqwest::Response {
-    let form = reqwest::multipart::Form::new()
-        .part("file", reqwest::multipart::Part::bytes(bytes))
-        .text("path", path.to_owned());
     reqwest::Client::new()
         .post(format!("{base}/images/upload"))
         .header("x-api-key", KEY)
-        .multipart(form)
+        .multipart(form(path, bytes))
         .send()
         .await
         .unwrap()
