@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestServer, fixture, signature};
+use common::{KEY, TestServer, fixture, form, signature};
 use image_pipeline::samples;
 use pretty_assertions::assert_eq;
 use secrecy::SecretString;
@@ -83,45 +83,74 @@ async fn each_failure_answers_its_own_code() {
         assert_eq!(status_and_code(s.get(target).await).await, want, "{target}");
     }
 
-    // Uploads: no key, a wrong key, too large, not an image, a bad body.
-    let form = |bytes: Vec<u8>| common::form("e/new.jpg", bytes);
-    let no_key = s
-        .client
-        .post(s.url("/images/upload"))
-        .multipart(form(fixture("large_image.jpg")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_and_code(no_key).await, code(401, "invalid_api_key"));
-    let wrong_key = s
-        .upload_form_with_key(form(fixture("large_image.jpg")), "wrong")
-        .await;
-    assert_eq!(
-        status_and_code(wrong_key).await,
-        code(401, "invalid_api_key")
-    );
-    let large = s.upload_form(form(lake.clone())).await;
-    assert_eq!(status_and_code(large).await, code(413, "payload_too_large"));
-    let text = s.upload_form(form(b"plain text".to_vec())).await;
-    assert_eq!(status_and_code(text).await, code(415, "not_an_image"));
-    let avc = s.upload_form(form(fixture("avc32.heif"))).await;
-    let v: serde_json::Value = avc.json().await.unwrap();
-    assert_eq!(v["code"], "unsupported_image");
-    assert!(v["error"].as_str().unwrap().contains("H.264/AVC"), "{v}");
-    let bad_json = s
-        .upload_json(&serde_json::json!({"image": "not base64!", "path": "e/x.jpg"}))
-        .await;
-    assert_eq!(
-        status_and_code(bad_json).await,
-        code(400, "invalid_request")
-    );
-    let clear = s
-        .client
-        .post(s.url("/admin/cache/storage/clear"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_and_code(clear).await, code(401, "invalid_api_key"));
+    // Uploads: no key, a wrong key, too large, not an image, not one we decode, a bad body;
+    // the cache clear without the key. The last column is a text `error` must contain.
+    let post = |path: &str| s.client.post(s.url(path));
+    let upload = |key: &str, bytes: Vec<u8>| {
+        post("/images/upload")
+            .header("x-api-key", key)
+            .multipart(form("e/new.jpg", bytes))
+    };
+    let photo = || fixture("large_image.jpg");
+    let bad_json = serde_json::json!({"image": "not base64!", "path": "e/x.jpg"});
+    let requests = [
+        (
+            "no key",
+            post("/images/upload").multipart(form("e/new.jpg", photo())),
+            code(401, "invalid_api_key"),
+            None,
+        ),
+        (
+            "a wrong key",
+            upload("wrong", photo()),
+            code(401, "invalid_api_key"),
+            None,
+        ),
+        (
+            "too large",
+            upload(KEY, lake.clone()),
+            code(413, "payload_too_large"),
+            None,
+        ),
+        (
+            "plain text",
+            upload(KEY, b"plain text".to_vec()),
+            code(415, "not_an_image"),
+            None,
+        ),
+        (
+            "a HEIF coded as H.264",
+            upload(KEY, fixture("avc32.heif")),
+            code(415, "unsupported_image"),
+            Some("H.264/AVC"),
+        ),
+        (
+            "JSON with bad base64",
+            post("/images/upload")
+                .header("x-api-key", KEY)
+                .json(&bad_json),
+            code(400, "invalid_request"),
+            None,
+        ),
+        (
+            "a cache clear without the key",
+            post("/admin/cache/storage/clear"),
+            code(401, "invalid_api_key"),
+            None,
+        ),
+    ];
+    for (what, request, want, naming) in requests {
+        let r = request.send().await.unwrap();
+        let status = r.status().as_u16();
+        let v: serde_json::Value = r.json().await.unwrap();
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(!error.is_empty(), "{what}: no error sentence: {v}");
+        let got = (status, v["code"].as_str().unwrap_or("(none)").to_owned());
+        assert_eq!(got, want, "{what}");
+        if let Some(text) = naming {
+            assert!(error.contains(text), "{what}: {v}");
+        }
+    }
     s.stop().await;
 }
 

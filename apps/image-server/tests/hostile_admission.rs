@@ -37,6 +37,12 @@ fn running(metrics: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The `transforms_running` gauge the metrics listener at `url` reports now.
+async fn running_now(client: &reqwest::Client, url: &str) -> f64 {
+    let text = client.get(url).send().await.unwrap().text().await.unwrap();
+    running(&text)
+}
+
 /// The server binary on local storage in a temp dir, with a metrics listener.
 struct Server {
     child: tokio::process::Child,
@@ -252,15 +258,7 @@ async fn sigterm_exits_within_the_drain_timeout_with_heavy_work_in_flight() {
     let client = reqwest::Client::new();
     let mut both_running = false;
     for _ in 0..100 {
-        let text = client
-            .get(&s.metrics)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if running(&text) >= CONCURRENCY {
+        if running_now(&client, &s.metrics).await >= CONCURRENCY {
             both_running = true;
             break;
         }
@@ -459,15 +457,7 @@ async fn queued_heavy_misses_stop_at_their_requests_deadline() {
     let client = reqwest::Client::new();
     let mut idle_after = None;
     while started.elapsed() < deadline + Duration::from_secs(10) {
-        let text = client
-            .get(&s.metrics)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if running(&text) == 0.0 {
+        if running_now(&client, &s.metrics).await == 0.0 {
             idle_after = Some(started.elapsed());
             break;
         }
