@@ -139,23 +139,12 @@ async fn every_parameter_on_real_photos(s: &TestServer) {
     }
 
     // format=auto negotiates and varies on Accept.
-    let r = s
-        .client
-        .get(s.url("/images/resize/photos/lake.jpg?width=100&format=auto"))
-        .header("accept", "image/webp,*/*")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.headers()["content-type"], "image/webp");
-    assert_eq!(r.headers()["vary"], "Accept");
-    let r = s
-        .client
-        .get(s.url("/images/resize/photos/lake.jpg?width=100&format=auto"))
-        .header("accept", "*/*")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.headers()["content-type"], "image/jpeg");
+    let auto = "/images/resize/photos/lake.jpg?width=100&format=auto";
+    for (accept, content_type) in [("image/webp,*/*", "image/webp"), ("*/*", "image/jpeg")] {
+        let r = s.get_with(auto, "accept", accept).await;
+        assert_eq!(r.headers()["content-type"], content_type, "{accept}");
+        assert_eq!(r.headers()["vary"], "Accept", "{accept}");
+    }
     // An explicit format=avif does not look at Accept, and is refused over AVIF_MAX_PIXELS.
     if cfg!(feature = "avif") {
         let r = s
@@ -274,13 +263,7 @@ async fn cache_etag_and_coalescing(s: &TestServer) {
         ),
         ("HIT", etag.as_str())
     );
-    let not_modified = s
-        .client
-        .get(s.url(q))
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let not_modified = s.get_with(q, "if-none-match", &etag).await;
     assert_eq!(not_modified.status(), 304);
 
     // Identical requests in flight: one transformation.
@@ -621,12 +604,8 @@ async fn original_sdk_requests_work_unchanged(s: &TestServer) {
     // serialised in the SDK's order with URLSearchParams; fetched with its Bearer header.
     let url = "/images/resize/sdk/lake.jpg?width=300&height=200&format=jpeg&quality=75&rotate=180&flip=true&flop=false&grayscale=false&blur=0.5&sharpen=true&watermarkImage=sdk%2Fmark.png&watermarkPosition=bottom-right&watermarkOpacity=0.8&cropLeft=100&cropTop=50&cropWidth=3000&cropHeight=2000";
     let r = s
-        .client
-        .get(s.url(url))
-        .header("Authorization", format!("Bearer {KEY}"))
-        .send()
-        .await
-        .unwrap();
+        .get_with(url, "Authorization", &format!("Bearer {KEY}"))
+        .await;
     assert_eq!(r.status(), 200);
     let px = pixels(&r.bytes().await.unwrap());
     assert_eq!(px.dimensions(), (300, 200));
@@ -1516,22 +1495,16 @@ async fn resize_urls_must_be_signed_when_a_signing_key_is_set() {
         assert!(message.contains("signature"), "{message}");
     }
     // A cached result or a matching ETag is no way around the signature.
-    let r = s
-        .client
-        .get(s.url("/images/resize/signed/a%20photo.jpg?width=64&format=png"))
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    let r = s
-        .client
-        .get(s.url(&signed))
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 304);
+    for (target, want) in [
+        (
+            "/images/resize/signed/a%20photo.jpg?width=64&format=png",
+            403,
+        ),
+        (signed.as_str(), 304),
+    ] {
+        let r = s.get_with(target, "if-none-match", &etag).await;
+        assert_eq!(r.status(), want, "{target}");
+    }
     // Sent byte for byte, with no query at all.
     let bare = format!(
         "/images/resize/signed/a%20photo.jpg?signature={}",

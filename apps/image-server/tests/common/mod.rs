@@ -239,6 +239,21 @@ impl TestServer {
             .unwrap()
     }
 
+    /// [`Self::get`] with one request header (`accept`, `if-none-match`, `authorization`).
+    pub(crate) async fn get_with(
+        &self,
+        path_and_query: &str,
+        name: &str,
+        value: &str,
+    ) -> reqwest::Response {
+        self.client
+            .get(self.url(path_and_query))
+            .header(name, value)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Sends a request line exactly as written (no client-side path normalisation).
     pub(crate) async fn raw_get(&self, target: &str) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
