@@ -7,4 +7,5 @@
 
 pub mod fake_forge;
 pub mod git_bomb;
+pub mod module_graph;
 pub mod scripted_model;

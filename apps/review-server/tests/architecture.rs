@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use test_doubles::module_graph::find_cycle;
 
 /// The tables whose rows only [`ONE_WRITER`] writes.
 const WRITTEN_TABLES: &[&str] = &["reviews", "repos", "findings"];
@@ -406,38 +407,6 @@ fn module_graph(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>
         }
     }
     graph
-}
-
-/// The first circle of `graph` found by a depth-first search, as `a -> b -> a`.
-fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
-    fn visit<'a>(
-        node: &'a str,
-        graph: &'a BTreeMap<String, BTreeSet<String>>,
-        done: &mut BTreeSet<&'a str>,
-        path: &mut Vec<&'a str>,
-    ) -> Option<String> {
-        if let Some(start) = path.iter().position(|n| *n == node) {
-            let mut circle = path[start..].to_vec();
-            circle.push(node);
-            return Some(circle.join(" -> "));
-        }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node);
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(c) = visit(next, graph, done, path) {
-                return Some(c);
-            }
-        }
-        path.pop();
-        done.insert(node);
-        None
-    }
-    let mut done = BTreeSet::new();
-    graph
-        .keys()
-        .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
 }
 
 fn store_sources() -> Vec<(String, String)> {

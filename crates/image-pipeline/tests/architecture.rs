@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use test_doubles::module_graph::find_cycle;
 
 /// The `.rs` files of `dir` (not below it): file stem and text without `//` comments.
 fn modules(dir: &Path) -> BTreeMap<String, String> {
@@ -94,37 +95,6 @@ fn graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
             (from.clone(), to)
         })
         .collect()
-}
-
-fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
-    fn visit<'a>(
-        node: &'a str,
-        graph: &'a BTreeMap<String, BTreeSet<String>>,
-        done: &mut BTreeSet<&'a str>,
-        path: &mut Vec<&'a str>,
-    ) -> Option<String> {
-        if let Some(start) = path.iter().position(|n| *n == node) {
-            let mut circle = path[start..].to_vec();
-            circle.push(node);
-            return Some(circle.join(" -> "));
-        }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node);
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(c) = visit(next, graph, done, path) {
-                return Some(c);
-            }
-        }
-        path.pop();
-        done.insert(node);
-        None
-    }
-    let mut done = BTreeSet::new();
-    graph
-        .keys()
-        .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
 }
 
 #[test]
