@@ -148,6 +148,7 @@ async fn run_leased(
                     severity: None,
                     github_review_id: None,
                     github_comment_id: None,
+                    fingerprint: None,
                 };
                 if let Err(e) = app.records.record_findings(row.id, &[finding]).await {
                     tracing::warn!(error = %e, "recording the improver's pull request failed");

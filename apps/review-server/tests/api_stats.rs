@@ -681,6 +681,7 @@ async fn rollups_agree_with_raw_rows() {
                         line: Some(1),
                         github_review_id: None,
                         github_comment_id: None,
+                        fingerprint: None,
                     };
                     store
                         .insert_findings(

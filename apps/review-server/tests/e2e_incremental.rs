@@ -107,3 +107,75 @@ async fn a_push_is_reviewed_from_the_last_head_and_a_force_push_or_review_full_w
         "{body}"
     );
 }
+
+/// `src/lib.rs` of the feature branch with `extra` and `lines` comment lines put on top (the
+/// code below moves down; the lines around each finding stay as they were).
+fn lib_moved(w: &World, lines: usize, extra: &str) -> String {
+    let lib = git(&w.upstream.work, &["show", "feature:src/lib.rs"]);
+    let top: String = (0..lines).map(|i| format!("// note {i}\n")).collect();
+    format!("{extra}{top}{lib}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finding_at_the_same_code_is_posted_once_across_pushes_even_when_it_moves() {
+    let w = World::start(Behavior::Reviewer, "anthropic/claude-sonnet-4-5", false).await;
+    let first = w.review_once().await;
+    let posted_first = first["comments"].as_array().unwrap().len();
+    assert_eq!(posted_first, 3, "{first}");
+
+    // Push 2 moves every flagged line of lib.rs down; the whole diff is reviewed again and the
+    // reviewer finds the same three, which are not posted again.
+    let moved = lib_moved(&w, 3, "");
+    commit_on(
+        &w.upstream,
+        "feature",
+        &[("src/lib.rs", &moved)],
+        "notes on top",
+    );
+    w.upstream.publish_pull(1, "feature");
+    w.deliver_pr_comment("/review full", "MEMBER").await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
+    let second = w.forge.reviews()[1].clone();
+    assert_eq!(second["comments"].as_array().unwrap().len(), 0, "{second}");
+    let body = second["body"].as_str().unwrap();
+    assert!(
+        body.contains("3 finding(s) already posted on this pull request at the same code were not posted again"),
+        "{body}"
+    );
+    assert_eq!(
+        second["event"], "COMMENT",
+        "nothing blocking was posted: {second}"
+    );
+
+    // Push 3 moves them again and adds a new unwrap(): only the new one is posted.
+    let extra = "pub fn last(v: &[i32]) -> i32 {\n    *v.last().unwrap()\n}\n\n";
+    let moved = lib_moved(&w, 2, extra);
+    commit_on(&w.upstream, "feature", &[("src/lib.rs", &moved)], "last");
+    w.upstream.publish_pull(1, "feature");
+    w.deliver_pr_comment("/review full", "MEMBER").await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 3).await;
+    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
+    let third = w.forge.reviews()[2].clone();
+    let lines: Vec<i64> = third["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["line"].as_i64().unwrap())
+        .collect();
+    let new_line = moved
+        .lines()
+        .position(|l| l.contains("v.last().unwrap()"))
+        .unwrap() as i64
+        + 1;
+    assert_eq!(lines, vec![new_line], "{third}");
+    // Every posted inline finding carries its fingerprint.
+    assert_eq!(
+        w.server
+            .db_count(
+                "SELECT count(*) FROM findings WHERE kind = 'inline' AND fingerprint IS NOT NULL"
+            )
+            .await,
+        4
+    );
+}

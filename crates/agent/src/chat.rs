@@ -73,7 +73,8 @@ findings: what reviews posted.
 pr_number INTEGER, kind TEXT (inline, summary, comment), severity TEXT (blocking, nit, question; \
 inline rows only), event TEXT (COMMENT, APPROVE, REQUEST_CHANGES; summary rows only), path TEXT \
 (file of an inline comment), line INTEGER, body TEXT (Markdown), github_review_id INTEGER, \
-github_comment_id INTEGER, created_at INTEGER.
+github_comment_id INTEGER, created_at INTEGER, fingerprint TEXT (inline rows: a hash of the \
+file and the code the comment anchors to, the same when the lines move; null otherwise).
 dropped_findings: candidate inline findings that verification dropped; never posted.
   id INTEGER primary key, review_id INTEGER (references reviews.id), repo_full_name TEXT, \
 pr_number INTEGER, path TEXT, line INTEGER, severity TEXT (blocking, nit, question), body TEXT, \

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod chat;
 pub mod diff;
 mod error;
+pub mod fingerprint;
 pub mod improve;
 pub mod judge;
 pub mod passes;

@@ -3,8 +3,6 @@
 //! findings merged before verification: two candidates are one when they are on the same file
 //! and side, their lines overlap and they make the same claim (enough words in common).
 
-use std::collections::BTreeSet;
-
 use review_domain::InlineComment;
 
 use crate::diff::ParsedDiff;
@@ -12,10 +10,6 @@ use crate::tools::post::{Draft, by_severity, with_verdict};
 
 /// Most passes a review may make.
 pub const MAX_PASSES: u32 = 5;
-
-/// Share of distinct words (of three letters or more) two bodies must have in common to make
-/// the same claim (Jaccard index).
-const SAME_CLAIM: f64 = 0.3;
 
 /// `parsed` with its files rotated for pass `pass` (0-based) of `passes`: pass 0 keeps the
 /// diff's order, the others start further into it, so each pass meets the files in another
@@ -30,25 +24,15 @@ pub(crate) fn rotated(parsed: &ParsedDiff, pass: u32, passes: u32) -> ParsedDiff
     out
 }
 
-/// The words of a body that count for [`same_claim`].
-fn words(body: &str) -> BTreeSet<String> {
-    body.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .collect()
-}
-
 /// Whether two candidates are one finding: same path and side, overlapping lines, and
-/// bodies sharing at least [`SAME_CLAIM`] of their words.
+/// bodies making the same claim ([`crate::fingerprint::same_claim`]).
 pub(crate) fn same_claim(a: &InlineComment, b: &InlineComment) -> bool {
     let range = |c: &InlineComment| (c.start_line.unwrap_or(c.line), c.line);
     let ((a0, a1), (b0, b1)) = (range(a), range(b));
     if a.path != b.path || a.side != b.side || a0 > b1 || b0 > a1 {
         return false;
     }
-    let (wa, wb) = (words(&a.body), words(&b.body));
-    let union = wa.union(&wb).count();
-    union == 0 || wa.intersection(&wb).count() as f64 / union as f64 >= SAME_CLAIM
+    crate::fingerprint::same_claim(&a.body, &b.body)
 }
 
 /// One merged candidate and how many passes found it.

@@ -88,6 +88,10 @@ pub struct ReviewJob {
     /// What range of the pull request this review covers, in words, added to the posted
     /// summary (docs/review-service.md, "Incremental review"); default none.
     pub range_note: Option<String>,
+    /// The fingerprints and bodies of the inline findings already posted on the pull request:
+    /// a candidate at the same fingerprint with the same claim is not posted again
+    /// (docs/review-service.md, "Repeated findings"). Default none.
+    pub posted_fingerprints: Vec<(String, String)>,
 }
 
 /// The change since the last reviewed head of a pull request.
@@ -172,6 +176,7 @@ impl ReviewJob {
             passes: 1,
             since: None,
             range_note: None,
+            posted_fingerprints: Vec::new(),
         }
     }
 }
@@ -508,6 +513,7 @@ fn pass_context<'a>(
         pending: Mutex::new(None),
         since: None,
         range_note: job.range_note.clone(),
+        posted_fingerprints: job.posted_fingerprints.clone(),
     }
 }
 

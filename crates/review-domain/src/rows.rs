@@ -131,6 +131,10 @@ pub struct NewFinding {
     pub severity: Option<Severity>,
     pub github_review_id: Option<i64>,
     pub github_comment_id: Option<i64>,
+    /// Inline rows: the code fingerprint (docs/review-service.md, "Repeated findings"); absent
+    /// otherwise.
+    #[serde(default)]
+    pub fingerprint: Option<String>,
 }
 
 impl NewFinding {
@@ -193,6 +197,10 @@ pub struct ReviewSubmission {
     pub event: ReviewEvent,
     #[serde(default)]
     pub comments: Vec<InlineComment>,
+    /// The code fingerprint of each inline comment, in order, as the run computed it (docs/review-service.md,
+    /// "Repeated findings"); in process only, never on the wire.
+    #[serde(skip)]
+    pub fingerprints: Vec<Option<String>>,
 }
 
 /// What the forge returned for a posted review: its id and the ids of the inline comments in
@@ -263,6 +271,7 @@ mod tests {
             severity: Some(Severity::Nit),
             github_review_id: None,
             github_comment_id: None,
+            fingerprint: None,
         };
         assert!(f.validate().unwrap_err().contains("path"));
         f.path = Some("src/lib.rs".into());
@@ -284,6 +293,7 @@ mod tests {
             severity: None,
             github_review_id: None,
             github_comment_id: None,
+            fingerprint: None,
         };
         assert_eq!(summary.validate(), Ok(()));
         let comment = NewFinding {

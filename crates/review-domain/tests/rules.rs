@@ -18,6 +18,7 @@ fn finding(kind: FindingKind) -> NewFinding {
         severity: None,
         github_review_id: None,
         github_comment_id: None,
+        fingerprint: None,
     }
 }
 

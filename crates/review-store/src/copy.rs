@@ -75,6 +75,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("github_review_id", Int),
             ("github_comment_id", Int),
             ("created_at", Int),
+            ("fingerprint", Text),
         ],
     ),
     (

@@ -18,6 +18,22 @@ const FINDINGS_LOCK: i64 = 0x7265_7669_6577_6631;
 const FINDING_COLUMNS: &str = "id, review_id, repo_full_name, pr_number, kind, severity, event, path, line, body, github_review_id, github_comment_id, created_at";
 
 impl Store {
+    /// The fingerprints and bodies of the inline findings posted on a pull request that have
+    /// one (docs/review-service.md, "Repeated findings").
+    pub async fn posted_fingerprints(&self, repo: &str, pr: i64) -> Result<Vec<(String, String)>> {
+        let query = sqlx::query(
+            "SELECT fingerprint, body FROM findings WHERE repo_full_name = $1 AND pr_number = $2
+             AND kind = 'inline' AND fingerprint IS NOT NULL ORDER BY id",
+        )
+        .bind(repo)
+        .bind(pr);
+        let pair = |r: &sqlx::any::AnyRow| {
+            use sqlx::Row;
+            Ok((r.try_get::<String, _>(0)?, r.try_get::<String, _>(1)?))
+        };
+        self.all(query, pair).await
+    }
+
     /// Insert findings of `review` in one transaction (all or none), returning the rows.
     pub async fn insert_findings(
         &self,
@@ -36,8 +52,8 @@ impl Store {
         for f in findings {
             let row = sqlx::query(&format!(
                 "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, event, path,
-                 line, body, github_review_id, github_comment_id, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {FINDING_COLUMNS}"
+                 line, body, github_review_id, github_comment_id, created_at, fingerprint)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING {FINDING_COLUMNS}"
             ))
             .bind(review.id)
             .bind(&review.repo_full_name)
@@ -51,6 +67,7 @@ impl Store {
             .bind(f.github_review_id)
             .bind(f.github_comment_id)
             .bind(now.0)
+            .bind(&f.fingerprint)
             .fetch_one(&mut *tx)
             .await?;
             out.push(finding_from_row(&row)?);

@@ -70,6 +70,7 @@ async fn fill(store: &Store) {
             ),
             github_review_id: Some(1000 + i),
             github_comment_id: Some(2000 + i),
+            fingerprint: None,
         };
         store
             .insert_findings(&r, &[finding], EpochSeconds(at + 5))

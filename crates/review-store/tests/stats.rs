@@ -141,7 +141,7 @@ on_both_backends! {
                             line: Some(1),
                             severity: Some(severity),
                             github_review_id: None,
-                            github_comment_id: None,
+                            github_comment_id: None, fingerprint: None,
                         })
                         .collect();
                     store.insert_findings(&r, &findings, EpochSeconds(at + 1)).await.unwrap();
@@ -195,6 +195,7 @@ fn findings_of(i: i64, n: i64, paths: i64, severities: &[Option<Severity>]) -> V
             severity: severities[((i + k) as usize) % severities.len()],
             github_review_id: None,
             github_comment_id: None,
+            fingerprint: None,
         })
         .collect()
 }
@@ -268,6 +269,7 @@ async fn fill(store: &Store) {
         severity: Some(Severity::Nit),
         github_review_id: None,
         github_comment_id: None,
+        fingerprint: None,
     };
     store
         .insert_findings(&r, &[finding], EpochSeconds(T0 + 3 * DAY + 11))
@@ -578,7 +580,7 @@ on_both_backends! {
             line: Some(1),
             severity: Some(Severity::Blocking),
             github_review_id: None,
-            github_comment_id: None,
+            github_comment_id: None, fingerprint: None,
         };
         store.insert_findings(&r, &[finding], EpochSeconds(T0 + DAY + 11)).await.unwrap();
         store.skip_review(r.id, None, EpochSeconds(T0 + DAY + 12)).await.unwrap().unwrap();

@@ -198,7 +198,7 @@ on_both_backends! {
                 line: None,
                 severity: None,
                 github_review_id: Some(9),
-                github_comment_id: None,
+                github_comment_id: None, fingerprint: None,
             },
             NewFinding {
                 kind: FindingKind::Inline,
@@ -208,7 +208,7 @@ on_both_backends! {
                 line: Some(3),
                 severity: Some(Severity::Blocking),
                 github_review_id: Some(9),
-                github_comment_id: Some(11),
+                github_comment_id: Some(11), fingerprint: None,
             },
         ];
         let rows = store.insert_findings(&r, &findings, EpochSeconds(2)).await.unwrap();

@@ -55,6 +55,8 @@ impl StoreView {
         fn dropped_findings(&self, review_id: i64) -> Vec<review_domain::DroppedFindingRow>;
         /// The patch id of the PR's last completed review.
         fn last_completed_patch_id(&self, repo: &str, pr_number: i64) -> Option<String>;
+        /// The fingerprints and bodies of the PR's posted inline findings.
+        fn posted_fingerprints(&self, repo: &str, pr_number: i64) -> Vec<(String, String)>;
         /// The head SHA of the PR's last completed review.
         fn last_reviewed_head(&self, repo: &str, pr_number: i64) -> Option<String>;
         /// Whether a review of the PR other than `except` is pending or running.

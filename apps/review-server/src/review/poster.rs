@@ -42,6 +42,7 @@ impl ReviewPoster for ForgePoster {
             severity: None,
             github_review_id: None,
             github_comment_id: Some(id),
+            fingerprint: None,
         };
         if let Err(e) = self
             .app
@@ -70,6 +71,7 @@ impl ReviewPoster for ForgePoster {
             severity: None,
             github_review_id: posted.review_id,
             github_comment_id: None,
+            fingerprint: None,
         }];
         for (i, c) in review.comments.iter().enumerate() {
             findings.push(NewFinding {
@@ -81,6 +83,7 @@ impl ReviewPoster for ForgePoster {
                 severity: Some(c.severity),
                 github_review_id: posted.review_id,
                 github_comment_id: posted.comment_ids.get(i).copied().flatten(),
+                fingerprint: review.fingerprints.get(i).cloned().flatten(),
             });
         }
         if let Err(e) = self

@@ -61,6 +61,11 @@ pub(super) async fn run_agent(
     agent_job.focus = focus;
     agent_job.approve_allowed = last_event_requested_changes(&earlier_findings);
     agent_job.earlier_findings = earlier_findings;
+    agent_job.posted_fingerprints = app
+        .records
+        .store
+        .posted_fingerprints(&full_name, job.pr.number)
+        .await?;
     agent_job.instructions = instructions;
     agent_job.skills =
         crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;

@@ -89,6 +89,8 @@ pub struct ToolContext<'a> {
     pub since: Option<SinceDiff>,
     /// [`crate::ReviewJob::range_note`]: post_review adds it to the summary.
     pub range_note: Option<String>,
+    /// [`crate::ReviewJob::posted_fingerprints`].
+    pub posted_fingerprints: Vec<(String, String)>,
 }
 
 /// The change since the last reviewed head, parsed and capped as the model sees it.
@@ -302,6 +304,7 @@ mod tests {
             pending: Mutex::new(None),
             since: None,
             range_note: None,
+            posted_fingerprints: Vec::new(),
         }
     }
 

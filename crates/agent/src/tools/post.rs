@@ -252,6 +252,38 @@ pub(crate) struct Draft {
 /// hands the review to the poster. Returns the tool result text.
 ///
 /// Errors: the poster's message, for the model.
+/// `kept` without the comments already posted on the pull request (docs/review-service.md,
+/// "Repeated findings"): a RIGHT-side comment whose code fingerprint an earlier inline finding
+/// has, with the same claim. Returns the rest, their fingerprints (None for LEFT-side comments
+/// or a file that cannot be read) and the repeats.
+fn without_repeats(
+    ctx: &ToolContext<'_>,
+    kept: Vec<InlineComment>,
+) -> (Vec<InlineComment>, Vec<Option<String>>, Vec<InlineComment>) {
+    let (mut rest, mut prints, mut repeated) = (Vec::new(), Vec::new(), Vec::new());
+    for c in kept {
+        let print = (c.side == Side::Right)
+            .then(|| {
+                let start = c.start_line.unwrap_or(c.line);
+                let file = ctx.root.resolve(&c.path).ok()?;
+                crate::fingerprint::of_file(&file, &c.path, start, c.line)
+            })
+            .flatten();
+        let seen = print.as_ref().is_some_and(|p| {
+            ctx.posted_fingerprints
+                .iter()
+                .any(|(q, body)| q == p && crate::fingerprint::same_claim(body, &c.body))
+        });
+        if seen {
+            repeated.push(c);
+        } else {
+            rest.push(c);
+            prints.push(print);
+        }
+    }
+    (rest, prints, repeated)
+}
+
 pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<String, String> {
     let Draft {
         summary,
@@ -264,7 +296,8 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         verification_note,
         passes_note,
     } = draft;
-    let (db, dn, dq) = by_severity(dropped.iter().map(|(c, _)| c));
+    let (kept, fingerprints, repeated) = without_repeats(ctx, kept);
+    let (db, dn, dq) = by_severity(dropped.iter().map(|(c, _)| c).chain(repeated.iter()));
     let summary = with_verdict(&summary, |(b, n, q)| {
         (
             b.saturating_sub(db),
@@ -278,7 +311,9 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         .any(|c| c.severity == Severity::Blocking);
     let dropped_blocking = dropped
         .iter()
-        .any(|(c, _)| c.severity == Severity::Blocking);
+        .map(|(c, _)| c)
+        .chain(repeated.iter())
+        .any(|c| c.severity == Severity::Blocking);
     let mut event = model_event;
     if any_blocking && event != ReviewEvent::RequestChanges {
         notes.push(format!("event changed from {event} to REQUEST_CHANGES because a comment is blocking (review protocol)"));
@@ -289,7 +324,7 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         && event == ReviewEvent::RequestChanges
         && verdict_counts(&summary).is_some_and(|(b, _, _)| b == 0)
     {
-        notes.push("event changed from REQUEST_CHANGES to COMMENT: verification dropped every blocking finding".to_owned());
+        notes.push("event changed from REQUEST_CHANGES to COMMENT: every blocking finding was dropped by verification or already posted".to_owned());
         event = ReviewEvent::Comment;
     }
     if event == ReviewEvent::Approve && !ctx.approve_allowed {
@@ -320,6 +355,12 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
     let mut extra = Vec::new();
     if let Some(note) = &ctx.range_note {
         extra.push(format!("_{note}_"));
+    }
+    if !repeated.is_empty() {
+        extra.push(format!(
+            "_{} finding(s) already posted on this pull request at the same code were not posted again._",
+            repeated.len()
+        ));
     }
     if let Some(note) = &passes_note {
         extra.push(format!("_{note}_"));
@@ -374,6 +415,7 @@ pub(crate) async fn publish(ctx: &ToolContext<'_>, draft: Draft) -> Result<Strin
         summary,
         event,
         comments: kept,
+        fingerprints,
     };
     let posted = ctx
         .poster
