@@ -201,6 +201,8 @@ async function pages(seeded, totalReviews) {
     await sees(page, "sets the timeout on the client builder");
     // A finding the verifier could not decide is posted, marked unverified.
     await sees(page, "unverified", ".badge");
+    await sees(page, "Unverified: the verifier gave no verdict on this candidate.");
+    check((await page.getByText("_Unverified").count()) === 0, "the unverified note is shown as raw Markdown");
     // A committable suggestion is shown as the change it proposes, not as its raw fence.
     await sees(page, "Suggested change");
     await sees(page, "use std::time::Duration;", "figure.suggestion");

@@ -183,7 +183,11 @@ function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
                   <a href={lineUrl(review, f)} target="_blank" rel="noreferrer" className="mono">
                     {path}:{f.line ?? "?"}
                   </a>
-                  {f.body.includes("\n\n_Unverified: ") && <span className="badge">unverified</span>}
+                  {splitUnverified(f.body).unverified !== undefined && (
+                    <span className="badge" title={splitUnverified(f.body).unverified}>
+                      unverified
+                    </span>
+                  )}
                 </p>
                 <FindingBody body={f.body} />
               </article>
@@ -226,11 +230,25 @@ function splitSuggestion(body: string): { text: string; suggestion?: string } {
 }
 
 /** An inline finding's text, then its suggestion as the lines it proposes. */
+/** A posted body's "_Unverified: <why>._" note (docs/review-service.md, "Verification before
+ * posting"), split off so it shows as a badge and a plain line instead of raw Markdown. */
+function splitUnverified(body: string): { text: string; unverified?: string } {
+  const marker = "\n\n_Unverified: ";
+  const at = body.indexOf(marker);
+  if (at < 0) return { text: body };
+  const rest = body.slice(at + marker.length);
+  const end = rest.indexOf("._");
+  if (end < 0) return { text: body.slice(0, at), unverified: rest };
+  return { text: body.slice(0, at) + rest.slice(end + 2), unverified: rest.slice(0, end) };
+}
+
 function FindingBody({ body }: { body: string }) {
-  const { text, suggestion } = splitSuggestion(body);
+  const { text: checked, unverified } = splitUnverified(body);
+  const { text, suggestion } = splitSuggestion(checked);
   return (
     <>
       <p className="prewrap">{text}</p>
+      {unverified !== undefined && <p className="small muted">Unverified: {unverified}.</p>}
       {suggestion !== undefined && (
         <figure className="suggestion">
           <figcaption className="small muted">Suggested change</figcaption>
