@@ -230,8 +230,8 @@ function splitSuggestion(body: string): { text: string; suggestion?: string } {
 }
 
 /** An inline finding's text, then its suggestion as the lines it proposes. */
-/** A posted body's "_Unverified: <why>._" note (docs/review-service.md, "Verification before
- * posting"), split off so it shows as a badge and a plain line instead of raw Markdown. */
+/** A posted body's "_Unverified: <why>._" note, split off so it shows as a badge and a plain
+ * line instead of raw Markdown (docs/review-service.md, "Verification before posting"). */
 function splitUnverified(body: string): { text: string; unverified?: string } {
   const marker = "\n\n_Unverified: ";
   const at = body.indexOf(marker);
