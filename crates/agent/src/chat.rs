@@ -74,7 +74,11 @@ pr_number INTEGER, kind TEXT (inline, summary, comment), severity TEXT (blocking
 inline rows only), event TEXT (COMMENT, APPROVE, REQUEST_CHANGES; summary rows only), path TEXT \
 (file of an inline comment), line INTEGER, body TEXT (Markdown), github_review_id INTEGER, \
 github_comment_id INTEGER, created_at INTEGER, fingerprint TEXT (inline rows: a hash of the \
-file and the code the comment anchors to, the same when the lines move; null otherwise).
+file and the code the comment anchors to, the same when the lines move; null otherwise), \
+outcome TEXT (inline rows: open, resolved when a later head fixed it, dismissed when a person \
+answered it as intended or thumbed it down; null for summary and comment rows), outcome_at \
+INTEGER (when it was resolved or dismissed), outcome_sha TEXT (the head SHA a resolution was \
+found at), outcome_reason TEXT (why it was resolved or dismissed).
 dropped_findings: candidate inline findings that verification dropped; never posted.
   id INTEGER primary key, review_id INTEGER (references reviews.id), repo_full_name TEXT, \
 pr_number INTEGER, path TEXT, line INTEGER, severity TEXT (blocking, nit, question), body TEXT, \

@@ -504,6 +504,11 @@ fn finding(body: &str) -> FindingRow {
         github_review_id: Some(11),
         github_comment_id: Some(12),
         created_at: 0,
+        fingerprint: None,
+        outcome: Some(review_domain::FindingOutcome::Open),
+        outcome_at: None,
+        outcome_sha: None,
+        outcome_reason: None,
     }
 }
 

@@ -126,6 +126,17 @@ string_enum!(
 );
 
 string_enum!(
+    /// What became of a posted inline finding (docs/review-service.md, "Finding outcomes"):
+    /// open until a later head fixes it (resolved) or a person answers it as intended or
+    /// thumbs it down (dismissed).
+    FindingOutcome {
+        Open = "open",
+        Resolved = "resolved",
+        Dismissed = "dismissed",
+    }
+);
+
+string_enum!(
     /// Severity of an inline finding (docs/review-service.md §2, FindingRow.severity).
     Severity {
         Blocking = "blocking",
@@ -202,6 +213,7 @@ mod tests {
         round_trips(ReviewStatus::ALL);
         round_trips(Trigger::ALL);
         round_trips(FindingKind::ALL);
+        round_trips(FindingOutcome::ALL);
         round_trips(Severity::ALL);
         round_trips(ReviewEvent::ALL);
         round_trips(Side::ALL);

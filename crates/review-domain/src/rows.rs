@@ -2,7 +2,9 @@
 //! spec's, and so are the column names of the store (docs/architecture.md, Store); the values
 //! the spec enumerates are the closed types of `enums.rs`.
 
-use crate::enums::{FindingKind, ReviewEvent, ReviewStatus, Severity, Side, Trigger};
+use crate::enums::{
+    FindingKind, FindingOutcome, ReviewEvent, ReviewStatus, Severity, Side, Trigger,
+};
 use serde::{Deserialize, Serialize};
 
 /// A registered repository (docs/review-service.md §2, RepoRow).
@@ -77,6 +79,22 @@ pub struct FindingRow {
     pub github_review_id: Option<i64>,
     pub github_comment_id: Option<i64>,
     pub created_at: i64,
+    /// **Added.** Inline rows: a hash of the file and the code the finding anchors to, the
+    /// same when the lines move (docs/review-service.md, "Repeated findings"); null for other
+    /// rows and rows recorded before it existed.
+    pub fingerprint: Option<String>,
+    /// **Added.** Inline rows: open, resolved or dismissed (docs/review-service.md, "Finding
+    /// outcomes"); null for summary and comment rows.
+    #[schema(schema_with = field_schemas::outcome)]
+    pub outcome: Option<FindingOutcome>,
+    /// **Added.** When the finding was resolved or dismissed, epoch seconds; null while open.
+    pub outcome_at: Option<i64>,
+    /// **Added.** The head SHA whose review found the problem gone (resolved rows); null
+    /// otherwise.
+    pub outcome_sha: Option<String>,
+    /// **Added.** Why, in words: the recheck's reason, or who answered or thumbed it down;
+    /// null while open.
+    pub outcome_reason: Option<String>,
 }
 
 /// A candidate inline finding that verification dropped: never posted, kept with the
@@ -226,6 +244,13 @@ mod field_schemas {
 
     pub(super) fn trigger() -> Object {
         Trigger::field_schema(true, "What started the run; null for improver runs.")
+    }
+
+    pub(super) fn outcome() -> Object {
+        FindingOutcome::field_schema(
+            true,
+            "open, resolved or dismissed; null for summary and comment rows.",
+        )
     }
 
     pub(super) fn kind() -> Object {

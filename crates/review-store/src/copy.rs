@@ -76,6 +76,10 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("github_comment_id", Int),
             ("created_at", Int),
             ("fingerprint", Text),
+            ("outcome", Text),
+            ("outcome_at", Int),
+            ("outcome_sha", Text),
+            ("outcome_reason", Text),
         ],
     ),
     (

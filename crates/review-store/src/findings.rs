@@ -4,7 +4,10 @@
 use crate::rows::{dropped_from_row, finding_from_row};
 use crate::{Backend, Result, Store};
 use review_domain::EpochSeconds;
-use review_domain::{DroppedFindingRow, FindingRow, InlineComment, NewFinding, ReviewRow};
+use review_domain::{
+    DroppedFindingRow, FindingKind, FindingOutcome, FindingRow, InlineComment, NewFinding,
+    ReviewRow,
+};
 
 /// Key of the PostgreSQL advisory lock that orders finding writes: each finding adds to the
 /// per-day severity and path rollups (migrations/postgres/0002_stats_rollups.sql), and two
@@ -15,7 +18,7 @@ use review_domain::{DroppedFindingRow, FindingRow, InlineComment, NewFinding, Re
 const FINDINGS_LOCK: i64 = 0x7265_7669_6577_6631;
 
 /// The columns of a FindingRow, in the order of the spec.
-const FINDING_COLUMNS: &str = "id, review_id, repo_full_name, pr_number, kind, severity, event, path, line, body, github_review_id, github_comment_id, created_at";
+const FINDING_COLUMNS: &str = "id, review_id, repo_full_name, pr_number, kind, severity, event, path, line, body, github_review_id, github_comment_id, created_at, fingerprint, outcome, outcome_at, outcome_sha, outcome_reason";
 
 impl Store {
     /// The fingerprints and bodies of the inline findings posted on a pull request that have
@@ -32,6 +35,56 @@ impl Store {
             Ok((r.try_get::<String, _>(0)?, r.try_get::<String, _>(1)?))
         };
         self.all(query, pair).await
+    }
+
+    /// The open inline findings of a pull request with the head SHA of the review that posted
+    /// each (None when that review recorded none), oldest first (docs/review-service.md,
+    /// "Finding outcomes").
+    pub async fn open_findings(
+        &self,
+        repo: &str,
+        pr: i64,
+    ) -> Result<Vec<(FindingRow, Option<String>)>> {
+        let columns = FINDING_COLUMNS
+            .split(", ")
+            .map(|c| format!("f.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT {columns}, r.head_sha AS review_head_sha FROM findings f
+             JOIN reviews r ON r.id = f.review_id
+             WHERE f.repo_full_name = $1 AND f.pr_number = $2 AND f.outcome = 'open'
+             ORDER BY f.id"
+        );
+        let read = |r: &sqlx::any::AnyRow| {
+            use sqlx::Row;
+            Ok((finding_from_row(r)?, r.try_get("review_head_sha")?))
+        };
+        self.all(sqlx::query(&sql).bind(repo).bind(pr), read).await
+    }
+
+    /// Moves an open finding to `outcome` (resolved or dismissed) at `now`, with the head SHA
+    /// of a resolution and the reason in words. Returns the row when this call moved it; None
+    /// when it was not open (already moved, by another replica too) or does not exist.
+    pub async fn set_finding_outcome(
+        &self,
+        id: i64,
+        outcome: FindingOutcome,
+        sha: Option<&str>,
+        reason: &str,
+        now: EpochSeconds,
+    ) -> Result<Option<FindingRow>> {
+        let sql = format!(
+            "UPDATE findings SET outcome = $2, outcome_at = $3, outcome_sha = $4, outcome_reason = $5
+             WHERE id = $1 AND outcome = 'open' RETURNING {FINDING_COLUMNS}"
+        );
+        let query = sqlx::query(&sql)
+            .bind(id)
+            .bind(outcome.as_str())
+            .bind(now.0)
+            .bind(sha)
+            .bind(reason);
+        self.optional(query, finding_from_row).await
     }
 
     /// Insert findings of `review` in one transaction (all or none), returning the rows.
@@ -52,8 +105,9 @@ impl Store {
         for f in findings {
             let row = sqlx::query(&format!(
                 "INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, event, path,
-                 line, body, github_review_id, github_comment_id, created_at, fingerprint)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING {FINDING_COLUMNS}"
+                 line, body, github_review_id, github_comment_id, created_at, fingerprint, outcome)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                 RETURNING {FINDING_COLUMNS}"
             ))
             .bind(review.id)
             .bind(&review.repo_full_name)
@@ -68,6 +122,7 @@ impl Store {
             .bind(f.github_comment_id)
             .bind(now.0)
             .bind(&f.fingerprint)
+            .bind((f.kind == FindingKind::Inline).then_some(FindingOutcome::Open.as_str()))
             .fetch_one(&mut *tx)
             .await?;
             out.push(finding_from_row(&row)?);

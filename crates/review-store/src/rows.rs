@@ -7,8 +7,8 @@
 
 use crate::{Result, Store, StoreError};
 use review_domain::{
-    DroppedFindingRow, FindingKind, FindingRow, RepoRow, ReviewEvent, ReviewRow, ReviewStatus,
-    Severity, SkillMetaRow, Trigger,
+    DroppedFindingRow, FindingKind, FindingOutcome, FindingRow, RepoRow, ReviewEvent, ReviewRow,
+    ReviewStatus, Severity, SkillMetaRow, Trigger,
 };
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Any, Row};
@@ -57,7 +57,14 @@ macro_rules! enum_columns {
     )+};
 }
 
-enum_columns!(ReviewStatus, Trigger, FindingKind, Severity, ReviewEvent);
+enum_columns!(
+    ReviewStatus,
+    Trigger,
+    FindingKind,
+    Severity,
+    ReviewEvent,
+    FindingOutcome
+);
 
 fn parse<T: std::str::FromStr<Err = String>>(
     table: &'static str,
@@ -103,7 +110,8 @@ pub(crate) fn dropped_from_row(r: &AnyRow) -> Result<DroppedFindingRow> {
 pub(crate) fn finding_from_row(r: &AnyRow) -> Result<FindingRow> {
     from_row!(r, "findings", FindingRow [
         id, review_id, repo_full_name, pr_number, kind, severity, event, path, line, body,
-        github_review_id, github_comment_id, created_at,
+        github_review_id, github_comment_id, created_at, fingerprint, outcome, outcome_at,
+        outcome_sha, outcome_reason,
     ])
 }
 

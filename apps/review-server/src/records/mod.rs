@@ -412,4 +412,28 @@ impl Records {
         );
         Ok(rows)
     }
+    /// Moves open finding `id` to `outcome` (resolved at head `sha`, or dismissed) with its
+    /// reason, and publishes review:findings for the review that posted it
+    /// (docs/review-service.md, "Finding outcomes"). None when it was not open: another replica
+    /// or an earlier call moved it first.
+    pub async fn set_finding_outcome(
+        &self,
+        id: i64,
+        outcome: review_domain::FindingOutcome,
+        sha: Option<&str>,
+        reason: &str,
+    ) -> Result<Option<FindingRow>, StoreError> {
+        let row = self
+            .db
+            .set_finding_outcome(id, outcome, sha, reason, now())
+            .await?;
+        if let Some(f) = &row {
+            self.publish(
+                "review:findings",
+                Some(&f.repo_full_name),
+                json!({ "repo": f.repo_full_name, "reviewId": f.review_id }),
+            );
+        }
+        Ok(row)
+    }
 }
