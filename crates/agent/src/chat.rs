@@ -63,11 +63,12 @@ reviews: one row per review run.
   id INTEGER primary key, repo_full_name TEXT (references repos.full_name), pr_number INTEGER \
 (0 for improver runs), title TEXT, session_id TEXT, status TEXT (pending, running, completed, \
 failed, skipped), error TEXT (why it failed or was skipped), \"trigger\" TEXT (opened, synchronize, reopened, \
-command, retry; quote the column name), attempt INTEGER (0 first run, 1 automatic retry), cost \
+command, retry, improve, ready_for_review, reply: an answer in a review thread, ask: an answer \
+to /ask; quote the column name), attempt INTEGER (0 first run, 1 automatic retry), cost \
 REAL (USD, set at completion), tokens INTEGER, model TEXT (provider/model), check_run_id \
 INTEGER, patch_id TEXT, created_at INTEGER, completed_at INTEGER (duration = completed_at - \
 created_at seconds), head_sha TEXT (the PR head commit the review was queued for; null for \
-improver runs and older rows).
+improver runs, answers and older rows).
 findings: what reviews posted.
   id INTEGER primary key, review_id INTEGER (references reviews.id), repo_full_name TEXT, \
 pr_number INTEGER, kind TEXT (inline, summary, comment), severity TEXT (blocking, nit, question; \

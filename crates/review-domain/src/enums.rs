@@ -103,8 +103,9 @@ impl ReviewStatus {
 
 string_enum!(
     /// What created a review (docs/review-service.md §2, ReviewRow.trigger). `ready_for_review` (a
-    /// draft made ready, docs/architecture.md, Lifecycle extras) and `improve` extend the spec's
-    /// list.
+    /// draft made ready, docs/architecture.md, Lifecycle extras), `improve`, `reply` (an answer
+    /// in a review thread) and `ask` (an answer to `/ask`) extend the spec's list; the last two
+    /// are described in docs/review-service.md, "Answers in review threads".
     Trigger {
         Opened = "opened",
         Synchronize = "synchronize",
@@ -113,6 +114,8 @@ string_enum!(
         Retry = "retry",
         Improve = "improve",
         ReadyForReview = "ready_for_review",
+        Reply = "reply",
+        Ask = "ask",
     }
 );
 
@@ -231,7 +234,9 @@ mod tests {
                 "command",
                 "retry",
                 "improve",
-                "ready_for_review"
+                "ready_for_review",
+                "reply",
+                "ask"
             ]
         );
         assert_eq!(

@@ -346,7 +346,8 @@ mod tests {
             review["status"]["enum"],
             serde_json::json!(["pending", "running", "completed", "failed", "skipped"])
         );
-        assert_eq!(review["trigger"]["enum"][7], serde_json::Value::Null);
+        assert_eq!(review["trigger"]["enum"][9], serde_json::Value::Null);
+        assert_eq!(review["trigger"]["enum"][8], "ask");
         assert_eq!(review["trigger"]["enum"][0], "opened");
         let finding = schema(<FindingRow as utoipa::PartialSchema>::schema());
         assert_eq!(

@@ -1661,6 +1661,12 @@ export interface components {
              * @enum {string|null}
              */
             event?: "COMMENT" | "APPROVE" | "REQUEST_CHANGES" | null;
+            /**
+             * @description **Added.** Inline rows: a hash of the file and the code the finding anchors to, the
+             *     same when the lines move (docs/review-service.md, "Repeated findings"); null for other
+             *     rows and rows recorded before it existed.
+             */
+            fingerprint?: string | null;
             /** Format: int64 */
             github_comment_id?: number | null;
             /** Format: int64 */
@@ -1674,6 +1680,26 @@ export interface components {
             kind: "inline" | "summary" | "comment";
             /** Format: int64 */
             line?: number | null;
+            /**
+             * @description open, resolved or dismissed; null for summary and comment rows.
+             * @enum {string|null}
+             */
+            outcome?: "open" | "resolved" | "dismissed" | null;
+            /**
+             * Format: int64
+             * @description **Added.** When the finding was resolved or dismissed, epoch seconds; null while open.
+             */
+            outcome_at?: number | null;
+            /**
+             * @description **Added.** Why, in words: the recheck's reason, or who answered or thumbed it down;
+             *     null while open.
+             */
+            outcome_reason?: string | null;
+            /**
+             * @description **Added.** The head SHA whose review found the problem gone (resolved rows); null
+             *     otherwise.
+             */
+            outcome_sha?: string | null;
             path?: string | null;
             /** Format: int64 */
             pr_number: number;
@@ -1881,7 +1907,7 @@ export interface components {
              * @description What started the run; null for improver runs.
              * @enum {string|null}
              */
-            trigger?: "opened" | "synchronize" | "reopened" | "command" | "retry" | "improve" | "ready_for_review" | null;
+            trigger?: "opened" | "synchronize" | "reopened" | "command" | "retry" | "improve" | "ready_for_review" | "reply" | "ask" | null;
         };
         /**
          * @description 200 of GET /api/reviews/:id/session: the transcript document, or an object whose `error`
@@ -1934,6 +1960,11 @@ export interface components {
             implement_model?: string;
             /** @description `<provider>/<model>`; empty: the cascade applies. */
             improver_model?: string;
+            /**
+             * @description Most answers (in threads and to `/ask`) the App posts on one pull request, a whole
+             *     number (0: none); empty: PR_MAX_ANSWERS (default 20).
+             */
+            pr_max_answers?: string;
             /** @description `<provider>/<model>`; empty: the cascade applies. */
             refine_model?: string;
             /**
@@ -1970,6 +2001,11 @@ export interface components {
             review_verify?: string;
             second_api_key?: string;
             third_api_key?: string;
+            /**
+             * @description Most answers the App posts in one review thread, a whole number (0: none); empty:
+             *     THREAD_MAX_ANSWERS (default 3), per docs/review-service.md, "Answers in review threads".
+             */
+            thread_max_answers?: string;
             /** @description The verifier's model, `<provider>/<model>`; empty: the review's own model. */
             verify_model?: string;
         };
