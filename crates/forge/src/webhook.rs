@@ -95,6 +95,9 @@ pub struct Issue {
     pub number: i64,
     #[serde(default)]
     pub pull_request: Option<IssuePullRequestLink>,
+    /// Who opened the issue (the pull request's author).
+    #[serde(default)]
+    pub user: Option<User>,
 }
 
 /// The comment of an issue_comment delivery.
@@ -130,6 +133,35 @@ impl IssueCommentEvent {
                 self.comment.author_association.as_str(),
                 "OWNER" | "MEMBER" | "COLLABORATOR"
             )
+    }
+}
+
+impl IssueCommentEvent {
+    /// The question of `/ask <question>`, per
+    /// docs/review-service.md, "Answers in review threads": a new comment on a pull request
+    /// whose first word is `/ask`, with a question after it, by the pull request's author or a user with write access (author_association
+    /// OWNER, MEMBER or COLLABORATOR), never by an App or bot. None for every other comment.
+    pub fn ask_question(&self) -> Option<&str> {
+        let body = self.comment.body.trim_start();
+        let question = body.strip_prefix("/ask")?;
+        if !question.is_empty() && !question.starts_with(char::is_whitespace) {
+            return None; // `/asking`, not the command
+        }
+        let question = question.trim();
+        let commenter = self.comment.user.as_ref().map(|u| u.login.as_str());
+        let by_bot = commenter.is_some_and(|l| l.ends_with("[bot]"));
+        let by_author =
+            commenter.is_some() && commenter == self.issue.user.as_ref().map(|u| u.login.as_str());
+        let by_maintainer = matches!(
+            self.comment.author_association.as_str(),
+            "OWNER" | "MEMBER" | "COLLABORATOR"
+        );
+        (self.action == "created"
+            && self.issue.pull_request.is_some()
+            && !question.is_empty()
+            && !by_bot
+            && (by_author || by_maintainer))
+            .then_some(question)
     }
 }
 
@@ -309,5 +341,45 @@ mod tests {
         e.comment.author_association = "MEMBER".into();
         e.comment.body = "please /review".into();
         assert!(!e.is_review_command());
+    }
+
+    #[test]
+    fn ask_takes_the_question_of_the_author_or_a_member_and_nobody_else() {
+        let mut e: IssueCommentEvent =
+            serde_json::from_str(&sample("issue_comment.created.json")).unwrap();
+        e.issue.pull_request = Some(IssuePullRequestLink { url: None });
+        e.issue.user = Some(User {
+            login: "author".into(),
+        });
+        e.comment.user = Some(User {
+            login: "someone".into(),
+        });
+        e.comment.author_association = "MEMBER".into();
+        e.comment.body = "/ask  what does this change do? ".into();
+        assert_eq!(e.ask_question(), Some("what does this change do?"));
+        for body in ["/ask", "/ask   ", "/asking why", "please /ask why", ""] {
+            e.comment.body = body.into();
+            assert_eq!(e.ask_question(), None, "{body:?}");
+        }
+        e.comment.body = "/ask why?".into();
+        e.comment.author_association = "CONTRIBUTOR".into();
+        assert_eq!(e.ask_question(), None, "neither the author nor a member");
+        e.comment.user = Some(User {
+            login: "author".into(),
+        });
+        assert_eq!(e.ask_question(), Some("why?"), "the PR's author");
+        e.comment.author_association = "MEMBER".into();
+        e.comment.user = Some(User {
+            login: "review-bot[bot]".into(),
+        });
+        assert_eq!(e.ask_question(), None, "a bot");
+        e.comment.user = Some(User {
+            login: "author".into(),
+        });
+        e.action = "edited".into();
+        assert_eq!(e.ask_question(), None);
+        e.action = "created".into();
+        e.issue.pull_request = None;
+        assert_eq!(e.ask_question(), None, "a plain issue");
     }
 }
