@@ -3,8 +3,10 @@
 //! providers to wire format and key slot, read-only tools confined to a worktree, the two
 //! posting tools behind [`ReviewPoster`], the tool loop [`run_review`], transcripts per session
 //! ([`TranscriptStore`]) and token cost from a models.dev-format [`Catalog`]; plus the chat over
-//! recorded data ([`Chat`]), a one-tool loop that streams AI SDK UI message parts.
+//! recorded data ([`Chat`]), a one-tool loop that streams AI SDK UI message parts; and answers in
+//! review threads ([`answer::run_answer`]).
 
+pub mod answer;
 pub mod catalog;
 pub mod chat;
 pub mod diff;
