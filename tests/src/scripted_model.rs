@@ -9,8 +9,9 @@
 //! contains `unwrap()` (blocking) or `TODO` (nit), on the real new-file line number, event
 //! REQUEST_CHANGES when anything is blocking, else COMMENT, and a summary ending in the verdict
 //! line; after the post's tool result it answers with final text. Every request body is recorded.
-//! A request whose system prompt names the improver, the verifier's tool or the eval's judge
-//! ([`JUDGE_ROLE`]) gets that role's scripted answer instead.
+//! A request whose system prompt names the improver, the verifier's tool, the eval's judge
+//! ([`JUDGE_ROLE`]) or the answerer of review threads ([`ANSWER_ROLE`]) gets that role's
+//! scripted answer instead.
 //!
 //! With [`Behavior::Chat`] it plays the chat of POST /api/chat instead (see [`ChatScript`]);
 //! while [`Behavior::Slow`] waits it records requests whose client went away
@@ -417,6 +418,89 @@ fn verifier_decision(body: &Value, items: &[Item]) -> Option<Decision> {
     })
 }
 
+/// The role the answerer of review threads and `/ask` names in its system prompt.
+pub const ANSWER_ROLE: &str = "review thread answerer";
+
+/// The answerer (its system prompt names [`ANSWER_ROLE`]): for a thread (the user message
+/// names the finding's `File: `), reads that file, then calls `answer_thread` with verdict
+/// `agree_intended` when the thread's last reply says "intended", else `explain`; for `/ask`,
+/// calls git_diff, then answers `explain` naming the files the diff touches. Each body says
+/// how many lines it read. None for other requests.
+fn answerer_decision(body: &Value, items: &[Item]) -> Option<Decision> {
+    if !system_text(body).contains(ANSWER_ROLE) {
+        return None;
+    }
+    let user = items.iter().find_map(|i| match i {
+        Item::User(t) => Some(t.as_str()),
+        _ => None,
+    })?;
+    let file = user.lines().find_map(|l| l.strip_prefix("File: "));
+    let called = |tool: &str| {
+        items
+            .iter()
+            .any(|i| matches!(i, Item::Call { name, .. } if name == tool))
+    };
+    match file {
+        Some(path) if !called("read_file") => {
+            return Some(Decision::Call {
+                name: "read_file".into(),
+                input: json!({ "path": path }),
+            });
+        }
+        None if !called("git_diff") => {
+            return Some(Decision::Call {
+                name: "git_diff".into(),
+                input: json!({}),
+            });
+        }
+        _ => {}
+    }
+    let read = items
+        .iter()
+        .find_map(|i| match i {
+            Item::Result { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let (answer, verdict) = match file {
+        Some(path) => {
+            let last = user
+                .rsplit_once("[reply by ")
+                .map(|(_, r)| r)
+                .unwrap_or_default();
+            let last = last.split("</untrusted_thread>").next().unwrap_or_default();
+            if last.to_lowercase().contains("intended") {
+                (
+                    format!(
+                        "Agreed: I read `{path}` ({} lines) and the behaviour is intended, so I withdraw this finding. (scripted answerer)",
+                        read.lines().count()
+                    ),
+                    "agree_intended",
+                )
+            } else {
+                (
+                    format!(
+                        "I read `{path}` ({} lines): the finding stands, `unwrap()` panics on bad input. (scripted answerer)",
+                        read.lines().count()
+                    ),
+                    "explain",
+                )
+            }
+        }
+        None => (
+            format!(
+                "This change touches {}. (scripted answerer)",
+                touched_files(read).join(", ")
+            ),
+            "explain",
+        ),
+    };
+    Some(Decision::Call {
+        name: "answer_thread".into(),
+        input: json!({ "body": answer, "verdict": verdict }),
+    })
+}
+
 fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool) -> Decision {
     if !has_tools {
         return Decision::Text(REPLY_WITHOUT_TOOLS.into());
@@ -742,6 +826,7 @@ async fn anthropic(
     let decision = improver_decision(&body)
         .or_else(|| judge_decision(&body, &items))
         .or_else(|| verifier_decision(&body, &items))
+        .or_else(|| answerer_decision(&body, &items))
         .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let (input, output, read, write) = usage_for(&body, messages.len().div_ceil(2));
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();
@@ -945,6 +1030,7 @@ async fn openai(
     let decision = improver_decision(&body)
         .or_else(|| judge_decision(&body, &items))
         .or_else(|| verifier_decision(&body, &items))
+        .or_else(|| answerer_decision(&body, &items))
         .unwrap_or_else(|| decide(&shared.behavior(), &items, &extra, has_tools));
     let turns = messages.iter().filter(|m| m["role"] == "assistant").count() + 1;
     let (input, output, read, _write) = usage_for(&body, turns);

@@ -282,6 +282,14 @@ pub struct Config {
     /// review_max_cost setting overrides it. Unset: no limit.
     #[arg(long, env = "REVIEW_MAX_COST")]
     pub review_max_cost: Option<f64>,
+    /// Most answers the App posts in one review thread; the thread_max_answers setting
+    /// overrides it (docs/review-service.md, "Answers in review threads").
+    #[arg(long, env = "THREAD_MAX_ANSWERS", default_value_t = 3)]
+    pub thread_max_answers: u32,
+    /// Most answers (in threads and to `/ask`) the App posts on one pull request; the
+    /// pr_max_answers setting overrides it.
+    #[arg(long, env = "PR_MAX_ANSWERS", default_value_t = 20)]
+    pub pr_max_answers: u32,
     /// Host names the API answers besides IP literals, `localhost` and AUTH_URL's host,
     /// comma-separated (`*`: any, when a proxy in front checks Host). Other Host headers get
     /// 403, which stops DNS rebinding (docs/security.md, HTTP).

@@ -22,6 +22,35 @@ pub(crate) struct PrJob {
     /// docs/review-service.md, "Incremental review"). Absent in jobs queued before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub full_diff: bool,
+    /// Set for an answer instead of a review (triggers `reply` and `ask`), per
+    /// docs/review-service.md, "Answers in review threads". Absent in review jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerRequest>,
+}
+
+/// What an answer job answers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum AnswerRequest {
+    /// A reply in the review thread opened by the App's inline comment `thread`.
+    Thread {
+        /// The REST id of the App's comment that opens the thread (a finding's
+        /// github_comment_id).
+        thread: i64,
+        /// The REST id of the reply that asked.
+        reply: i64,
+        /// Who replied.
+        login: String,
+        /// The reply's text, as delivered.
+        body: String,
+    },
+    /// `/ask <question>` in a comment on the pull request.
+    Ask {
+        /// The question.
+        question: String,
+        /// Who asked.
+        login: String,
+    },
 }
 
 impl PrJob {
@@ -38,6 +67,7 @@ impl PrJob {
             trigger,
             attempt,
             full_diff: false,
+            answer: None,
         }
     }
 }

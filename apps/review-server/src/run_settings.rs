@@ -121,6 +121,28 @@ pub(crate) fn review_passes(stored: &BTreeMap<String, String>) -> u32 {
         .unwrap_or(1)
 }
 
+/// The limits on answers, per docs/review-service.md, "Answers in review threads":
+/// `(per thread, per pull request)`, the `thread_max_answers` and `pr_max_answers` settings
+/// over THREAD_MAX_ANSWERS and PR_MAX_ANSWERS. A stored value that is not a whole number is
+/// ignored with a warning (PUT /api/settings refuses one); 0 turns answers off.
+pub(crate) fn answer_limits(config: &Config, stored: &BTreeMap<String, String>) -> (u32, u32) {
+    let limit = |key: &str, env: u32| match stored.get(key).map(|v| v.trim()) {
+        None => env,
+        Some(text) => text.parse().unwrap_or_else(|_| {
+            tracing::warn!(
+                key,
+                value = text,
+                "ignoring an answer limit that is not a whole number"
+            );
+            env
+        }),
+    };
+    (
+        limit("thread_max_answers", config.thread_max_answers),
+        limit("pr_max_answers", config.pr_max_answers),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +154,20 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn answer_limits_come_from_the_settings_over_the_environment() {
+        let mut config = Config::defaults();
+        assert_eq!(answer_limits(&config, &stored(&[])), (3, 20));
+        config.thread_max_answers = 5;
+        assert_eq!(
+            answer_limits(
+                &config,
+                &stored(&[("thread_max_answers", "lots"), ("pr_max_answers", " 2 ")])
+            ),
+            (5, 2)
+        );
     }
 
     #[test]

@@ -280,11 +280,14 @@ impl Store {
         self.optional(query, review_from_row).await
     }
 
-    /// The PR's reviews other than `except` that are pending or running, by id.
+    /// The PR's reviews other than `except` that are pending or running, by id: what a push
+    /// supersedes. Answers (triggers `reply` and `ask`) are not among them: a push does not
+    /// make a question go away (docs/review-service.md, "Answers in review threads").
     pub async fn active_reviews_of_pr(&self, repo: &str, pr: i64, except: i64) -> Result<Vec<i64>> {
         Ok(sqlx::query_scalar(
             "SELECT id FROM reviews WHERE repo_full_name = $1 AND pr_number = $2 AND id != $3
-             AND status IN ('pending', 'running') ORDER BY id",
+             AND status IN ('pending', 'running') AND coalesce(\"trigger\", '') NOT IN ('reply', 'ask')
+             ORDER BY id",
         )
         .bind(repo)
         .bind(pr)

@@ -134,6 +134,22 @@ impl Store {
         self.optional(query, review_from_row).await
     }
 
+    /// pending or running -> skipped with `reason` in `error`: an answer over its limits
+    /// (docs/review-service.md, "Answers in review threads"). None when already terminal.
+    pub async fn skip_review_because(
+        &self,
+        id: i64,
+        reason: &str,
+        now: EpochSeconds,
+    ) -> Result<Option<ReviewRow>> {
+        let sql = format!(
+            "UPDATE reviews SET status = 'skipped', error = $1, completed_at = $2
+             WHERE id = $3 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+        );
+        let query = sqlx::query(&sql).bind(reason).bind(now.0).bind(id);
+        self.optional(query, review_from_row).await
+    }
+
     /// Whether an improver run (pr_number 0) of `repo` is pending or running.
     pub async fn improver_active(&self, repo: &str) -> Result<bool> {
         let query = sqlx::query(
@@ -250,11 +266,12 @@ impl Store {
     }
 
     /// True when a review of the PR other than `except` is pending or running (the automatic
-    /// retry stands down then, docs/review-service.md §3).
+    /// retry stands down then, docs/review-service.md §3); answers (triggers `reply` and `ask`)
+    /// do not count.
     pub async fn pr_has_active_review(&self, repo: &str, pr: i64, except: i64) -> Result<bool> {
         let query = sqlx::query(
             "SELECT count(*) FROM reviews WHERE repo_full_name = $1 AND pr_number = $2 AND id != $3
-             AND status IN ('pending', 'running')",
+             AND status IN ('pending', 'running') AND coalesce(\"trigger\", '') NOT IN ('reply', 'ask')",
         );
         self.any(query.bind(repo).bind(pr).bind(except)).await
     }

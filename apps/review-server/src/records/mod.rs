@@ -338,6 +338,13 @@ impl Records {
         Ok(self.review_updated(self.db.skip_review(id, patch_id, now()).await?))
     }
 
+    /// pending or running -> skipped with `reason` in its error: an answer over its limits
+    /// (docs/review-service.md, "Answers in review threads"); publishes review:updated. None
+    /// when terminal.
+    pub async fn skip_because(&self, id: i64, reason: &str) -> Transition {
+        Ok(self.review_updated(self.db.skip_review_because(id, reason, now()).await?))
+    }
+
     /// pending or running -> failed with `error` and, when known, what the run spent
     /// (docs/review-service.md §3); publishes review:updated. None when already terminal,
     /// which is how a stop of a finished review is told apart.
@@ -435,5 +442,18 @@ impl Records {
             );
         }
         Ok(row)
+    }
+
+    /// Dismisses open finding `id` with `reason`: [`Records::set_finding_outcome`] under a
+    /// name of its own, since callers outside this file may not name the store's writer
+    /// (`tests/architecture.rs`). Used by the answers in review threads
+    /// (docs/review-service.md, "Answers in review threads").
+    pub async fn dismiss_finding(
+        &self,
+        id: i64,
+        reason: &str,
+    ) -> Result<Option<FindingRow>, StoreError> {
+        self.set_finding_outcome(id, review_domain::FindingOutcome::Dismissed, None, reason)
+            .await
     }
 }

@@ -8,11 +8,13 @@
 //! - `run.rs`: the agent with its inputs;
 //! - `poster.rs`: the agent's posting tools on the forge;
 //! - `retry.rs`: the automatic retry after a genuine failure;
-//! - `queue.rs`: claims, leases, cancels from other replicas and the due retries.
+//! - `queue.rs`: claims, leases, cancels from other replicas and the due retries;
+//! - `answer.rs`: the run of an answer (triggers `reply` and `ask`) instead of a review.
 //!
 //! Whatever the outcome, the row ends completed, skipped or failed (through
 //! [`crate::records::Records`]), the worktree is removed and the check run completed.
 
+mod answer;
 mod poster;
 pub(crate) mod prepare;
 mod queue;
@@ -252,7 +254,8 @@ fn log_head_skip(row: &ReviewRow) {
     );
 }
 
-/// The row a job's review starts as.
+/// The row a job's review starts as. An answer's row has no head: it reviews nothing, so it
+/// is never the last reviewed head of its pull request.
 fn new_review(job: &PrJob) -> NewReview {
     NewReview {
         repo_full_name: job.repo.full_name(),
@@ -260,7 +263,7 @@ fn new_review(job: &PrJob) -> NewReview {
         title: Some(job.pr.title.clone()),
         trigger: Some(job.trigger),
         attempt: job.attempt,
-        head_sha: Some(job.pr.head_sha.clone()),
+        head_sha: job.answer.is_none().then(|| job.pr.head_sha.clone()),
     }
 }
 
@@ -402,6 +405,11 @@ async fn lifecycle(
     if cancel.is_cancelled() {
         let why = cancel_reason(&reason);
         log_store_error(id, &app.records.fail(id, why.message(), None).await);
+        return;
+    }
+    if let Some(request) = job.answer.clone() {
+        // docs/review-service.md, "Answers in review threads": no check run, no retry.
+        answer::run(app, &review, job, request, &session_id, cancel, &reason).await;
         return;
     }
     let check_run_id = match app

@@ -8,7 +8,8 @@
 //! `<provider>/<model>` so a typo cannot break every later review; the two budget keys must be
 //! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`);
 //! `review_min_severity` one of the three severities; `review_quiet` and `review_verify` `true`
-//! or `false`; `review_passes` 1 to 5.
+//! or `false`; `review_passes` 1 to 5; `thread_max_answers` and `pr_max_answers` a whole
+//! number (0: no answers).
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -24,7 +25,7 @@ use std::collections::BTreeMap;
 /// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
 /// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
 /// REVIEW_MAX_COST.
-pub(crate) const SETTING_KEYS: [&str; 15] = [
+pub(crate) const SETTING_KEYS: [&str; 17] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -40,6 +41,8 @@ pub(crate) const SETTING_KEYS: [&str; 15] = [
     "review_verify",
     "verify_model",
     "review_passes",
+    "thread_max_answers",
+    "pr_max_answers",
 ];
 
 /// Keys whose value is a model spec `<provider>/<model>`.
@@ -128,6 +131,14 @@ pub(crate) struct SettingsUpdate {
     /// per docs/review-service.md, "Several passes"; empty: 1.
     #[schema(nullable = false, pattern = "^$|^[1-5]$")]
     pub review_passes: Option<String>,
+    /// Most answers the App posts in one review thread, a whole number (0: none); empty:
+    /// THREAD_MAX_ANSWERS (default 3), per docs/review-service.md, "Answers in review threads".
+    #[schema(nullable = false, pattern = "^$|^[0-9]{1,9}$")]
+    pub thread_max_answers: Option<String>,
+    /// Most answers (in threads and to `/ask`) the App posts on one pull request, a whole
+    /// number (0: none); empty: PR_MAX_ANSWERS (default 20).
+    #[schema(nullable = false, pattern = "^$|^[0-9]{1,9}$")]
+    pub pr_max_answers: Option<String>,
 }
 
 /// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
@@ -236,6 +247,13 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
                 agent::passes::MAX_PASSES
             )));
         }
+        if matches!(key, "thread_max_answers" | "pr_max_answers")
+            && text.trim().parse::<u32>().is_err()
+        {
+            return Err(ApiError::Unprocessable(format!(
+                "{key}: expected a whole number of answers, got {text:?}"
+            )));
+        }
         if matches!(key, "review_quiet" | "review_verify") && text.trim().parse::<bool>().is_err() {
             return Err(ApiError::Unprocessable(format!(
                 "{key}: expected true or false, got {text:?}"
@@ -317,6 +335,8 @@ mod tests {
             (json!({"review_max_cost": "-1"}), "review_max_cost"),
             (json!({"review_max_cost": "NaN"}), "review_max_cost"),
             (json!({"review_max_cost": "inf"}), "review_max_cost"),
+            (json!({"thread_max_answers": "-1"}), "thread_max_answers"),
+            (json!({"pr_max_answers": "many"}), "pr_max_answers"),
         ] {
             match plan_writes(&body) {
                 Err(ApiError::Unprocessable(m)) => assert!(m.starts_with(field), "{m}"),

@@ -11,7 +11,12 @@
 //!   (its id claimed in the same round trip) and a pending review is created from it right
 //!   after the reply, then run in the background (docs/architecture.md, "The webhook inbox").
 //! - `issue_comment` whose first word is `/review` on a PR, by OWNER, MEMBER or COLLABORATOR:
-//!   the PR is fetched from the forge and reviewed with trigger `command`.
+//!   the PR is fetched from the forge and reviewed with trigger `command`. `/ask <question>`
+//!   by the PR's author or such a user queues an answer with trigger `ask`.
+//! - `pull_request_review_comment` created: a reply in the thread of an inline finding this
+//!   App posted, by the PR's author or an OWNER, MEMBER or COLLABORATOR (never a bot), queues
+//!   an answer with trigger `reply`; every other review comment is ignored. Both answers are
+//!   described in docs/review-service.md, "Answers in review threads".
 //! - `installation` and `installation_repositories`: the listed repos are registered.
 //! - anything else (including `ping`) is acknowledged and ignored.
 //!
@@ -22,7 +27,7 @@
 //! JSON, or a known event whose payload lacks a field we need, is 400 with the parse error.
 
 use crate::error::{ApiError, ErrorCode};
-use crate::job::PrJob;
+use crate::job::{AnswerRequest, PrJob};
 use crate::records::now;
 use crate::review;
 use crate::state::AppState;
@@ -34,8 +39,9 @@ use bytes::Bytes;
 use forge::RepoRef;
 use forge::webhook::{
     InstallationEvent, InstallationRepositoriesEvent, IssueCommentEvent, PullRequestEvent,
+    PullRequestReviewCommentEvent,
 };
-use review_domain::{RepoRow, Trigger};
+use review_domain::{FindingKind, RepoRow, Trigger};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -171,6 +177,9 @@ async fn dispatch(
             pull_request(app, delivery, payload(event, body)?).await?
         }
         "issue_comment" => issue_comment(app, delivery, payload(event, body)?).await?,
+        "pull_request_review_comment" => {
+            review_comment(app, delivery, payload(event, body)?).await?
+        }
         "installation" => {
             let e: InstallationEvent = payload(event, body)?;
             if matches!(
@@ -275,6 +284,10 @@ async fn issue_comment(
     delivery: Option<&str>,
     e: IssueCommentEvent,
 ) -> Result<(), ApiError> {
+    if let Some(question) = e.ask_question() {
+        let question = question.to_owned();
+        return ask(app, delivery, e, question).await;
+    }
     if !e.is_review_command() {
         return Ok(());
     }
@@ -307,5 +320,105 @@ async fn issue_comment(
             }
         }
     });
+    Ok(())
+}
+
+/// `/ask <question>`: fetch the PR after replying and queue its answer (trigger `ask`; see
+/// docs/review-service.md, "Answers in review threads"). A command that cannot start gives its
+/// delivery id back.
+async fn ask(
+    app: &AppState,
+    delivery: Option<&str>,
+    e: IssueCommentEvent,
+    question: String,
+) -> Result<(), ApiError> {
+    let Some(repo) = enabled_target(app, &e.repository, e.installation).await? else {
+        return Ok(());
+    };
+    if !first_delivery(app, delivery).await? {
+        return Ok(());
+    }
+    let number = e.issue.number;
+    let login = e.comment.user.map(|u| u.login).unwrap_or_default();
+    let app = app.clone();
+    let delivery = delivery.map(str::to_owned);
+    app.tasks.clone().spawn(async move {
+        match app.forge.pull_request(&repo, number).await {
+            Ok(pr) => {
+                let mut job = PrJob::from_pull(repo, &pr, Trigger::Ask, 0);
+                job.full_diff = true;
+                job.answer = Some(AnswerRequest::Ask { question, login });
+                if let Err(e) = review::enqueue(&app, job).await {
+                    tracing::error!(error = %e, "cannot queue the /ask answer");
+                    release_delivery(&app, delivery.as_deref()).await;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, pr = number, "/ask: cannot fetch the pull request");
+                release_delivery(&app, delivery.as_deref()).await;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// A review comment: a reply in the thread of one of this App's inline findings, by the PR's
+/// author or a member, is answered (trigger `reply`); the answer is queued like a review (see
+/// docs/review-service.md, "Answers in review threads"). Everything else is ignored.
+async fn review_comment(
+    app: &AppState,
+    delivery: Option<&str>,
+    e: PullRequestReviewCommentEvent,
+) -> Result<(), ApiError> {
+    let comment = e.comment.id;
+    let Some(thread) = e
+        .comment
+        .in_reply_to_id
+        .filter(|_| e.is_reply_by_author_or_maintainer())
+    else {
+        tracing::debug!(
+            comment,
+            action = %e.action,
+            "review comment ignored: not a new reply by the pull request's author or a member"
+        );
+        return Ok(());
+    };
+    let Some(repo) = enabled_target(app, &e.repository, e.installation).await? else {
+        return Ok(());
+    };
+    let number = e.pull_request.number;
+    let ours = app
+        .records
+        .store
+        .findings_for_pr(&e.repository.full_name, number)
+        .await?
+        .iter()
+        .any(|f| f.kind == FindingKind::Inline && f.github_comment_id == Some(thread));
+    if !ours {
+        tracing::debug!(
+            comment,
+            thread,
+            "review comment ignored: not in the thread of a finding this App posted"
+        );
+        return Ok(());
+    }
+    let login = e
+        .comment
+        .user
+        .as_ref()
+        .map(|u| u.login.clone())
+        .unwrap_or_default();
+    let mut job = PrJob::from_pull(repo, &e.pull_request, Trigger::Reply, 0);
+    job.pr.number = number;
+    job.full_diff = true;
+    job.answer = Some(AnswerRequest::Thread {
+        thread,
+        reply: comment,
+        login,
+        body: e.comment.body,
+    });
+    if !review::accept(app, delivery, &job).await? {
+        tracing::debug!(?delivery, "redelivery acknowledged, not answered again");
+    }
     Ok(())
 }
