@@ -27,6 +27,28 @@ async fn replica(store: &TestStore) -> Store {
 }
 
 on_both_backends! {
+    async fn a_push_supersedes_reviews_but_not_answers_and_an_answer_is_skipped_with_its_reason(store: TestStore) {
+        let review = store.insert_queued_review(&new_review(1), "{}", None, None, EpochSeconds(10)).await.unwrap();
+        let answer = NewReview { trigger: Some(Trigger::Reply), ..new_review(1) };
+        let answer = store.insert_queued_review(&answer, "{}", None, None, EpochSeconds(10)).await.unwrap();
+        let ask = NewReview { trigger: Some(Trigger::Ask), ..new_review(1) };
+        let ask = store.insert_queued_review(&ask, "{}", None, None, EpochSeconds(10)).await.unwrap();
+        assert_eq!(store.active_reviews_of_pr("o/r", 1, 0).await.unwrap(), vec![review.id]);
+        // The automatic retry of another review does not wait for answers either.
+        assert!(!store.pr_has_active_review("o/r", 1, review.id).await.unwrap());
+        let skipped = store
+            .skip_review_because(answer.id, "over thread_max_answers", EpochSeconds(12))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (skipped.status.as_str(), skipped.error.as_deref(), skipped.completed_at),
+            ("skipped", Some("over thread_max_answers"), Some(12))
+        );
+        assert_eq!(store.skip_review_because(answer.id, "again", EpochSeconds(13)).await.unwrap(), None);
+        assert_eq!(ask.trigger, Some(Trigger::Ask));
+    }
+
     async fn every_queued_review_is_claimed_by_exactly_one_of_many_claimers(store: TestStore) {
         for pr in 0..40 {
             store
