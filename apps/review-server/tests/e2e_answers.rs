@@ -199,6 +199,17 @@ async fn replies_by_others_are_ignored_and_a_thread_gets_at_most_three_answers()
         assert_answer_row(&rows[0], "reply");
         assert_eq!(answers_in(&w, thread).len(), n);
     }
+    // The third answer was given the thread so far, the App's two earlier answers marked.
+    let last_ask = w
+        .model
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r["system"].to_string().contains("review thread answerer"))
+        .unwrap();
+    let shown = last_ask["messages"][0].to_string();
+    assert_eq!(shown.matches("[your earlier answer]").count(), 2, "{shown}");
+    assert!(shown.contains("Why is this a problem? (3)"), "{shown}");
     let seen = w.model.requests().len();
     let fourth = w
         .forge
@@ -264,6 +275,12 @@ async fn ask_is_answered_as_a_pr_comment_until_the_pr_limit() {
             .await,
         1
     );
+
+    // The stats count the answer's tokens with the review's.
+    let stats = w.server.get_json("/api/stats").await;
+    let tokens: i64 = rows.iter().map(|r| r["tokens"].as_i64().unwrap()).sum();
+    assert_eq!(stats["projects"][0]["tokens"], tokens, "{stats}");
+    assert_eq!(stats["projects"][0]["reviews"], 2, "{stats}");
 
     // pr_max_answers 1: the next question is skipped with the reason, without a model call.
     let (status, _) = w
