@@ -214,11 +214,16 @@ async function pages(seeded, totalReviews) {
     await page.locator('[data-tool="post_review"] summary').click();
     await sees(page, "REQUEST_CHANGES", '[data-tool="post_review"]');
     await sees(page, "review posted: 1 inline comment");
+    await sees(page, "Resolved: fixed at c0ffee1");
+    await sees(page, 'Dismissed: @octocat replied: "Intended: jitter is fixed by the SLA."');
   });
   await visit("stats", "/stats", async (page) => {
     await sees(page, "acme/gadgets", "table");
     await sees(page, "openai/gpt-5", "table");
     await sees(page, "How reviews start");
+    // Finding outcomes (issue 29): of the seeded review's four inline findings one is resolved.
+    await sees(page, "Finding outcomes by repository");
+    await sees(page, "25%", '[aria-label="Finding outcomes by repository"], table');
   });
   await visit("settings", "/settings", async (page) => {
     const key = page.getByLabel("OpenAI API key (third_api_key)");

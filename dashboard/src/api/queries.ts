@@ -29,6 +29,11 @@ export const q = {
       queryKey: ["charts", f],
       queryFn: async () => unwrap(await api.GET("/api/stats/charts", { params: { query: f } })),
     }),
+  outcomes: (f: Filters) =>
+    queryOptions({
+      queryKey: ["stats", "outcomes", f],
+      queryFn: async () => unwrap(await api.GET("/api/stats/outcomes", { params: { query: f } })),
+    }),
   reviews: (f: Filters & { limit?: string }) =>
     queryOptions({
       queryKey: ["reviews", "list", f],

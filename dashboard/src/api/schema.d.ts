@@ -1410,6 +1410,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/stats/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /api/stats/outcomes: the posted inline findings of the filtered reviews and what became
+         *     of them (open, resolved, dismissed) per repo, model and severity, with acceptance and
+         *     dismissal rates and the cost per resolved finding (docs/review-service.md, "Finding outcomes").
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description `24h`, `7d`, `30d`, `90d` or `all`; another value means 30d. */
+                    range?: string;
+                    /** @description `YYYY-MM-DD`, inclusive lower bound (UTC); wins over range. */
+                    from?: string;
+                    /** @description `YYYY-MM-DD`, inclusive upper bound (UTC); dropped when not after from. */
+                    to?: string;
+                    /** @description Exact `owner/name`. */
+                    repo?: string;
+                    /** @description Exact model spec. */
+                    model?: string;
+                    /** @description GET /api/reviews only: rows to return, default 100, clamped to 1..1000. */
+                    limit?: string;
+                    /** @description GET /api/reviews only: exact status (skipped included). */
+                    status?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OutcomeStats"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -1661,6 +1715,12 @@ export interface components {
              * @enum {string|null}
              */
             event?: "COMMENT" | "APPROVE" | "REQUEST_CHANGES" | null;
+            /**
+             * @description **Added.** Inline rows: a hash of the file and the code the finding anchors to, the
+             *     same when the lines move (docs/review-service.md, "Repeated findings"); null for other
+             *     rows and rows recorded before it existed.
+             */
+            fingerprint?: string | null;
             /** Format: int64 */
             github_comment_id?: number | null;
             /** Format: int64 */
@@ -1674,6 +1734,26 @@ export interface components {
             kind: "inline" | "summary" | "comment";
             /** Format: int64 */
             line?: number | null;
+            /**
+             * @description open, resolved or dismissed; null for summary and comment rows.
+             * @enum {string|null}
+             */
+            outcome?: "open" | "resolved" | "dismissed" | null;
+            /**
+             * Format: int64
+             * @description **Added.** When the finding was resolved or dismissed, epoch seconds; null while open.
+             */
+            outcome_at?: number | null;
+            /**
+             * @description **Added.** Why, in words: the recheck's reason, or who answered or thumbed it down;
+             *     null while open.
+             */
+            outcome_reason?: string | null;
+            /**
+             * @description **Added.** The head SHA whose review found the problem gone (resolved rows); null
+             *     otherwise.
+             */
+            outcome_sha?: string | null;
             path?: string | null;
             /** Format: int64 */
             pr_number: number;
@@ -1760,6 +1840,61 @@ export interface components {
             reviews: number;
             /** Format: int64 */
             tokens: number;
+        };
+        /**
+         * @description The body of GET /api/stats/outcomes (docs/review-service.md, "Finding outcomes"): each list
+         *     most posted first.
+         */
+        OutcomeStats: {
+            byModel: components["schemas"]["OutcomeStatsRow"][];
+            byRepo: components["schemas"]["OutcomeStatsRow"][];
+            bySeverity: components["schemas"]["OutcomeStatsRow"][];
+        };
+        /**
+         * @description Posted inline findings of one repository, model or severity and what became of them
+         *     (docs/review-service.md, "Finding outcomes").
+         */
+        OutcomeStatsRow: {
+            /**
+             * Format: double
+             * @description resolved / posted, 0..1; null when nothing was posted.
+             */
+            acceptance_rate?: number | null;
+            /**
+             * Format: double
+             * @description USD: what the group's reviews cost, all of them; null in bySeverity (a review's cost is
+             *     not split among severities).
+             */
+            cost?: number | null;
+            /**
+             * Format: double
+             * @description cost / resolved, USD; null when nothing was resolved, and in bySeverity.
+             */
+            cost_per_resolved?: number | null;
+            /**
+             * Format: double
+             * @description dismissed / posted, 0..1; null when nothing was posted.
+             */
+            dismissal_rate?: number | null;
+            /**
+             * Format: int64
+             * @description Answered as intended or thumbed down.
+             */
+            dismissed: number;
+            /** @description The repository's `owner/name`, the model spec or the severity, after the list it is in. */
+            key: string;
+            /** Format: int64 */
+            open: number;
+            /**
+             * Format: int64
+             * @description Inline findings posted (every outcome).
+             */
+            posted: number;
+            /**
+             * Format: int64
+             * @description Fixed in a later commit, as the recheck found.
+             */
+            resolved: number;
         };
         /**
          * @description Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of

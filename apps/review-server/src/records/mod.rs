@@ -416,7 +416,7 @@ impl Records {
     /// reason, and publishes review:findings for the review that posted it
     /// (docs/review-service.md, "Finding outcomes"). None when it was not open: another replica
     /// or an earlier call moved it first.
-    pub async fn set_finding_outcome(
+    pub async fn record_outcome(
         &self,
         id: i64,
         outcome: review_domain::FindingOutcome,

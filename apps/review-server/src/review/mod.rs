@@ -7,12 +7,14 @@
 //! - [`prepare`]: sync, diff, the skip rules, the checkout;
 //! - `run.rs`: the agent with its inputs;
 //! - `poster.rs`: the agent's posting tools on the forge;
+//! - `outcomes.rs`: what became of earlier findings (dismissed, resolved);
 //! - `retry.rs`: the automatic retry after a genuine failure;
 //! - `queue.rs`: claims, leases, cancels from other replicas and the due retries.
 //!
 //! Whatever the outcome, the row ends completed, skipped or failed (through
 //! [`crate::records::Records`]), the worktree is removed and the check run completed.
 
+mod outcomes;
 mod poster;
 pub(crate) mod prepare;
 mod queue;

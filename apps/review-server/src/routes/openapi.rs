@@ -36,6 +36,7 @@ use utoipa::{Modify, OpenApi};
         super::events::stream,
         super::stats::stats,
         super::stats::charts,
+        super::stats::outcomes,
         super::stats::list_reviews,
         super::settings::get_settings,
         super::settings::put_settings,
