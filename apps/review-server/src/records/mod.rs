@@ -156,11 +156,19 @@ impl Records {
         model: Option<&str>,
         enabled: Option<i64>,
         min_severity: Option<Option<&str>>,
+        monthly_budget: Option<Option<f64>>,
     ) -> Result<Option<RepoRow>, StoreError> {
         let before = self.db.repo(full_name).await?;
         let row = self
             .db
-            .update_repo(full_name, prompt, model, enabled, min_severity)
+            .update_repo(
+                full_name,
+                prompt,
+                model,
+                enabled,
+                min_severity,
+                monthly_budget,
+            )
             .await?;
         if let Some(row) = &row {
             self.repo_cache.put(row);
@@ -336,6 +344,28 @@ impl Records {
     /// docs/architecture.md, Lifecycle extras); publishes review:updated. None when terminal.
     pub async fn skip(&self, id: i64, patch_id: Option<&str>) -> Transition {
         Ok(self.review_updated(self.db.skip_review(id, patch_id, now()).await?))
+    }
+
+    /// pending or running -> skipped with why in `error`: the monthly budget is reached
+    /// (docs/review-service.md, "Monthly budget"); publishes review:updated. None when
+    /// terminal.
+    pub async fn skip_because(&self, id: i64, error: &str) -> Transition {
+        Ok(self.review_updated(self.db.skip_review_because(id, error, now()).await?))
+    }
+
+    /// Records that `repo`'s budget notice of `month` (`YYYY-MM`, UTC) goes on PR `pr_number`
+    /// (docs/review-service.md, "Monthly budget"): true when this call wrote the record and
+    /// its caller posts the comment, false when this or another replica already did. Nothing
+    /// the dashboard follows, so nothing is published.
+    pub async fn claim_budget_notice(
+        &self,
+        repo: &str,
+        month: &str,
+        pr_number: i64,
+    ) -> Result<bool, StoreError> {
+        self.db
+            .insert_budget_notice(repo, month, pr_number, now())
+            .await
     }
 
     /// pending or running -> failed with `error` and, when known, what the run spent

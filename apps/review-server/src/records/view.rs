@@ -39,6 +39,11 @@ impl StoreView {
     }
 
     forward! {
+        /// The month-to-date spend of a repo, or of every repo, per
+        /// docs/review-service.md, "Monthly budget".
+        fn spend_since(&self, repo: Option<&str>, since: EpochSeconds) -> f64;
+        /// The spend of each repo since a time.
+        fn spend_by_repo_since(&self, since: EpochSeconds) -> Vec<(String, f64)>;
         /// A review by id.
         fn review(&self, id: i64) -> Option<ReviewRow>;
         /// A repo by full name (uncached; [`Records::repo`](super::Records::repo) caches).

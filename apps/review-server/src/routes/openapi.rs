@@ -38,6 +38,7 @@ use utoipa::{Modify, OpenApi};
         super::stats::charts,
         super::stats::outcomes,
         super::stats::list_reviews,
+        super::budget::budget,
         super::settings::get_settings,
         super::settings::put_settings,
         super::settings::test_settings,

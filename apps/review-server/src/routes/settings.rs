@@ -8,7 +8,7 @@
 //! `<provider>/<model>` so a typo cannot break every later review; the two budget keys must be
 //! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`);
 //! `review_min_severity` one of the three severities; `review_quiet` and `review_verify` `true`
-//! or `false`; `review_passes` 1 to 5.
+//! or `false`; `review_passes` 1 to 5; `monthly_budget` a positive finite number.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -23,8 +23,9 @@ use std::collections::BTreeMap;
 
 /// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
 /// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
-/// REVIEW_MAX_COST.
-pub(crate) const SETTING_KEYS: [&str; 15] = [
+/// REVIEW_MAX_COST, and the monthly budget (docs/review-service.md, "Monthly budget"), which
+/// overrides MONTHLY_BUDGET.
+pub(crate) const SETTING_KEYS: [&str; 16] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -40,6 +41,7 @@ pub(crate) const SETTING_KEYS: [&str; 15] = [
     "review_verify",
     "verify_model",
     "review_passes",
+    "monthly_budget",
 ];
 
 /// Keys whose value is a model spec `<provider>/<model>`.
@@ -128,6 +130,15 @@ pub(crate) struct SettingsUpdate {
     /// per docs/review-service.md, "Several passes"; empty: 1.
     #[schema(nullable = false, pattern = "^$|^[1-5]$")]
     pub review_passes: Option<String>,
+    /// Most the whole service may spend in a calendar month (UTC), in the units of
+    /// ReviewRow.cost (USD), a positive number as a string; empty: MONTHLY_BUDGET applies
+    /// (unset: no limit). A repository's own monthly_budget replaces it for that repository,
+    /// per docs/review-service.md, "Monthly budget".
+    #[schema(
+        nullable = false,
+        pattern = "^$|^[1-9][0-9]{0,8}(\\.[0-9]{1,6})?$|^0\\.[0-9]{0,5}[1-9]$"
+    )]
+    pub monthly_budget: Option<String>,
 }
 
 /// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
@@ -210,7 +221,7 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
                 "{key}: expected a positive whole number of tokens, got {text:?}"
             )));
         }
-        if key == "review_max_cost"
+        if matches!(key, "review_max_cost" | "monthly_budget")
             && !text
                 .trim()
                 .parse::<f64>()
@@ -317,6 +328,8 @@ mod tests {
             (json!({"review_max_cost": "-1"}), "review_max_cost"),
             (json!({"review_max_cost": "NaN"}), "review_max_cost"),
             (json!({"review_max_cost": "inf"}), "review_max_cost"),
+            (json!({"monthly_budget": "0"}), "monthly_budget"),
+            (json!({"monthly_budget": "ten"}), "monthly_budget"),
         ] {
             match plan_writes(&body) {
                 Err(ApiError::Unprocessable(m)) => assert!(m.starts_with(field), "{m}"),
