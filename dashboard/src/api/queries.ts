@@ -34,6 +34,11 @@ export const q = {
       queryKey: ["stats", "outcomes", f],
       queryFn: async () => unwrap(await api.GET("/api/stats/outcomes", { params: { query: f } })),
     }),
+  budget: () =>
+    queryOptions({
+      queryKey: ["budget"],
+      queryFn: async () => unwrap(await api.GET("/api/budget")),
+    }),
   reviews: (f: Filters & { limit?: string }) =>
     queryOptions({
       queryKey: ["reviews", "list", f],
