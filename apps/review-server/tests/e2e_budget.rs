@@ -77,6 +77,17 @@ async fn a_reached_monthly_budget_skips_reviews_without_the_model_and_says_so_on
         "only the first review was posted"
     );
 
+    // The prompt improver, which also calls the model, declines for the same reason.
+    let (status, body) = w
+        .server
+        .post_json(&format!("/api/repos/{}/improve", w.full_name()), json!({}))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    w.server
+        .wait_log_line(&["improver declined", "monthly budget reached"])
+        .await;
+    assert_eq!(w.model.requests().len(), requests);
+
     // The dashboard's numbers: this month's spend is the first review's cost.
     let report = w.server.get_json("/api/budget").await;
     assert_eq!(report["budget"], json!(0.000001), "{report}");
