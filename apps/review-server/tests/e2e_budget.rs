@@ -3,7 +3,8 @@
 //! (docs/review-service.md, "Monthly budget"): once the month-to-date spend reaches the
 //! budget, a new review is recorded skipped with the reason and makes no model request, and
 //! the PR gets one comment about it however many pushes follow; a repository's own budget
-//! replaces the global one for that repository.
+//! replaces the global one for that repository; two replicas on one PostgreSQL database post
+//! that comment once between them (skipped without a PostgreSQL server, see tests/common).
 
 mod common;
 
@@ -174,4 +175,56 @@ async fn a_repositorys_own_monthly_budget_replaces_the_global_one() {
     let report = w.server.get_json("/api/budget").await;
     assert_eq!(report["budget"], json!(0.000001), "{report}");
     assert_eq!(report["repos"][0]["budget"], json!(0.0001), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_over_budget_post_one_comment_between_them() {
+    let Some(url) = postgres_database_url().await else {
+        return;
+    };
+    let w = World::start_with(
+        Upstream::new(),
+        Behavior::Reviewer,
+        "anthropic/claude-sonnet-4-5",
+        false,
+        &[("DATABASE_URL", url)],
+    )
+    .await;
+    w.review_once().await;
+    let b = w.replica("replica-b").await;
+    let (status, _) = w
+        .server
+        .put_json("/api/settings", json!({ "monthly_budget": "0.000001" }))
+        .await;
+    assert_eq!(status, 200);
+    let requests = w.model.requests().len();
+
+    // PRs 2 to 9 opened at once, half on each replica: every review races for the notice.
+    w.publish_pulls(9);
+    let sends: Vec<_> = (2..=9)
+        .map(|n| {
+            let server = if n % 2 == 0 { &w.server } else { &b };
+            (server, w.pull_payload(n, "opened"))
+        })
+        .collect();
+    let statuses = futures::future::join_all(
+        sends
+            .iter()
+            .map(|(server, body)| server.deliver("pull_request", body, Some(SECRET))),
+    )
+    .await;
+    assert!(statuses.iter().all(|r| r.status() == 200));
+    for n in 2..=9 {
+        let rows = w.server.wait_reviews(&w.full_name(), n, 1).await;
+        assert_eq!(rows[0]["status"], "skipped", "PR {n}: {}", rows[0]);
+    }
+    assert_eq!(w.model.requests().len(), requests);
+    let notices: Vec<String> = w
+        .forge
+        .posted("POST", "/comments")
+        .into_iter()
+        .map(|r| r.body["body"].as_str().unwrap_or_default().to_owned())
+        .filter(|b| b.contains("monthly budget"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
 }
