@@ -136,21 +136,26 @@ async function waitFor(what, fn, timeout = 90_000) {
 async function main() {
   const reviews = await api("/api/reviews?limit=1000");
   const stats = await api("/api/stats");
+  const budget = await api("/api/budget");
   const seeded = reviews.find((r) => r.title === "Add retry to HTTP client");
   check(seeded, "the seeded review with findings is missing");
   const totalReviews = stats.projects.reduce((a, p) => a + p.reviews, 0);
 
   // E2E_SKIP_PAGES=1 skips the per-page checks, to work on the scenarios after them.
-  if (!process.env.E2E_SKIP_PAGES) await pages(seeded, totalReviews);
+  if (!process.env.E2E_SKIP_PAGES) await pages(seeded, totalReviews, budget);
   await scenarios();
 }
 
-async function pages(seeded, totalReviews) {
+async function pages(seeded, totalReviews, budget) {
   await visit("overview", "/", async (page) => {
     await sees(page, "Reviews per day");
     const cards = page.getByTestId("stat-cards");
     await cards.waitFor();
     await sees(page, String(totalReviews), "[data-testid=stat-cards]");
+    // This month's spend (GET /api/budget), as the overview's money format writes it.
+    const mtd = `$${budget.spent < 1 ? budget.spent.toFixed(4) : budget.spent.toFixed(2)}`;
+    await sees(page, `Spent in ${budget.month}`, "[data-testid=month-cards]");
+    await sees(page, mtd, "[data-testid=month-cards]");
     await sees(page, "Top repositories by reviews");
     await sees(page, "acme/gadgets", ".ranklist");
     await sees(page, "src/http/client.rs", ".ranklist");
@@ -214,11 +219,16 @@ async function pages(seeded, totalReviews) {
     await page.locator('[data-tool="post_review"] summary').click();
     await sees(page, "REQUEST_CHANGES", '[data-tool="post_review"]');
     await sees(page, "review posted: 1 inline comment");
+    await sees(page, "Resolved: fixed at c0ffee1");
+    await sees(page, 'Dismissed: @octocat replied: "Intended: jitter is fixed by the SLA."');
   });
   await visit("stats", "/stats", async (page) => {
     await sees(page, "acme/gadgets", "table");
     await sees(page, "openai/gpt-5", "table");
     await sees(page, "How reviews start");
+    // Finding outcomes (issue 29): of the seeded review's four inline findings one is resolved.
+    await sees(page, "Finding outcomes by repository");
+    await sees(page, "25%", '[aria-label="Finding outcomes by repository"], table');
   });
   await visit("settings", "/settings", async (page) => {
     const key = page.getByLabel("OpenAI API key (third_api_key)");

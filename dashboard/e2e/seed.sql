@@ -66,6 +66,15 @@ use std::time::Duration;
 ```', 9004) AS f
 WHERE reviews.session_id = 'ses_seed_transcript';
 
+-- Outcomes (issue 29): the inline findings start open; one was fixed, one answered as intended.
+UPDATE findings SET outcome = 'open' WHERE kind = 'inline';
+UPDATE findings SET outcome = 'resolved', outcome_at = created_at + 3600, outcome_sha = 'c0ffee1',
+    outcome_reason = 'fixed at c0ffee1: the retry now waits 100 ms before the first attempt'
+WHERE github_comment_id = 9001;
+UPDATE findings SET outcome = 'dismissed', outcome_at = created_at + 7200,
+    outcome_reason = '@octocat replied: "Intended: jitter is fixed by the SLA."'
+WHERE github_comment_id = 9003;
+
 -- A candidate verification dropped from the review with findings (issue 27).
 INSERT INTO dropped_findings (review_id, repo_full_name, pr_number, path, line, severity, body,
                               reason, created_at)

@@ -23,6 +23,7 @@ export function invalidateFor(client: QueryClient, event: LiveEvent) {
       inv(["reviews"]);
       inv(["stats"]);
       inv(["charts"]);
+      inv(["budget"]);
       if (event.review?.id !== undefined) inv(["transcript", event.review.id]);
       break;
     case "review:findings":
@@ -33,6 +34,7 @@ export function invalidateFor(client: QueryClient, event: LiveEvent) {
     case "repo:updated":
     case "repo:removed":
       inv(["repos"]);
+      inv(["budget"]);
       inv(["models"]);
       break;
     default:

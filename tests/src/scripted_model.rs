@@ -372,6 +372,9 @@ fn verifier_decision(body: &Value, items: &[Item]) -> Option<Decision> {
         Item::User(t) => Some(t.as_str()),
         _ => None,
     })?;
+    if system_text(body).contains("You recheck findings") {
+        return Some(recheck_decision(user, items));
+    }
     // Candidates: "[id] path:lines (severity, side S):" then the body up to the next one.
     let mut candidates: Vec<(u64, String, String)> = Vec::new();
     for line in user.lines() {
@@ -499,6 +502,72 @@ fn answerer_decision(body: &Value, items: &[Item]) -> Option<Decision> {
         name: "answer_thread".into(),
         input: json!({ "body": answer, "verdict": verdict }),
     })
+}
+
+/// The recheck of earlier findings (its system prompt says "You recheck findings"): reads
+/// each finding's file, then reports a finding confirmed (still there) when its file still
+/// holds the code its text quotes in backticks (or `TODO` for a TODO finding), rejected (gone)
+/// when the file no longer does or is gone.
+fn recheck_decision(user: &str, items: &[Item]) -> Decision {
+    // Findings: "[id] path:line (severity, side S):" then the text; the first text line quotes.
+    let mut found: Vec<(u64, String, String)> = Vec::new();
+    for line in user.lines() {
+        let head = line
+            .strip_prefix('[')
+            .and_then(|r| r.split_once("] "))
+            .and_then(|(id, rest)| Some((id.parse::<u64>().ok()?, rest)));
+        if let Some((id, rest)) = head {
+            let path = rest.split(':').next().unwrap_or_default().to_owned();
+            found.push((id, path, String::new()));
+        } else if let Some(last) = found.last_mut()
+            && last.2.is_empty()
+        {
+            last.2 = line.to_owned();
+        }
+    }
+    let read = |path: &str| {
+        items.iter().find_map(|i| match i {
+            Item::Call { id, name, input } if name == "read_file" && input["path"] == path => {
+                items.iter().find_map(|r| match r {
+                    Item::Result {
+                        id: rid,
+                        content,
+                        is_error,
+                    } if rid == id => Some((content.as_str(), *is_error)),
+                    _ => None,
+                })
+            }
+            _ => None,
+        })
+    };
+    if let Some((_, path, _)) = found.iter().find(|(_, path, _)| read(path).is_none()) {
+        return Decision::Call {
+            name: "read_file".into(),
+            input: json!({"path": path}),
+        };
+    }
+    let verdicts: Vec<Value> = found
+        .iter()
+        .map(|(id, path, text)| {
+            let quoted = text.split('`').nth(1).filter(|w| !w.is_empty());
+            let token = quoted.or(text.contains("TODO").then_some("TODO"));
+            match (read(path), token) {
+                (Some((content, false)), Some(token)) if content.contains(token) => {
+                    json!({"id": id, "verdict": "confirmed", "evidence": format!("{path} still has `{token}` (scripted recheck)")})
+                }
+                (Some((_, true)), _) => {
+                    json!({"id": id, "verdict": "rejected", "reason": format!("{path} is gone (scripted recheck)")})
+                }
+                _ => {
+                    json!({"id": id, "verdict": "rejected", "reason": format!("{path} no longer has it (scripted recheck)")})
+                }
+            }
+        })
+        .collect();
+    Decision::Call {
+        name: "report_verdicts".into(),
+        input: json!({ "verdicts": verdicts }),
+    }
 }
 
 fn decide(behavior: &Behavior, items: &[Item], extra: &[Value], has_tools: bool) -> Decision {

@@ -290,6 +290,12 @@ pub struct Config {
     /// pr_max_answers setting overrides it.
     #[arg(long, env = "PR_MAX_ANSWERS", default_value_t = 20)]
     pub pr_max_answers: u32,
+    /// Most the whole service may spend on reviews in a calendar month (UTC), in the units of
+    /// ReviewRow.cost (USD); the monthly_budget setting overrides it, and a repository's own
+    /// monthly_budget replaces it for that repository. Unset: no limit
+    /// (docs/review-service.md, "Monthly budget").
+    #[arg(long, env = "MONTHLY_BUDGET")]
+    pub monthly_budget: Option<f64>,
     /// Host names the API answers besides IP literals, `localhost` and AUTH_URL's host,
     /// comma-separated (`*`: any, when a proxy in front checks Host). Other Host headers get
     /// 403, which stops DNS rebinding (docs/security.md, HTTP).

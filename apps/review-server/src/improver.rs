@@ -48,8 +48,12 @@ pub(crate) fn spawn(app: &AppState, repo: RepoRow) {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Decline {
     Active,
-    TooSoon { last_run_at: i64 },
+    TooSoon {
+        last_run_at: i64,
+    },
     NoNewReviews,
+    /// The repository's monthly budget is reached (docs/review-service.md, "Monthly budget").
+    OverBudget(String),
 }
 
 impl std::fmt::Display for Decline {
@@ -61,6 +65,7 @@ impl std::fmt::Display for Decline {
                 "too soon: the last run was at {last_run_at}; runs are at most daily"
             ),
             Decline::NoNewReviews => write!(f, "no new completed reviews since the last run"),
+            Decline::OverBudget(reason) => write!(f, "{reason}"),
         }
     }
 }
@@ -85,6 +90,9 @@ async fn decide(app: &AppState, repo: &str) -> anyhow::Result<Result<Vec<ReviewR
         .await?;
     if reviews.is_empty() {
         return Ok(Err(Decline::NoNewReviews));
+    }
+    if let Some(reached) = crate::review::budget::reached(app, repo, now()).await? {
+        return Ok(Err(Decline::OverBudget(reached.reason(repo))));
     }
     Ok(Ok(reviews))
 }

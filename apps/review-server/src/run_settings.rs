@@ -67,6 +67,29 @@ pub(crate) fn review_budget(config: &Config, stored: &BTreeMap<String, String>) 
     }
 }
 
+/// The global monthly budget in USD and where it comes from, per
+/// docs/review-service.md, "Monthly budget": the `monthly_budget` setting wins over
+/// MONTHLY_BUDGET; a stored value that is not a positive number is ignored with a warning (PUT
+/// /api/settings refuses one). None: no global budget.
+pub(crate) fn monthly_budget(
+    config: &Config,
+    stored: &BTreeMap<String, String>,
+) -> Option<(f64, &'static str)> {
+    if let Some(text) = stored.get("monthly_budget").map(|v| v.trim()) {
+        match text.parse::<f64>() {
+            Ok(b) if b.is_finite() && b > 0.0 => return Some((b, "monthly_budget setting")),
+            _ => tracing::warn!(
+                value = text,
+                "ignoring a monthly_budget setting that is not a positive number"
+            ),
+        }
+    }
+    config
+        .monthly_budget
+        .filter(|b| b.is_finite() && *b > 0.0)
+        .map(|b| (b, "MONTHLY_BUDGET"))
+}
+
 /// What reaches the pull request, per docs/review-service.md, "Minimum severity and quiet reviews":
 /// the `review_min_severity` setting (`nit`, `question` or `blocking`; absent: `nit`,
 /// everything is posted) and `review_quiet` (`true` or `false`; absent: `false`). A stored
@@ -167,6 +190,25 @@ mod tests {
                 &stored(&[("thread_max_answers", "lots"), ("pr_max_answers", " 2 ")])
             ),
             (5, 2)
+        );
+    }
+
+    #[test]
+    fn the_monthly_budget_setting_wins_over_the_environment() {
+        let mut config = Config::defaults();
+        assert_eq!(monthly_budget(&config, &stored(&[])), None);
+        config.monthly_budget = Some(50.0);
+        assert_eq!(
+            monthly_budget(&config, &stored(&[])),
+            Some((50.0, "MONTHLY_BUDGET"))
+        );
+        assert_eq!(
+            monthly_budget(&config, &stored(&[("monthly_budget", " 12.5 ")])),
+            Some((12.5, "monthly_budget setting"))
+        );
+        assert_eq!(
+            monthly_budget(&config, &stored(&[("monthly_budget", "lots")])),
+            Some((50.0, "MONTHLY_BUDGET"))
         );
     }
 

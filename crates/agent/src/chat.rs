@@ -58,7 +58,8 @@ repos: one row per repository.
   full_name TEXT primary key (owner/repo), installation_id INTEGER, prompt TEXT (per-repo review \
 prompt or null), model TEXT (per-repo model override provider/model or null), enabled INTEGER, \
 created_at INTEGER, min_severity TEXT (the least severity posted inline for this repository: nit, \
-question or blocking; null: the global setting).
+question or blocking; null: the global setting), monthly_budget REAL (this repository's own \
+monthly budget in USD, as reviews.cost; null: the global budget over the whole service applies).
 reviews: one row per review run.
   id INTEGER primary key, repo_full_name TEXT (references repos.full_name), pr_number INTEGER \
 (0 for improver runs), title TEXT, session_id TEXT, status TEXT (pending, running, completed, \

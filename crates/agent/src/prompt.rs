@@ -200,7 +200,21 @@ pub fn user_message(
                 }
             }
             let body: String = f.body.trim().chars().take(500).collect();
-            let _ = writeln!(s, "{}", body.replace('\n', " "));
+            let _ = write!(s, "{}", body.replace('\n', " "));
+            // docs/review-service.md, "Finding outcomes": a dismissed finding is never raised again.
+            match f.outcome {
+                Some(review_domain::FindingOutcome::Dismissed) => {
+                    let _ = write!(
+                        s,
+                        " (dismissed by the team as intended: never raise it again)"
+                    );
+                }
+                Some(review_domain::FindingOutcome::Resolved) => {
+                    let _ = write!(s, " (resolved: fixed in a later commit)");
+                }
+                _ => {}
+            }
+            s.push('\n');
         }
     }
     let _ = write!(

@@ -92,6 +92,10 @@ pub struct ReviewJob {
     /// a candidate at the same fingerprint with the same claim is not posted again
     /// (docs/review-service.md, "Repeated findings"). Default none.
     pub posted_fingerprints: Vec<(String, String)>,
+    /// Open findings of the pull request whose code changed since they were posted: rechecked
+    /// before the review, each one's verdict in [`ReviewOutcome::rechecked`]
+    /// (docs/review-service.md, "Finding outcomes"). Default none.
+    pub recheck: Vec<crate::recheck::Recheck>,
 }
 
 /// The change since the last reviewed head of a pull request.
@@ -177,6 +181,7 @@ impl ReviewJob {
             since: None,
             range_note: None,
             posted_fingerprints: Vec::new(),
+            recheck: Vec::new(),
         }
     }
 }
@@ -219,6 +224,8 @@ pub struct ReviewOutcome {
     /// The run reached its budget and stopped calling the model: which limit, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut_short: Option<String>,
+    /// The verdicts on [`ReviewJob::recheck`], in its order.
+    pub rechecked: Vec<crate::recheck::Rechecked>,
 }
 
 /// Runs one review to completion.
@@ -287,6 +294,50 @@ pub async fn run_review(
     let diff_capped = capped.is_capped();
     let mut ctx = pass_context(&job, root, parsed, capped, poster, instruction_changes);
     ctx.since = since;
+    // Earlier findings whose code changed: rechecked first, so the summary can say what became
+    // of them (docs/review-service.md, "Finding outcomes").
+    let recheck_model = job.verify.clone().unwrap_or_else(|| job.model.clone());
+    let mut recheck_usage = Usage::default();
+    let mut steps = 0u32;
+    let rechecked = if job.recheck.is_empty() {
+        Vec::new()
+    } else {
+        let client = providers.client(&recheck_model.provider);
+        let verifier = client.as_ref().map(|client| crate::verify::Verifier {
+            client,
+            model: recheck_model.model.clone(),
+            max_tokens,
+            idle_timeout: job.idle_timeout,
+            writer: &writer,
+            protocol: crate::verify::RECHECK_PROTOCOL,
+            intro: crate::verify::RECHECK_INTRO,
+        });
+        let over_budget = |u: &Usage| {
+            job.budget
+                .reached(u.total(), catalog.cost(&recheck_model, u))
+        };
+        let recheck = crate::recheck::recheck(
+            &job.recheck,
+            verifier.as_ref().map_err(|e| e.to_string()),
+            &ctx,
+            &over_budget,
+            &mut recheck_usage,
+            &mut steps,
+        );
+        let done = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+            done = recheck => done,
+        };
+        writer.record(json!({"type": "recheck", "rechecked": done}));
+        done
+    };
+    if let Some(note) = crate::recheck::summary_note(&rechecked) {
+        ctx.range_note = Some(match ctx.range_note.take() {
+            Some(range) => format!("{range} {note}"),
+            None => note,
+        });
+    }
     let registry = ToolRegistry::review_tools();
     writer.record(json!({"type": "system", "text": system}));
     writer.record(json!({"type": "message", "role": "user", "text": user}));
@@ -299,7 +350,6 @@ pub async fn run_review(
     };
     let mut usage = Usage::default();
     let mut verify_usage = Usage::default();
-    let mut steps = 0u32;
     let mut counts = (0u32, 0u32);
     let run = async {
         tool_loop(
@@ -431,10 +481,12 @@ pub async fn run_review(
         .as_ref()
         .map_or(0.0, |m| catalog.cost(m, &verify_usage));
     let (dropped_by_verification, unverified) = counts;
-    let review_cost = catalog.cost(&job.model, &usage);
+    let review_cost =
+        catalog.cost(&job.model, &usage) + catalog.cost(&recheck_model, &recheck_usage);
     let usage = {
         let mut all = usage;
         all.add(&verify_usage);
+        all.add(&recheck_usage);
         all
     };
     let outcome = ReviewOutcome {
@@ -455,6 +507,7 @@ pub async fn run_review(
         unverified,
         diff_capped,
         cut_short: ctx.budget_note(),
+        rechecked,
     };
     let outcome_json = serde_json::to_value(&outcome).ok();
     match result {
@@ -573,6 +626,8 @@ impl VerifyPass<'_> {
                         max_tokens: self.max_tokens,
                         idle_timeout: self.job.idle_timeout,
                         writer: self.writer,
+                        protocol: crate::verify::VERIFY_PROTOCOL,
+                        intro: crate::verify::VERIFY_INTRO,
                     };
                     let over_budget = |v: &Usage| {
                         self.job.budget.reached(

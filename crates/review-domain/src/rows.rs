@@ -8,7 +8,7 @@ use crate::enums::{
 use serde::{Deserialize, Serialize};
 
 /// A registered repository (docs/review-service.md §2, RepoRow).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RepoRow {
     /// `owner/repo`, the primary key.
     pub full_name: String,
@@ -27,6 +27,10 @@ pub struct RepoRow {
     /// "Minimum severity and quiet reviews").
     #[schema(schema_with = field_schemas::min_severity)]
     pub min_severity: Option<Severity>,
+    /// **Added.** This repository's own monthly budget, in the units of ReviewRow.cost (USD);
+    /// null: the repository falls under the global `monthly_budget` setting, which caps the
+    /// whole service (docs/review-service.md, "Monthly budget").
+    pub monthly_budget: Option<f64>,
 }
 
 /// One review run (docs/review-service.md §2, ReviewRow).

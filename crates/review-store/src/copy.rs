@@ -35,6 +35,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("enabled", Int),
             ("created_at", Int),
             ("min_severity", Text),
+            ("monthly_budget", Real),
         ],
     ),
     (
@@ -113,6 +114,15 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
         ],
     ),
     ("settings", &[("key", Text), ("value", Text)]),
+    (
+        "budget_notices",
+        &[
+            ("repo_full_name", Text),
+            ("month", Text),
+            ("pr_number", Int),
+            ("posted_at", Int),
+        ],
+    ),
     ("deliveries", &[("id", Text), ("received_at", Int)]),
     (
         "transcripts",

@@ -10,6 +10,7 @@
 //! inbox in `inbox`, the dashboard aggregates in `stats` (their SQL assembled with the builder
 //! of `sql`) and the chat tool's read-only window in `read_query`.
 
+mod budget;
 mod copy;
 mod deliveries;
 mod findings;

@@ -61,8 +61,10 @@ impl Store {
     }
 
     /// PUT repo (docs/review-service.md §4): prompt and model are written as given (None clears
-    /// them); enabled only when Some; min_severity only when Some (`Some(None)` clears it; the
-    /// caller checks it is a severity). Returns the re-read row, or None when not registered.
+    /// them); enabled only when Some; min_severity and monthly_budget only when Some
+    /// (`Some(None)` clears them; the caller checks min_severity is a severity and
+    /// monthly_budget a positive number of USD). Returns the re-read row, or None when not
+    /// registered.
     pub async fn update_repo(
         &self,
         full_name: &str,
@@ -70,6 +72,7 @@ impl Store {
         model: Option<&str>,
         enabled: Option<i64>,
         min_severity: Option<Option<&str>>,
+        monthly_budget: Option<Option<f64>>,
     ) -> Result<Option<RepoRow>> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
@@ -84,6 +87,13 @@ impl Store {
         if let Some(min_severity) = min_severity {
             sqlx::query("UPDATE repos SET min_severity = $1 WHERE full_name = $2")
                 .bind(min_severity)
+                .bind(full_name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if let Some(monthly_budget) = monthly_budget {
+            sqlx::query("UPDATE repos SET monthly_budget = $1 WHERE full_name = $2")
+                .bind(monthly_budget)
                 .bind(full_name)
                 .execute(&mut *tx)
                 .await?;

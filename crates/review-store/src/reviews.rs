@@ -126,27 +126,38 @@ impl Store {
         patch_id: Option<&str>,
         now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
-        let sql = format!(
-            "UPDATE reviews SET status = 'skipped', patch_id = $1, completed_at = $2
-             WHERE id = $3 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
-        );
-        let query = sqlx::query(&sql).bind(patch_id).bind(now.0).bind(id);
-        self.optional(query, review_from_row).await
+        self.skip_review_with(id, patch_id, None, now).await
     }
 
-    /// pending or running -> skipped with `reason` in `error`: an answer over its limits
+    /// pending or running -> skipped with why in `error` and no patch id: a review that did
+    /// not run for a reason the PR's author should read, such as a reached monthly budget
+    /// (docs/review-service.md, "Monthly budget") or an answer over its limits
     /// (docs/review-service.md, "Answers in review threads"). None when already terminal.
     pub async fn skip_review_because(
         &self,
         id: i64,
-        reason: &str,
+        error: &str,
+        now: EpochSeconds,
+    ) -> Result<Option<ReviewRow>> {
+        self.skip_review_with(id, None, Some(error), now).await
+    }
+
+    async fn skip_review_with(
+        &self,
+        id: i64,
+        patch_id: Option<&str>,
+        error: Option<&str>,
         now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
         let sql = format!(
-            "UPDATE reviews SET status = 'skipped', error = $1, completed_at = $2
-             WHERE id = $3 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
+            "UPDATE reviews SET status = 'skipped', patch_id = $1, error = COALESCE($2, error), completed_at = $3
+             WHERE id = $4 AND status IN ('pending', 'running') RETURNING {REVIEW_COLUMNS}"
         );
-        let query = sqlx::query(&sql).bind(reason).bind(now.0).bind(id);
+        let query = sqlx::query(&sql)
+            .bind(patch_id)
+            .bind(error)
+            .bind(now.0)
+            .bind(id);
         self.optional(query, review_from_row).await
     }
 

@@ -91,7 +91,7 @@ macro_rules! from_row {
 }
 
 pub(crate) fn repo_from_row(r: &AnyRow) -> Result<RepoRow> {
-    from_row!(r, "repos", RepoRow [full_name, installation_id, prompt, model, enabled, created_at, min_severity])
+    from_row!(r, "repos", RepoRow [full_name, installation_id, prompt, model, enabled, created_at, min_severity, monthly_budget])
 }
 
 pub(crate) fn review_from_row(r: &AnyRow) -> Result<ReviewRow> {

@@ -40,6 +40,7 @@ async fn fill(store: &Store) {
             Some("openai/gpt-5"),
             Some(1),
             Some(Some("question")),
+            Some(Some(12.5)),
         )
         .await
         .unwrap();

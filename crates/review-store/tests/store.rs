@@ -97,7 +97,7 @@ on_both_backends! {
             (0, 7, 100)
         );
         store
-            .update_repo("o/r", Some("p"), Some("anthropic/x"), Some(1), None)
+            .update_repo("o/r", Some("p"), Some("anthropic/x"), Some(1), None, None)
             .await
             .unwrap();
         let (row, changed) = store.register_repo("o/r", 7, EpochSeconds(200)).await.unwrap();

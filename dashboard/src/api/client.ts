@@ -13,6 +13,9 @@ export type DroppedFinding = Schemas["DroppedFindingRow"];
 export type Skill = Schemas["SkillMetaRow"];
 export type Stats = Schemas["Stats"];
 export type Charts = Schemas["Charts"];
+export type OutcomeStats = Schemas["OutcomeStats"];
+export type OutcomeStatsRow = Schemas["OutcomeStatsRow"];
+export type Budget = Schemas["BudgetReport"];
 
 /** An API failure with the status and the server's message. */
 export class ApiFailure extends Error {

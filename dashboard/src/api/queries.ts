@@ -29,6 +29,16 @@ export const q = {
       queryKey: ["charts", f],
       queryFn: async () => unwrap(await api.GET("/api/stats/charts", { params: { query: f } })),
     }),
+  outcomes: (f: Filters) =>
+    queryOptions({
+      queryKey: ["stats", "outcomes", f],
+      queryFn: async () => unwrap(await api.GET("/api/stats/outcomes", { params: { query: f } })),
+    }),
+  budget: () =>
+    queryOptions({
+      queryKey: ["budget"],
+      queryFn: async () => unwrap(await api.GET("/api/budget")),
+    }),
   reviews: (f: Filters & { limit?: string }) =>
     queryOptions({
       queryKey: ["reviews", "list", f],

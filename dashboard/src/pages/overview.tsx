@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { Link, getRouteApi } from "@tanstack/react-router";
 import { useMemo } from "react";
 import { q } from "../api/queries";
-import type { Charts, Filters, Stats } from "../api/client";
+import type { Budget, Charts, Filters, Stats } from "../api/client";
 import { FilterBar } from "../components/filters";
 import { DayChart, RankList, ShareBar, type Series } from "../components/chart";
 import { Card, ErrorBox, Loading, ReviewTable, count, duration, money } from "../components/ui";
@@ -34,6 +34,7 @@ export function OverviewPage() {
   const running = useQuery(q.reviews({ status: "running", limit: "20" }));
   const pending = useQuery(q.reviews({ status: "pending", limit: "20" }));
   const recent = useQuery(q.reviews({ ...filters, limit: "10" }));
+  const budget = useQuery(q.budget());
   return (
     <>
       <header className="page-head">
@@ -41,6 +42,7 @@ export function OverviewPage() {
         <p className="muted">What was reviewed, what it cost, what failed and why.</p>
       </header>
       <FilterBar value={filters} onChange={setFilters} />
+      {budget.data && <MonthCards budget={budget.data} />}
       {stats.isPending || charts.isPending ? (
         <Loading what="Loading statistics" />
       ) : stats.error || charts.error || !stats.data || !charts.data ? (
@@ -117,6 +119,34 @@ function StatCards({ stats, charts, inFlight }: { stats: Stats; charts: Charts; 
           <dd>
             <span className="stat-value">{value}</span>
             {sub && <span className="muted small">{sub}</span>}
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** This month's spend against the budgets (docs/review-service.md, "Monthly budget"): the
+ * filters do not apply, a month is always the calendar month in UTC. */
+function MonthCards({ budget }: { budget: Budget }) {
+  const of = (b: number | null | undefined) => (b === null || b === undefined ? "no budget" : `of ${money(b)} budget`);
+  const own = budget.repos.filter((r) => r.budget !== null && r.budget !== undefined);
+  const reached = (spent: number, b: number | null | undefined) => b !== null && b !== undefined && spent >= b;
+  const cards: [string, string, string, boolean][] = [
+    [`Spent in ${budget.month}`, money(budget.spent), of(budget.budget), reached(budget.spent, budget.budget)],
+    ["Projected this month", money(budget.projected), `resets ${budget.resets} UTC`, reached(budget.projected, budget.budget)],
+    ...own.map(
+      (r): [string, string, string, boolean] => [r.repo_full_name, money(r.spent), `${of(r.budget)}, projected ${money(r.projected)}`, reached(r.spent, r.budget)],
+    ),
+  ];
+  return (
+    <dl className="stat-cards" data-testid="month-cards">
+      {cards.map(([label, value, sub, over]) => (
+        <div className="stat" key={label}>
+          <dt className={label.includes("/") ? "mono" : undefined}>{label}</dt>
+          <dd>
+            <span className="stat-value">{value}</span>
+            <span className={over ? "small" : "muted small"}>{over ? `${sub}: reached` : sub}</span>
           </dd>
         </div>
       ))}

@@ -11,12 +11,26 @@ import { Card, Empty, ErrorBox, Query, ReviewTable, StatusBadge, Time, money } f
 function useSaveRepo() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: async (r: { full_name: string; enabled?: number; prompt: string | null; model: string | null; min_severity?: string }) =>
+    mutationFn: async (r: {
+      full_name: string;
+      enabled?: number;
+      prompt: string | null;
+      model: string | null;
+      min_severity?: string;
+      monthly_budget?: number | null;
+    }) =>
       unwrap(
         await api.PUT("/api/repos/{owner}/{name}", {
           params: { path: repoParams(r.full_name) },
-          // min_severity: omitted keeps it, "" clears it (docs/review-service.md §4, Repos rule 2).
-          body: { enabled: r.enabled, prompt: r.prompt ?? undefined, model: r.model ?? undefined, min_severity: r.min_severity },
+          // min_severity and monthly_budget: omitted keeps them, "" or null clears them
+          // (docs/review-service.md §4, Repos rule 2).
+          body: {
+            enabled: r.enabled,
+            prompt: r.prompt ?? undefined,
+            model: r.model ?? undefined,
+            min_severity: r.min_severity,
+            monthly_budget: r.monthly_budget,
+          },
         }),
       ),
     onSuccess: () => client.invalidateQueries({ queryKey: ["repos"] }),
@@ -140,6 +154,7 @@ function RepoSettings({ repo }: { repo: Repo }) {
   const [prompt, setPrompt] = useState(repo.prompt ?? "");
   const [model, setModel] = useState(repo.model ?? "");
   const [minSeverity, setMinSeverity] = useState<string>(repo.min_severity ?? "");
+  const [budget, setBudget] = useState<string>(repo.monthly_budget == null ? "" : String(repo.monthly_budget));
   const [confirming, setConfirming] = useState(false);
   const improve = useMutation({
     mutationFn: async () =>
@@ -164,6 +179,7 @@ function RepoSettings({ repo }: { repo: Repo }) {
             prompt: prompt.trim() === "" ? null : prompt,
             model: model === "" ? null : model,
             min_severity: minSeverity,
+            monthly_budget: budget.trim() === "" ? null : Number(budget),
           });
         }}
       >
@@ -177,6 +193,16 @@ function RepoSettings({ repo }: { repo: Repo }) {
           <option value="question">question and blocking</option>
           <option value="blocking">blocking only</option>
         </select>
+        <label htmlFor="repo-monthly-budget">Monthly budget in USD (empty: the global budget)</label>
+        <input
+          id="repo-monthly-budget"
+          type="number"
+          min="0"
+          step="any"
+          inputMode="decimal"
+          value={budget}
+          onChange={(e) => setBudget(e.target.value)}
+        />
         <div className="row">
           <button type="submit" className="btn primary" disabled={save.isPending}>
             {save.isPending ? "Saving…" : "Save"}

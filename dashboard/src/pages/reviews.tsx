@@ -188,7 +188,18 @@ function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
                       unverified
                     </span>
                   )}
+                  {/* docs/review-service.md, "Finding outcomes" */}
+                  {(f.outcome === "resolved" || f.outcome === "dismissed") && (
+                    <span className={`badge outcome-${f.outcome}`} title={f.outcome_reason ?? undefined}>
+                      {f.outcome}
+                    </span>
+                  )}
                 </p>
+                {(f.outcome === "resolved" || f.outcome === "dismissed") && f.outcome_reason && (
+                  <p className="small muted">
+                    {f.outcome === "resolved" ? "Resolved" : "Dismissed"}: {f.outcome_reason}
+                  </p>
+                )}
                 <FindingBody body={f.body} />
               </article>
             ))}

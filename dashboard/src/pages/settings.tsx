@@ -49,7 +49,7 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
   const [draft, setDraft] = useState<Record<string, string>>(stored);
   const changed = () => {
     const body: Record<string, string> = {};
-    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""], ["review_verify", ""], ["review_passes", ""]]) {
+    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""], ["review_verify", ""], ["review_passes", ""], ["monthly_budget", ""]]) {
       if (k && (draft[k] ?? "") !== (stored[k] ?? "")) body[k] = draft[k] ?? "";
     }
     return body;
@@ -119,6 +119,18 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
               onChange={(e) => set("review_verify")(e.target.checked ? "" : "false")}
             />{" "}
             <label htmlFor="review_verify">Check every inline finding with an independent verifier before posting (review_verify)</label>
+          </div>
+          <div>
+            <label htmlFor="monthly_budget">Monthly budget of the whole service in USD (monthly_budget; empty: MONTHLY_BUDGET or none)</label>
+            <input
+              id="monthly_budget"
+              type="number"
+              min="0"
+              step="any"
+              inputMode="decimal"
+              value={draft.monthly_budget ?? ""}
+              onChange={(e) => set("monthly_budget")(e.target.value)}
+            />
           </div>
         </div>
       </Card>

@@ -1,7 +1,7 @@
 // Stats: cost and volume by repository, by model and by trigger, with the overview's filters.
 import { useQuery } from "@tanstack/react-query";
 import { Link, getRouteApi } from "@tanstack/react-router";
-import { repoParams, type Filters, type Stats } from "../api/client";
+import { repoParams, type Filters, type OutcomeStats, type OutcomeStatsRow, type Stats } from "../api/client";
 import { q } from "../api/queries";
 import { FilterBar } from "../components/filters";
 import { ShareBar } from "../components/chart";
@@ -14,6 +14,7 @@ export function StatsPage() {
   const filters = route.useSearch();
   const navigate = route.useNavigate();
   const stats = useQuery(q.stats(filters));
+  const outcomes = useQuery(q.outcomes(filters));
   return (
     <>
       <header className="page-head">
@@ -23,6 +24,9 @@ export function StatsPage() {
       <FilterBar value={filters} onChange={(f: Filters) => void navigate({ search: f, replace: true })} />
       <Query q={stats} what="Loading statistics">
         {(s) => <StatsTables stats={s} />}
+      </Query>
+      <Query q={outcomes} what="Loading finding outcomes">
+        {(o) => <OutcomeTables outcomes={o} />}
       </Query>
     </>
   );
@@ -140,5 +144,76 @@ function StatsTables({ stats }: { stats: Stats }) {
         />
       </Card>
     </>
+  );
+}
+
+// What became of the posted findings (docs/review-service.md, "Finding outcomes"): acceptance is
+// resolved over posted, dismissal is dismissed over posted.
+function OutcomeTables({ outcomes }: { outcomes: OutcomeStats }) {
+  return (
+    <>
+      <Card title="Finding outcomes by repository">
+        <OutcomeTable caption="Finding outcomes by repository" keyLabel="Repository" rows={outcomes.byRepo} withCost />
+      </Card>
+      <div className="grid two">
+        <Card title="Finding outcomes by model">
+          <OutcomeTable caption="Finding outcomes by model" keyLabel="Model" rows={outcomes.byModel} withCost />
+        </Card>
+        <Card title="Finding outcomes by severity">
+          <OutcomeTable caption="Finding outcomes by severity" keyLabel="Severity" rows={outcomes.bySeverity} />
+        </Card>
+      </div>
+    </>
+  );
+}
+
+function percent(v: number | null | undefined): string {
+  return v === null || v === undefined ? "–" : `${Math.round(v * 100)}%`;
+}
+
+function OutcomeTable({
+  caption,
+  keyLabel,
+  rows,
+  withCost = false,
+}: {
+  caption: string;
+  keyLabel: string;
+  rows: OutcomeStatsRow[];
+  withCost?: boolean;
+}) {
+  if (rows.every((r) => r.posted === 0)) return <Empty>No finding posted in this range.</Empty>;
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="sr-only">{caption}</caption>
+        <thead>
+          <tr>
+            <th scope="col">{keyLabel}</th>
+            <th scope="col" className="num">Posted</th>
+            <th scope="col" className="num">Resolved</th>
+            <th scope="col" className="num">Dismissed</th>
+            <th scope="col" className="num">Acceptance</th>
+            <th scope="col" className="num hide-narrow">Dismissal</th>
+            {withCost && <th scope="col" className="num">Cost per resolved</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {rows
+            .filter((r) => r.posted > 0)
+            .map((r) => (
+              <tr key={r.key}>
+                <td className="mono">{r.key}</td>
+                <td className="num">{count(r.posted)}</td>
+                <td className="num">{count(r.resolved)}</td>
+                <td className="num">{count(r.dismissed)}</td>
+                <td className="num">{percent(r.acceptance_rate)}</td>
+                <td className="num hide-narrow">{percent(r.dismissal_rate)}</td>
+                {withCost && <td className="num">{r.cost_per_resolved === null || r.cost_per_resolved === undefined ? "–" : money(r.cost_per_resolved)}</td>}
+              </tr>
+            ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

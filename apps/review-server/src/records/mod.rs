@@ -156,11 +156,19 @@ impl Records {
         model: Option<&str>,
         enabled: Option<i64>,
         min_severity: Option<Option<&str>>,
+        monthly_budget: Option<Option<f64>>,
     ) -> Result<Option<RepoRow>, StoreError> {
         let before = self.db.repo(full_name).await?;
         let row = self
             .db
-            .update_repo(full_name, prompt, model, enabled, min_severity)
+            .update_repo(
+                full_name,
+                prompt,
+                model,
+                enabled,
+                min_severity,
+                monthly_budget,
+            )
             .await?;
         if let Some(row) = &row {
             self.repo_cache.put(row);
@@ -338,11 +346,27 @@ impl Records {
         Ok(self.review_updated(self.db.skip_review(id, patch_id, now()).await?))
     }
 
-    /// pending or running -> skipped with `reason` in its error: an answer over its limits
+    /// pending or running -> skipped with why in `error`: the monthly budget is reached
+    /// (docs/review-service.md, "Monthly budget") or an answer is over its limits
     /// (docs/review-service.md, "Answers in review threads"); publishes review:updated. None
     /// when terminal.
-    pub async fn skip_because(&self, id: i64, reason: &str) -> Transition {
-        Ok(self.review_updated(self.db.skip_review_because(id, reason, now()).await?))
+    pub async fn skip_because(&self, id: i64, error: &str) -> Transition {
+        Ok(self.review_updated(self.db.skip_review_because(id, error, now()).await?))
+    }
+
+    /// Records that `repo`'s budget notice of `month` (`YYYY-MM`, UTC) goes on PR `pr_number`
+    /// (docs/review-service.md, "Monthly budget"): true when this call wrote the record and
+    /// its caller posts the comment, false when this or another replica already did. Nothing
+    /// the dashboard follows, so nothing is published.
+    pub async fn claim_budget_notice(
+        &self,
+        repo: &str,
+        month: &str,
+        pr_number: i64,
+    ) -> Result<bool, StoreError> {
+        self.db
+            .insert_budget_notice(repo, month, pr_number, now())
+            .await
     }
 
     /// pending or running -> failed with `error` and, when known, what the run spent
@@ -419,11 +443,12 @@ impl Records {
         );
         Ok(rows)
     }
+
     /// Moves open finding `id` to `outcome` (resolved at head `sha`, or dismissed) with its
     /// reason, and publishes review:findings for the review that posted it
     /// (docs/review-service.md, "Finding outcomes"). None when it was not open: another replica
     /// or an earlier call moved it first.
-    pub async fn set_finding_outcome(
+    pub async fn record_outcome(
         &self,
         id: i64,
         outcome: review_domain::FindingOutcome,
@@ -444,16 +469,14 @@ impl Records {
         Ok(row)
     }
 
-    /// Dismisses open finding `id` with `reason`: [`Records::set_finding_outcome`] under a
-    /// name of its own, since callers outside this file may not name the store's writer
-    /// (`tests/architecture.rs`). Used by the answers in review threads
+    /// Dismisses open finding `id` with `reason` ([`Records::record_outcome`]). Used by the answers in review threads
     /// (docs/review-service.md, "Answers in review threads").
     pub async fn dismiss_finding(
         &self,
         id: i64,
         reason: &str,
     ) -> Result<Option<FindingRow>, StoreError> {
-        self.set_finding_outcome(id, review_domain::FindingOutcome::Dismissed, None, reason)
+        self.record_outcome(id, review_domain::FindingOutcome::Dismissed, None, reason)
             .await
     }
 }

@@ -56,6 +56,7 @@ mod tests {
             enabled: 0,
             created_at: 0,
             min_severity: None,
+            monthly_budget: None,
         }
     }
 

@@ -4,7 +4,9 @@
 
 use review_domain::{EpochMillis, EpochSeconds};
 use review_domain::{FindingRow, RepoRow, ReviewRow, StatsFilter};
-use review_store::{Charts, NewReview, NewSkill, ReadQueryResult, Stats, Store, StoreError};
+use review_store::{
+    Charts, NewReview, NewSkill, OutcomeStats, ReadQueryResult, Stats, Store, StoreError,
+};
 use std::collections::BTreeMap;
 
 /// Forwards each listed method to the same method of the wrapped [`Store`].
@@ -37,6 +39,11 @@ impl StoreView {
     }
 
     forward! {
+        /// The month-to-date spend of a repo, or of every repo, per
+        /// docs/review-service.md, "Monthly budget".
+        fn spend_since(&self, repo: Option<&str>, since: EpochSeconds) -> f64;
+        /// The spend of each repo since a time.
+        fn spend_by_repo_since(&self, since: EpochSeconds) -> Vec<(String, f64)>;
         /// A review by id.
         fn review(&self, id: i64) -> Option<ReviewRow>;
         /// A repo by full name (uncached; [`Records::repo`](super::Records::repo) caches).
@@ -57,6 +64,8 @@ impl StoreView {
         fn last_completed_patch_id(&self, repo: &str, pr_number: i64) -> Option<String>;
         /// The fingerprints and bodies of the PR's posted inline findings.
         fn posted_fingerprints(&self, repo: &str, pr_number: i64) -> Vec<(String, String)>;
+        /// The PR's open inline findings with the head SHA each was posted for.
+        fn open_findings(&self, repo: &str, pr_number: i64) -> Vec<(FindingRow, Option<String>)>;
         /// The head SHA of the PR's last completed review.
         fn last_reviewed_head(&self, repo: &str, pr_number: i64) -> Option<String>;
         /// Whether a review of the PR other than `except` is pending or running.
@@ -71,6 +80,8 @@ impl StoreView {
         fn stats(&self, f: &StatsFilter) -> Stats;
         /// The stats page's charts.
         fn charts(&self, f: &StatsFilter) -> Charts;
+        /// The outcome table of posted findings.
+        fn outcome_stats(&self, f: &StatsFilter) -> OutcomeStats;
         /// The chat's read-only SQL.
         fn read_query(&self, sql: &str) -> ReadQueryResult;
         /// Every stored setting.

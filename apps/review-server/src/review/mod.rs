@@ -4,9 +4,12 @@
 //! replicas"), marks the row running, opens the check run, then goes through its stages, each
 //! in its own file:
 //!
+//! - `budget.rs`: the monthly budget, held before any work, per
+//!   docs/review-service.md, "Monthly budget";
 //! - [`prepare`]: sync, diff, the skip rules, the checkout;
 //! - `run.rs`: the agent with its inputs;
 //! - `poster.rs`: the agent's posting tools on the forge;
+//! - `outcomes.rs`: what became of earlier findings (dismissed, resolved);
 //! - `retry.rs`: the automatic retry after a genuine failure;
 //! - `queue.rs`: claims, leases, cancels from other replicas and the due retries;
 //! - `answer.rs`: the run of an answer (triggers `reply` and `ask`) instead of a review.
@@ -15,6 +18,8 @@
 //! [`crate::records::Records`]), the worktree is removed and the check run completed.
 
 mod answer;
+mod outcomes;
+pub(crate) mod budget;
 mod poster;
 pub(crate) mod prepare;
 mod queue;
@@ -45,6 +50,8 @@ enum Finished {
     Completed(ReviewOutcome, String),
     /// Nothing to review.
     Skipped(prepare::Skip),
+    /// The monthly budget is reached: no model call.
+    OverBudget(budget::Reached),
 }
 
 /// Which end a failed run gets (docs/review-service.md §3): decided where the failure is known,
@@ -431,6 +438,10 @@ async fn lifecycle(
 
     let deadline = tokio::time::Instant::now() + REVIEW_TIMEOUT;
     let stages = async {
+        let repo = job.repo.full_name();
+        if let Some(reached) = budget::reached(app, &repo, crate::records::now()).await? {
+            return Ok(Finished::OverBudget(reached));
+        }
         match prepare::prepare(app, id, &job, deadline).await? {
             Ok(checkout) => {
                 let patch_id = checkout.patch_id.clone();
@@ -537,6 +548,18 @@ async fn record_end(
             };
             complete_check(app, job, id, check_run_id, &end).await;
             log_store_error(id, &app.records.skip(id, skip.patch_id.as_deref()).await);
+        }
+        Ok(Finished::OverBudget(reached)) => {
+            let reason = reached.reason(&review.repo_full_name);
+            tracing::info!(review_id = id, reason = %reason, "review skipped: monthly budget reached");
+            let end = RunEnd {
+                conclusion: CheckConclusion::Skipped,
+                title: "Monthly budget reached".to_owned(),
+                summary: reason.clone(),
+            };
+            complete_check(app, job, id, check_run_id, &end).await;
+            budget::notify_once(app, id, job, &reached).await;
+            log_store_error(id, &app.records.skip_because(id, &reason).await);
         }
         Err(RunError { error, kind, spent }) => {
             let cancelled = cancel.is_cancelled();

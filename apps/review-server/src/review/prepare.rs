@@ -39,6 +39,64 @@ pub(crate) struct Checkout {
     pub worktree: Worktree,
     /// What part of the pull request the agent reviews.
     pub range: Range,
+    /// The open findings of the pull request whose code changed since they were posted
+    /// (docs/review-service.md, "Finding outcomes"): each one's id and the lines around it as
+    /// they read then.
+    pub changed_findings: Vec<(i64, String)>,
+}
+
+/// Where an open finding sits: its id, file, line and the head SHA it was posted for.
+type FindingSpot = (i64, String, i64, Option<String>);
+
+/// Lines read around a finding's line on each side to tell whether its code changed (as the
+/// fingerprint does: docs/review-service.md, "Repeated findings").
+const AROUND: usize = 2;
+
+/// Files larger than this are not compared: their findings stay open untouched.
+const MAX_COMPARED_BYTES: u64 = 1 << 20;
+
+/// The open findings among `spots` whose code changed between the head they were posted for
+/// and `head`: the lines around the finding (two each side, whitespace collapsed) no longer
+/// appear together anywhere in the file at `head`, or the file is gone. A finding whose posting
+/// head is unknown or unreadable, or whose file is over [`MAX_COMPARED_BYTES`], is left out.
+/// Returns each changed one's id with the lines as they read when it was posted.
+fn changed_findings(repo: &Repo, spots: &[FindingSpot], head: &str) -> Vec<(i64, String)> {
+    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = |commit: &str, path: &str| {
+        repo.file_at(commit, path, MAX_COMPARED_BYTES)
+            .map(|b| b.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    };
+    let mut out = Vec::new();
+    for (id, path, line, posted_head) in spots {
+        let Some(posted_head) = posted_head.as_deref().filter(|h| *h != head) else {
+            continue;
+        };
+        let Ok(Some(old)) = text(posted_head, path) else {
+            continue;
+        };
+        let old: Vec<&str> = old.lines().collect();
+        let Some(at) = usize::try_from(*line)
+            .ok()
+            .filter(|l| (1..=old.len()).contains(l))
+        else {
+            continue;
+        };
+        let window = &old[(at - 1).saturating_sub(AROUND)..(at + AROUND).min(old.len())];
+        let posted_code = window.join("\n");
+        let still_there = match text(head, path) {
+            Ok(Some(new)) => {
+                let want: Vec<String> = window.iter().map(|l| norm(l)).collect();
+                let new: Vec<String> = new.lines().map(norm).collect();
+                new.windows(want.len()).any(|w| w == want.as_slice())
+            }
+            Ok(None) => false, // the file is gone at this head
+            Err(_) => true,    // unreadable: leave it open
+        };
+        if !still_there {
+            out.push((*id, posted_code));
+        }
+    }
+    out
 }
 
 /// What part of a pull request a review covers (docs/review-service.md, "Incremental review").
@@ -164,7 +222,15 @@ pub(crate) async fn prepare(
             .await?
             .filter(|last| *last != job.pr.head_sha)
     };
-    let (cloned, repo, read, range) = git_phase(deadline, &stop.0, move |stop| {
+    let spots: Vec<FindingSpot> = app
+        .records
+        .store
+        .open_findings(&job.repo.full_name(), job.pr.number)
+        .await?
+        .into_iter()
+        .filter_map(|(f, posted_head)| Some((f.id, f.path?, f.line?, posted_head)))
+        .collect();
+    let (cloned, repo, read, range, changed) = git_phase(deadline, &stop.0, move |stop| {
         let synced = git
             .sync(&key, &url, &refspecs, token.as_ref(), stop)
             .with_context(|| format!("fetching {url}"))?;
@@ -174,7 +240,8 @@ pub(crate) async fn prepare(
             None => Range::Whole,
             Some(last) => range_since(&repo, last, &head_sha, limits, stop)?,
         };
-        Ok((synced.cloned, repo, read, range))
+        let changed = changed_findings(&repo, &spots, &head_sha);
+        Ok((synced.cloned, repo, read, range, changed))
     })
     .await?;
     let DiffRead {
@@ -209,6 +276,7 @@ pub(crate) async fn prepare(
         instructions,
         worktree,
         range,
+        changed_findings: changed,
     }))
 }
 

@@ -32,6 +32,7 @@ pub(super) async fn run_agent(
         instructions,
         worktree,
         range,
+        changed_findings,
         ..
     } = checkout;
     let full_name = job.repo.full_name();
@@ -48,6 +49,17 @@ pub(super) async fn run_agent(
         repo_row.as_ref().and_then(|r| r.prompt.as_deref()),
         settings.get("default_prompt").map(String::as_str),
     );
+    // docs/review-service.md, "Finding outcomes": replies and reactions first, so a dismissed
+    // finding is neither rechecked nor raised again.
+    super::outcomes::read_dismissals(app, job).await;
+    let open: Vec<_> = app
+        .records
+        .store
+        .open_findings(&full_name, job.pr.number)
+        .await?
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
     // Re-review: the agent is told what earlier reviews of this PR already posted.
     let earlier_findings = app
         .records
@@ -66,6 +78,7 @@ pub(super) async fn run_agent(
         .store
         .posted_fingerprints(&full_name, job.pr.number)
         .await?;
+    agent_job.recheck = super::outcomes::rechecks(&open, &changed_findings);
     agent_job.instructions = instructions;
     agent_job.skills =
         crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;
@@ -116,6 +129,7 @@ pub(super) async fn run_agent(
     )
     .await?;
     drop(worktree);
+    super::outcomes::resolve(app, job, &outcome.rechecked).await;
     Ok(outcome)
 }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod bodies;
+pub(crate) mod budget;
 pub(crate) mod chat;
 pub mod dashboard;
 pub(crate) mod events;
@@ -37,6 +38,7 @@ pub fn router(state: AppState) -> Router {
         .merge(repos::router())
         .merge(reviews::router())
         .merge(stats::router())
+        .merge(budget::router())
         .merge(settings::router())
         .merge(models::router())
         .merge(skills::router())

@@ -118,16 +118,26 @@ pub(crate) struct Update {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, nullable, pattern = "^$|^(nit|question|blocking)$")]
     pub min_severity: Option<Option<String>>,
+    /// **Added.** This repository's own monthly budget in USD (as ReviewRow.cost), a positive
+    /// number: it replaces the global monthly_budget for this repository; null clears it
+    /// (the global budget applies); omitted keeps it, per
+    /// docs/review-service.md, "Monthly budget".
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>, nullable, exclusive_minimum = 0)]
+    pub monthly_budget: Option<Option<f64>>,
 }
 
 /// A field that is present, even as null: `Some(None)` for null, so that omitted (`None`, by
 /// `serde(default)`) and null differ.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
-    Option::<String>::deserialize(d).map(Some)
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-/// keeps it (docs/review-service.md §4, Repos rule 2), as does omitting min_severity.
+/// keeps it (docs/review-service.md §4, Repos rule 2), as does omitting min_severity or
+/// monthly_budget.
 #[utoipa::path(put, path = "/api/repos/{owner}/{name}", params(("owner" = String, Path, example = "acme"), ("name" = String, Path, example = "widgets")), request_body = Update,
     responses((status = 200, body = RepoRow), (status = 404, description = "Not found", content_type = "text/plain"), (status = 422, body = crate::error::ErrorBody)))]
 pub(crate) async fn update(
@@ -151,6 +161,13 @@ pub(crate) async fn update(
             "min_severity: expected nit, question or blocking, got {text:?}"
         )));
     }
+    if let Some(Some(budget)) = body.monthly_budget
+        && !(budget.is_finite() && budget > 0.0)
+    {
+        return Err(ApiError::Unprocessable(format!(
+            "monthly_budget: expected a positive cost in USD or null, got {budget}"
+        )));
+    }
     let row = app
         .records
         .edit_repo(
@@ -159,6 +176,7 @@ pub(crate) async fn update(
             body.model.as_deref(),
             body.enabled,
             min_severity.as_ref().map(Option::as_deref),
+            body.monthly_budget,
         )
         .await?;
     row.map(Json).ok_or(ApiError::NotFound)

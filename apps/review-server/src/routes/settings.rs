@@ -9,7 +9,7 @@
 //! a positive integer (`review_max_tokens`) and a positive finite number (`review_max_cost`);
 //! `review_min_severity` one of the three severities; `review_quiet` and `review_verify` `true`
 //! or `false`; `review_passes` 1 to 5; `thread_max_answers` and `pr_max_answers` a whole
-//! number (0: no answers).
+//! number (0: no answers); `monthly_budget` a positive finite number.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -24,8 +24,9 @@ use std::collections::BTreeMap;
 
 /// The keys the dashboard writes (docs/review-service.md §2, Settings), and the two keys of the
 /// review budget (docs/security.md, "Review budget"), which override REVIEW_MAX_TOKENS and
-/// REVIEW_MAX_COST.
-pub(crate) const SETTING_KEYS: [&str; 17] = [
+/// REVIEW_MAX_COST, and the monthly budget (docs/review-service.md, "Monthly budget"), which
+/// overrides MONTHLY_BUDGET.
+pub(crate) const SETTING_KEYS: [&str; 18] = [
     "agent_api_key",
     "second_api_key",
     "third_api_key",
@@ -43,6 +44,7 @@ pub(crate) const SETTING_KEYS: [&str; 17] = [
     "review_passes",
     "thread_max_answers",
     "pr_max_answers",
+    "monthly_budget",
 ];
 
 /// Keys whose value is a model spec `<provider>/<model>`.
@@ -139,6 +141,15 @@ pub(crate) struct SettingsUpdate {
     /// number (0: none); empty: PR_MAX_ANSWERS (default 20).
     #[schema(nullable = false, pattern = "^$|^[0-9]{1,9}$")]
     pub pr_max_answers: Option<String>,
+    /// Most the whole service may spend in a calendar month (UTC), in the units of
+    /// ReviewRow.cost (USD), a positive number as a string; empty: MONTHLY_BUDGET applies
+    /// (unset: no limit). A repository's own monthly_budget replaces it for that repository,
+    /// per docs/review-service.md, "Monthly budget".
+    #[schema(
+        nullable = false,
+        pattern = "^$|^[1-9][0-9]{0,8}(\\.[0-9]{1,6})?$|^0\\.[0-9]{0,5}[1-9]$"
+    )]
+    pub monthly_budget: Option<String>,
 }
 
 /// The body of GET /api/settings/test (docs/review-service.md §4, Settings): `{ok: true, text}`
@@ -221,7 +232,7 @@ fn plan_writes(body: &Value) -> Result<Vec<(&'static str, Option<String>)>, ApiE
                 "{key}: expected a positive whole number of tokens, got {text:?}"
             )));
         }
-        if key == "review_max_cost"
+        if matches!(key, "review_max_cost" | "monthly_budget")
             && !text
                 .trim()
                 .parse::<f64>()
@@ -337,6 +348,8 @@ mod tests {
             (json!({"review_max_cost": "inf"}), "review_max_cost"),
             (json!({"thread_max_answers": "-1"}), "thread_max_answers"),
             (json!({"pr_max_answers": "many"}), "pr_max_answers"),
+            (json!({"monthly_budget": "0"}), "monthly_budget"),
+            (json!({"monthly_budget": "ten"}), "monthly_budget"),
         ] {
             match plan_writes(&body) {
                 Err(ApiError::Unprocessable(m)) => assert!(m.starts_with(field), "{m}"),

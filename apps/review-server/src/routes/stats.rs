@@ -13,7 +13,7 @@ use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use review_domain::{ReviewListQuery, ReviewRow, StatsFilter};
-use review_store::{Charts, Stats};
+use review_store::{Charts, OutcomeStats, Stats};
 use serde::Deserialize;
 
 /// Routes of this module.
@@ -21,6 +21,7 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/stats", get(stats))
         .route("/api/stats/charts", get(charts))
+        .route("/api/stats/outcomes", get(outcomes))
         .route("/api/reviews", get(list_reviews))
 }
 
@@ -101,6 +102,19 @@ pub(crate) async fn charts(
 ) -> Result<Json<Charts>, ApiError> {
     let filter = StatsQuery::from_pairs(pairs).filter();
     Ok(Json(app.records.store.charts(&filter).await?))
+}
+
+/// GET /api/stats/outcomes: the posted inline findings of the filtered reviews and what became
+/// of them (open, resolved, dismissed) per repo, model and severity, with acceptance and
+/// dismissal rates and the cost per resolved finding (docs/review-service.md, "Finding outcomes").
+#[utoipa::path(get, path = "/api/stats/outcomes", params(StatsQuery),
+    responses((status = 200, body = OutcomeStats)))]
+pub(crate) async fn outcomes(
+    State(app): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<OutcomeStats>, ApiError> {
+    let filter = StatsQuery::from_pairs(pairs).filter();
+    Ok(Json(app.records.store.outcome_stats(&filter).await?))
 }
 
 /// GET /api/reviews: ReviewRow[] newest id first, skipped included, filtered by status and

@@ -14,6 +14,7 @@
 //! (`migrations/0008_stats_totals.sql`) instead of summing days. Percentiles walk an index and
 //! stop at the rank. The SQL is assembled with the `$N` builder of `crate::sql`.
 
+mod outcomes;
 mod plan;
 mod rows;
 

@@ -139,3 +139,37 @@ pub struct Charts {
     pub findings_daily: Vec<FindingsDailyRow>,
     pub top_files: Vec<TopFileRow>,
 }
+
+/// Posted inline findings of one repository, model or severity and what became of them
+/// (docs/review-service.md, "Finding outcomes").
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct OutcomeStatsRow {
+    /// The repository's `owner/name`, the model spec or the severity, after the list it is in.
+    pub key: String,
+    /// Inline findings posted (every outcome).
+    pub posted: i64,
+    pub open: i64,
+    /// Fixed in a later commit, as the recheck found.
+    pub resolved: i64,
+    /// Answered as intended or thumbed down.
+    pub dismissed: i64,
+    /// resolved / posted, 0..1; null when nothing was posted.
+    pub acceptance_rate: Option<f64>,
+    /// dismissed / posted, 0..1; null when nothing was posted.
+    pub dismissal_rate: Option<f64>,
+    /// USD: what the group's reviews cost, all of them; null in bySeverity (a review's cost is
+    /// not split among severities).
+    pub cost: Option<f64>,
+    /// cost / resolved, USD; null when nothing was resolved, and in bySeverity.
+    pub cost_per_resolved: Option<f64>,
+}
+
+/// The body of GET /api/stats/outcomes (docs/review-service.md, "Finding outcomes"): each list
+/// most posted first.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeStats {
+    pub by_repo: Vec<OutcomeStatsRow>,
+    pub by_model: Vec<OutcomeStatsRow>,
+    pub by_severity: Vec<OutcomeStatsRow>,
+}
