@@ -302,5 +302,24 @@ async fn an_intended_reply_or_a_thumbs_down_dismisses_a_finding_unless_from_an_o
     );
     // A dismissed finding is not rechecked, and its thread is left to the people in it.
     assert!(!w.forge.thread_resolved(todo) && !w.forge.thread_resolved(parse_unwrap));
+
+    // A push that edits the lines right around the dismissed findings changes their
+    // fingerprints; their own lines are the same, so they are still not raised.
+    let parse = git(&w.upstream.work, &["show", "feature:src/parse.rs"]).replace(
+        "    // TODO",
+        "    // Input comes from the CLI (#12).\n    // TODO",
+    );
+    commit_on(
+        &w.upstream,
+        "feature",
+        &[("src/parse.rs", &parse)],
+        "a note on the input",
+    );
+    w.upstream.publish_pull(1, "feature");
+    w.deliver_pr_comment("/review full", "MEMBER").await;
+    let rows = w.server.wait_reviews(&w.full_name(), 1, 3).await;
+    assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
+    let third = w.forge.reviews()[2].clone();
+    assert_eq!(third["comments"].as_array().unwrap().len(), 0, "{third}");
     assert_outcome_stats_match_the_rows(&w).await;
 }

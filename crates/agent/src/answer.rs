@@ -326,6 +326,7 @@ pub async fn run_answer(
         since: None,
         range_note: None,
         posted_fingerprints: Vec::new(),
+        dismissed: Vec::new(),
     };
     let registry = ToolRegistry::read_tools();
     let mut tools = registry.specs();

@@ -63,19 +63,31 @@ pub fn of_lines(path: &str, text: &str, start: i64, end: i64) -> Option<String> 
     Some(digest.iter().take(8).map(|b| format!("{b:02x}")).collect())
 }
 
-/// [`of_lines`] of `path` as read from `file` (its place in the head's worktree, resolved by
-/// the caller inside the worktree); None when it cannot be read as text within
-/// [`MAX_FILE_BYTES`].
-pub fn of_file(file: &Path, path: &str, start: i64, end: i64) -> Option<String> {
+/// Line `line` (1-based) of `text`, trimmed and with its inner whitespace collapsed, as the
+/// fingerprint reads it; None when out of range. A dismissed finding is recognised by it
+/// (docs/review-service.md, "Finding outcomes").
+pub fn normalized_line(text: &str, line: i64) -> Option<String> {
+    let at = usize::try_from(line).ok()?.checked_sub(1)?;
+    let l = text.lines().nth(at)?;
+    Some(l.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// The text of `file` (a path resolved in the worktree by the caller), or None when it cannot
+/// be read as text within [`MAX_FILE_BYTES`].
+pub fn read_text(file: &Path) -> Option<String> {
     let file = std::fs::File::open(file).ok()?;
     let mut text = String::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_string(&mut text)
         .ok()?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return None;
-    }
-    of_lines(path, &text, start, end)
+    (text.len() as u64 <= MAX_FILE_BYTES).then_some(text)
+}
+
+/// [`of_lines`] of `path` as read from `file` (its place in the head's worktree, resolved by
+/// the caller inside the worktree); None when it cannot be read as text within
+/// [`MAX_FILE_BYTES`].
+pub fn of_file(file: &Path, path: &str, start: i64, end: i64) -> Option<String> {
+    of_lines(path, &read_text(file)?, start, end)
 }
 
 #[cfg(test)]

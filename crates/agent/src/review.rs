@@ -96,6 +96,11 @@ pub struct ReviewJob {
     /// before the review, each one's verdict in [`ReviewOutcome::rechecked`]
     /// (docs/review-service.md, "Finding outcomes"). Default none.
     pub recheck: Vec<crate::recheck::Recheck>,
+    /// The dismissed findings of the pull request: `(path, the anchored line as posted,
+    /// whitespace collapsed, body)`. A candidate on the same line text of the same file making
+    /// the same claim is not posted, even when the lines around it changed
+    /// (docs/review-service.md, "Finding outcomes"). Default none.
+    pub dismissed: Vec<(String, String, String)>,
 }
 
 /// The change since the last reviewed head of a pull request.
@@ -182,6 +187,7 @@ impl ReviewJob {
             range_note: None,
             posted_fingerprints: Vec::new(),
             recheck: Vec::new(),
+            dismissed: Vec::new(),
         }
     }
 }
@@ -567,6 +573,7 @@ fn pass_context<'a>(
         since: None,
         range_note: job.range_note.clone(),
         posted_fingerprints: job.posted_fingerprints.clone(),
+        dismissed: job.dismissed.clone(),
     }
 }
 

@@ -37,6 +37,17 @@ impl Store {
         self.all(query, pair).await
     }
 
+    /// The dismissed inline findings of a pull request with the head SHA of the review that
+    /// posted each, oldest first (docs/review-service.md, "Finding outcomes").
+    pub async fn dismissed_findings(
+        &self,
+        repo: &str,
+        pr: i64,
+    ) -> Result<Vec<(FindingRow, Option<String>)>> {
+        self.findings_with_outcome(repo, pr, FindingOutcome::Dismissed)
+            .await
+    }
+
     /// The open inline findings of a pull request with the head SHA of the review that posted
     /// each (None when that review recorded none), oldest first (docs/review-service.md,
     /// "Finding outcomes").
@@ -44,6 +55,17 @@ impl Store {
         &self,
         repo: &str,
         pr: i64,
+    ) -> Result<Vec<(FindingRow, Option<String>)>> {
+        self.findings_with_outcome(repo, pr, FindingOutcome::Open)
+            .await
+    }
+
+    /// The inline findings of a pull request with `outcome`, each with its review's head SHA.
+    async fn findings_with_outcome(
+        &self,
+        repo: &str,
+        pr: i64,
+        outcome: FindingOutcome,
     ) -> Result<Vec<(FindingRow, Option<String>)>> {
         let columns = FINDING_COLUMNS
             .split(", ")
@@ -53,14 +75,15 @@ impl Store {
         let sql = format!(
             "SELECT {columns}, r.head_sha AS review_head_sha FROM findings f
              JOIN reviews r ON r.id = f.review_id
-             WHERE f.repo_full_name = $1 AND f.pr_number = $2 AND f.outcome = 'open'
+             WHERE f.repo_full_name = $1 AND f.pr_number = $2 AND f.outcome = $3
              ORDER BY f.id"
         );
         let read = |r: &sqlx::any::AnyRow| {
             use sqlx::Row;
             Ok((finding_from_row(r)?, r.try_get("review_head_sha")?))
         };
-        self.all(sqlx::query(&sql).bind(repo).bind(pr), read).await
+        let query = sqlx::query(&sql).bind(repo).bind(pr).bind(outcome.as_str());
+        self.all(query, read).await
     }
 
     /// Moves an open finding to `outcome` (resolved or dismissed) at `now`, with the head SHA

@@ -36,6 +36,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /api/budget: month-to-date spend, projection and budgets, per
+         *     docs/review-service.md, "Monthly budget".
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description this month's spend and budgets */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["BudgetReport"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/chat": {
         parameters: {
             query?: never;
@@ -363,7 +402,8 @@ export interface paths {
         };
         /**
          * PUT: prompt and model are written as given, so omitting one clears it; omitting enabled
-         *     keeps it (docs/review-service.md §4, Repos rule 2), as does omitting min_severity.
+         *     keeps it (docs/review-service.md §4, Repos rule 2), as does omitting min_severity or
+         *     monthly_budget.
          */
         put: {
             parameters: {
@@ -1410,6 +1450,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/stats/outcomes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /api/stats/outcomes: the posted inline findings of the filtered reviews and what became
+         *     of them (open, resolved, dismissed) per repo, model and severity, with acceptance and
+         *     dismissal rates and the cost per resolved finding (docs/review-service.md, "Finding outcomes").
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description `24h`, `7d`, `30d`, `90d` or `all`; another value means 30d. */
+                    range?: string;
+                    /** @description `YYYY-MM-DD`, inclusive lower bound (UTC); wins over range. */
+                    from?: string;
+                    /** @description `YYYY-MM-DD`, inclusive upper bound (UTC); dropped when not after from. */
+                    to?: string;
+                    /** @description Exact `owner/name`. */
+                    repo?: string;
+                    /** @description Exact model spec. */
+                    model?: string;
+                    /** @description GET /api/reviews only: rows to return, default 100, clamped to 1..1000. */
+                    limit?: string;
+                    /** @description GET /api/reviews only: exact status (skipped included). */
+                    status?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OutcomeStats"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -1551,6 +1645,41 @@ export interface components {
         AuthStatus: {
             /** @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set. */
             enabled: boolean;
+        };
+        /**
+         * @description The body of GET /api/budget. Amounts are USD, in the units of ReviewRow.cost, summed over
+         *     the reviews created since the first of the month (UTC); `projected` is that spend over the
+         *     elapsed fraction of the month.
+         */
+        BudgetReport: {
+            /**
+             * Format: double
+             * @description The global monthly budget (the `monthly_budget` setting, else MONTHLY_BUDGET); null:
+             *     none.
+             */
+            budget?: number | null;
+            /**
+             * @description The current month, `YYYY-MM` (UTC).
+             * @example 2026-11
+             */
+            month: string;
+            /**
+             * Format: double
+             * @description The whole service's spend at the end of the month if it goes on as it went.
+             */
+            projected: number;
+            /** @description Each repository that spent something this month or has its own budget, by name. */
+            repos: components["schemas"]["RepoBudget"][];
+            /**
+             * @description When the budgets reset: the first of the next month, `YYYY-MM-DD` (UTC).
+             * @example 2026-12-01
+             */
+            resets: string;
+            /**
+             * Format: double
+             * @description The whole service's spend this month.
+             */
+            spent: number;
         };
         /** @description The body of GET /api/stats/charts (docs/review-service.md §4, Stats). */
         Charts: {
@@ -1788,6 +1917,61 @@ export interface components {
             tokens: number;
         };
         /**
+         * @description The body of GET /api/stats/outcomes (docs/review-service.md, "Finding outcomes"): each list
+         *     most posted first.
+         */
+        OutcomeStats: {
+            byModel: components["schemas"]["OutcomeStatsRow"][];
+            byRepo: components["schemas"]["OutcomeStatsRow"][];
+            bySeverity: components["schemas"]["OutcomeStatsRow"][];
+        };
+        /**
+         * @description Posted inline findings of one repository, model or severity and what became of them
+         *     (docs/review-service.md, "Finding outcomes").
+         */
+        OutcomeStatsRow: {
+            /**
+             * Format: double
+             * @description resolved / posted, 0..1; null when nothing was posted.
+             */
+            acceptance_rate?: number | null;
+            /**
+             * Format: double
+             * @description USD: what the group's reviews cost, all of them; null in bySeverity (a review's cost is
+             *     not split among severities).
+             */
+            cost?: number | null;
+            /**
+             * Format: double
+             * @description cost / resolved, USD; null when nothing was resolved, and in bySeverity.
+             */
+            cost_per_resolved?: number | null;
+            /**
+             * Format: double
+             * @description dismissed / posted, 0..1; null when nothing was posted.
+             */
+            dismissal_rate?: number | null;
+            /**
+             * Format: int64
+             * @description Answered as intended or thumbed down.
+             */
+            dismissed: number;
+            /** @description The repository's `owner/name`, the model spec or the severity, after the list it is in. */
+            key: string;
+            /** Format: int64 */
+            open: number;
+            /**
+             * Format: int64
+             * @description Inline findings posted (every outcome).
+             */
+            posted: number;
+            /**
+             * Format: int64
+             * @description Fixed in a later commit, as the recheck found.
+             */
+            resolved: number;
+        };
+        /**
          * @description Per-repo totals (docs/review-service.md §2, ProjectStatsRow). `avg_duration` is the mean of
          *     `completed_at - created_at` in seconds over the completed reviews, or null when none
          *     completed (failed rows have a completed_at too, but a row failed at boot after a long wait
@@ -1827,6 +2011,26 @@ export interface components {
              */
             in_flight: number;
         };
+        /** @description One repository's line of the BudgetReport. */
+        RepoBudget: {
+            /**
+             * Format: double
+             * @description Its own monthly budget (RepoRow.monthly_budget); null: it falls under the global one.
+             */
+            budget?: number | null;
+            /**
+             * Format: double
+             * @description Its spend at the end of the month if it goes on as it went.
+             */
+            projected: number;
+            /** @description `owner/name`. */
+            repo_full_name: string;
+            /**
+             * Format: double
+             * @description Its spend this month.
+             */
+            spent: number;
+        };
         /** @description A registered repository (docs/review-service.md §2, RepoRow). */
         RepoRow: {
             /**
@@ -1853,6 +2057,13 @@ export interface components {
             min_severity?: "blocking" | "nit" | "question" | null;
             /** @description Per-repo model override, `<provider>/<model>`. */
             model?: string | null;
+            /**
+             * Format: double
+             * @description **Added.** This repository's own monthly budget, in the units of ReviewRow.cost (USD);
+             *     null: the repository falls under the global `monthly_budget` setting, which caps the
+             *     whole service (docs/review-service.md, "Monthly budget").
+             */
+            monthly_budget?: number | null;
             /** @description Per-repo review prompt (the replaceable focus). */
             prompt?: string | null;
         };
@@ -1960,6 +2171,13 @@ export interface components {
             implement_model?: string;
             /** @description `<provider>/<model>`; empty: the cascade applies. */
             improver_model?: string;
+            /**
+             * @description Most the whole service may spend in a calendar month (UTC), in the units of
+             *     ReviewRow.cost (USD), a positive number as a string; empty: MONTHLY_BUDGET applies
+             *     (unset: no limit). A repository's own monthly_budget replaces it for that repository,
+             *     per docs/review-service.md, "Monthly budget".
+             */
+            monthly_budget?: string;
             /**
              * @description Most answers (in threads and to `/ask`) the App posts on one pull request, a whole
              *     number (0: none); empty: PR_MAX_ANSWERS (default 20).
@@ -2121,6 +2339,14 @@ export interface components {
             min_severity?: string | null;
             /** @description Written as given: omitted clears it. */
             model?: string | null;
+            /**
+             * Format: double
+             * @description **Added.** This repository's own monthly budget in USD (as ReviewRow.cost), a positive
+             *     number: it replaces the global monthly_budget for this repository; null clears it
+             *     (the global budget applies); omitted keeps it, per
+             *     docs/review-service.md, "Monthly budget".
+             */
+            monthly_budget?: number | null;
             /** @description Written as given: omitted clears it. */
             prompt?: string | null;
         };

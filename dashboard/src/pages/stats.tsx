@@ -155,14 +155,12 @@ function OutcomeTables({ outcomes }: { outcomes: OutcomeStats }) {
       <Card title="Finding outcomes by repository">
         <OutcomeTable caption="Finding outcomes by repository" keyLabel="Repository" rows={outcomes.byRepo} withCost />
       </Card>
-      <div className="grid two">
-        <Card title="Finding outcomes by model">
-          <OutcomeTable caption="Finding outcomes by model" keyLabel="Model" rows={outcomes.byModel} withCost />
-        </Card>
-        <Card title="Finding outcomes by severity">
-          <OutcomeTable caption="Finding outcomes by severity" keyLabel="Severity" rows={outcomes.bySeverity} />
-        </Card>
-      </div>
+      <Card title="Finding outcomes by model">
+        <OutcomeTable caption="Finding outcomes by model" keyLabel="Model" rows={outcomes.byModel} withCost />
+      </Card>
+      <Card title="Finding outcomes by severity">
+        <OutcomeTable caption="Finding outcomes by severity" keyLabel="Severity" rows={outcomes.bySeverity} />
+      </Card>
     </>
   );
 }

@@ -66,6 +66,8 @@ impl StoreView {
         fn posted_fingerprints(&self, repo: &str, pr_number: i64) -> Vec<(String, String)>;
         /// The PR's open inline findings with the head SHA each was posted for.
         fn open_findings(&self, repo: &str, pr_number: i64) -> Vec<(FindingRow, Option<String>)>;
+        /// The PR's dismissed inline findings with the head SHA each was posted for.
+        fn dismissed_findings(&self, repo: &str, pr_number: i64) -> Vec<(FindingRow, Option<String>)>;
         /// The head SHA of the PR's last completed review.
         fn last_reviewed_head(&self, repo: &str, pr_number: i64) -> Option<String>;
         /// Whether a review of the PR other than `except` is pending or running.

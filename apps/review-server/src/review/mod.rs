@@ -18,8 +18,8 @@
 //! [`crate::records::Records`]), the worktree is removed and the check run completed.
 
 mod answer;
-mod outcomes;
 pub(crate) mod budget;
+mod outcomes;
 mod poster;
 pub(crate) mod prepare;
 mod queue;

@@ -43,6 +43,9 @@ pub(crate) struct Checkout {
     /// (docs/review-service.md, "Finding outcomes"): each one's id and the lines around it as
     /// they read then.
     pub changed_findings: Vec<(i64, String)>,
+    /// The dismissed findings of the pull request: path, the anchored line as posted
+    /// (whitespace collapsed) and body ([`agent::ReviewJob::dismissed`]).
+    pub dismissed: Vec<(String, String, String)>,
 }
 
 /// Where an open finding sits: its id, file, line and the head SHA it was posted for.
@@ -54,6 +57,23 @@ const AROUND: usize = 2;
 
 /// Files larger than this are not compared: their findings stay open untouched.
 const MAX_COMPARED_BYTES: u64 = 1 << 20;
+
+/// The anchored line of each dismissed finding as it read at the head it was posted for,
+/// whitespace collapsed, with its path and body; findings whose file cannot be read there are
+/// left out.
+fn dismissed_lines(repo: &Repo, spots: &[(FindingSpot, String)]) -> Vec<(String, String, String)> {
+    spots
+        .iter()
+        .filter_map(|((_, path, line, head), body)| {
+            let bytes = repo
+                .file_at(head.as_deref()?, path, MAX_COMPARED_BYTES)
+                .ok()??;
+            let text = String::from_utf8_lossy(&bytes);
+            let line = agent::fingerprint::normalized_line(&text, *line)?;
+            Some((path.clone(), line, body.clone()))
+        })
+        .collect()
+}
 
 /// The open findings among `spots` whose code changed between the head they were posted for
 /// and `head`: the lines around the finding (two each side, whitespace collapsed) no longer
@@ -222,28 +242,48 @@ pub(crate) async fn prepare(
             .await?
             .filter(|last| *last != job.pr.head_sha)
     };
-    let spots: Vec<FindingSpot> = app
-        .records
-        .store
-        .open_findings(&job.repo.full_name(), job.pr.number)
+    // docs/review-service.md, "Finding outcomes": replies and reactions first, so a finding
+    // dismissed now is neither rechecked nor raised again. An answer (docs/review-service.md,
+    // "Answers in review threads") leaves the dismissal to its own verdict.
+    if !matches!(job.trigger, Trigger::Reply | Trigger::Ask) {
+        super::outcomes::read_dismissals(app, job).await;
+    }
+    let spot = |(f, posted_head): (review_domain::FindingRow, Option<String>)| {
+        Some((f.id, f.path?, f.line?, posted_head))
+    };
+    let full_name = job.repo.full_name();
+    let spots: Vec<FindingSpot> = (app.records.store)
+        .open_findings(&full_name, job.pr.number)
         .await?
         .into_iter()
-        .filter_map(|(f, posted_head)| Some((f.id, f.path?, f.line?, posted_head)))
+        .filter_map(spot)
         .collect();
-    let (cloned, repo, read, range, changed) = git_phase(deadline, &stop.0, move |stop| {
-        let synced = git
-            .sync(&key, &url, &refspecs, token.as_ref(), stop)
-            .with_context(|| format!("fetching {url}"))?;
-        let repo = Repo::open(&synced.path)?;
-        let read = read_diff(&repo, &base_sha, &head_sha, limits, stop)?;
-        let range = match last_head {
-            None => Range::Whole,
-            Some(last) => range_since(&repo, last, &head_sha, limits, stop)?,
-        };
-        let changed = changed_findings(&repo, &spots, &head_sha);
-        Ok((synced.cloned, repo, read, range, changed))
-    })
-    .await?;
+    let dismissed_rows = (app.records.store)
+        .dismissed_findings(&full_name, job.pr.number)
+        .await?;
+    let dismissed_spots: Vec<(FindingSpot, String)> = dismissed_rows
+        .into_iter()
+        .filter_map(|(f, head)| {
+            let body = f.body.clone();
+            Some((spot((f, head))?, body))
+        })
+        .collect();
+    let (cloned, repo, read, range, (changed, dismissed)) =
+        git_phase(deadline, &stop.0, move |stop| {
+            let synced = git
+                .sync(&key, &url, &refspecs, token.as_ref(), stop)
+                .with_context(|| format!("fetching {url}"))?;
+            let repo = Repo::open(&synced.path)?;
+            let read = read_diff(&repo, &base_sha, &head_sha, limits, stop)?;
+            let range = match last_head {
+                None => Range::Whole,
+                Some(last) => range_since(&repo, last, &head_sha, limits, stop)?,
+            };
+            let changed = changed_findings(&repo, &spots, &head_sha);
+            let dismissed = dismissed_lines(&repo, &dismissed_spots);
+            Ok((synced.cloned, repo, read, range, (changed, dismissed)))
+        })
+        .await?;
     let DiffRead {
         diff,
         commits,
@@ -277,6 +317,7 @@ pub(crate) async fn prepare(
         worktree,
         range,
         changed_findings: changed,
+        dismissed,
     }))
 }
 

@@ -33,6 +33,7 @@ pub(super) async fn run_agent(
         worktree,
         range,
         changed_findings,
+        dismissed,
         ..
     } = checkout;
     let full_name = job.repo.full_name();
@@ -49,9 +50,6 @@ pub(super) async fn run_agent(
         repo_row.as_ref().and_then(|r| r.prompt.as_deref()),
         settings.get("default_prompt").map(String::as_str),
     );
-    // docs/review-service.md, "Finding outcomes": replies and reactions first, so a dismissed
-    // finding is neither rechecked nor raised again.
-    super::outcomes::read_dismissals(app, job).await;
     let open: Vec<_> = app
         .records
         .store
@@ -79,6 +77,7 @@ pub(super) async fn run_agent(
         .posted_fingerprints(&full_name, job.pr.number)
         .await?;
     agent_job.recheck = super::outcomes::rechecks(&open, &changed_findings);
+    agent_job.dismissed = dismissed;
     agent_job.instructions = instructions;
     agent_job.skills =
         crate::skills::enabled_skills(&app.records.store, &app.config.data_dir).await;

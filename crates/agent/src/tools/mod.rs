@@ -91,6 +91,8 @@ pub struct ToolContext<'a> {
     pub range_note: Option<String>,
     /// [`crate::ReviewJob::posted_fingerprints`].
     pub posted_fingerprints: Vec<(String, String)>,
+    /// [`crate::ReviewJob::dismissed`].
+    pub dismissed: Vec<(String, String, String)>,
 }
 
 /// The change since the last reviewed head, parsed and capped as the model sees it.
@@ -305,6 +307,7 @@ mod tests {
             since: None,
             range_note: None,
             posted_fingerprints: Vec::new(),
+            dismissed: Vec::new(),
         }
     }
 

@@ -262,18 +262,29 @@ fn without_repeats(
 ) -> (Vec<InlineComment>, Vec<Option<String>>, Vec<InlineComment>) {
     let (mut rest, mut prints, mut repeated) = (Vec::new(), Vec::new(), Vec::new());
     for c in kept {
-        let print = (c.side == Side::Right)
-            .then(|| {
-                let start = c.start_line.unwrap_or(c.line);
-                let file = ctx.root.resolve(&c.path).ok()?;
-                crate::fingerprint::of_file(&file, &c.path, start, c.line)
-            })
+        let text = (c.side == Side::Right)
+            .then(|| crate::fingerprint::read_text(&ctx.root.resolve(&c.path).ok()?))
             .flatten();
+        let print = text.as_deref().and_then(|t| {
+            let start = c.start_line.unwrap_or(c.line);
+            crate::fingerprint::of_lines(&c.path, t, start, c.line)
+        });
         let seen = print.as_ref().is_some_and(|p| {
             ctx.posted_fingerprints
                 .iter()
                 .any(|(q, body)| q == p && crate::fingerprint::same_claim(body, &c.body))
         });
+        // docs/review-service.md, "Finding outcomes": a dismissed finding's line, changed
+        // context or not.
+        let line = text
+            .as_deref()
+            .and_then(|t| crate::fingerprint::normalized_line(t, c.line));
+        let dismissed = line.as_ref().is_some_and(|line| {
+            ctx.dismissed.iter().any(|(path, l, body)| {
+                *path == c.path && l == line && crate::fingerprint::same_claim(body, &c.body)
+            })
+        });
+        let seen = seen || dismissed;
         if seen {
             repeated.push(c);
         } else {
