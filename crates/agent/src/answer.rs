@@ -218,6 +218,20 @@ fn fenced(text: &str) -> String {
     text.replace("</untrusted", "<\\/untrusted")
 }
 
+/// Replies of a thread shown to the answerer at most: the last ones.
+pub const THREAD_REPLIES_SHOWN: usize = 20;
+
+/// Characters of one finding, reply or question shown to the answerer at most.
+pub const REPLY_CHARS_SHOWN: usize = 4_000;
+
+/// `text` cut at [`REPLY_CHARS_SHOWN`] characters, saying so.
+fn capped(text: &str) -> String {
+    match text.char_indices().nth(REPLY_CHARS_SHOWN) {
+        Some((i, _)) => format!("{}\n[cut at {REPLY_CHARS_SHOWN} characters]", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
 /// The first user message: the pull request, then the thread or the question, marked
 /// untrusted.
 pub fn answer_message(pr: &PullRequest, question: &Question) -> String {
@@ -244,14 +258,20 @@ pub fn answer_message(pr: &PullRequest, question: &Question) -> String {
                 let _ = writeln!(s, "Line: {l}");
             }
             s.push_str("<untrusted_thread>\n[your finding]\n");
-            let _ = writeln!(s, "{}", fenced(finding.trim()));
-            for r in replies {
+            let _ = writeln!(s, "{}", fenced(&capped(finding.trim())));
+            // A thread may hold 100 comments of 65,536 characters: the prompt takes the last
+            // THREAD_REPLIES_SHOWN, each cut at REPLY_CHARS_SHOWN, so its size is known first.
+            let skipped = replies.len().saturating_sub(THREAD_REPLIES_SHOWN);
+            if skipped > 0 {
+                let _ = writeln!(s, "\n[{skipped} earlier repl(ies) left out]");
+            }
+            for r in &replies[skipped..] {
                 if r.by_reviewer {
                     s.push_str("\n[your earlier answer]\n");
                 } else {
                     let _ = writeln!(s, "\n[reply by @{} ({})]", r.author, r.association);
                 }
-                let _ = writeln!(s, "{}", fenced(r.body.trim()));
+                let _ = writeln!(s, "{}", fenced(&capped(r.body.trim())));
             }
             s.push_str("</untrusted_thread>\n\nRead the code, then answer the last reply with answer_thread.\n");
         }
@@ -263,7 +283,7 @@ pub fn answer_message(pr: &PullRequest, question: &Question) -> String {
             let _ = writeln!(
                 s,
                 "<untrusted_question>\n{}\n</untrusted_question>",
-                fenced(question.trim())
+                fenced(&capped(question.trim()))
             );
             s.push_str("\nRead the code, then answer with answer_thread.\n");
         }
@@ -513,6 +533,31 @@ mod tests {
             },
         );
         assert_eq!(ask.matches("</untrusted_question>").count(), 1, "{ask}");
+    }
+
+    #[test]
+    fn a_hostile_thread_is_bounded_before_the_model_sees_it() {
+        let reply = |i: usize| ThreadReply {
+            author: format!("u{i}"),
+            association: "MEMBER".into(),
+            body: format!("reply {i} {}", "x".repeat(65_536)),
+            by_reviewer: false,
+        };
+        let q = Question::Thread {
+            path: Some("src/lib.rs".into()),
+            line: Some(1),
+            finding: "y".repeat(65_536),
+            replies: (0..100).map(reply).collect(),
+        };
+        let m = answer_message(&pr(), &q);
+        assert!(
+            m.len() < (THREAD_REPLIES_SHOWN + 2) * (REPLY_CHARS_SHOWN + 200),
+            "{}",
+            m.len()
+        );
+        assert!(m.contains("[80 earlier repl(ies) left out]"));
+        assert!(!m.contains("reply 79 ") && m.contains("reply 80 ") && m.contains("reply 99 "));
+        assert_eq!(m.matches("[cut at 4000 characters]").count(), 21);
     }
 
     #[test]
