@@ -15,20 +15,33 @@ function cssVar(name: string, fallback: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
 
+const DAY = 86400;
+
+/** Whole minutes for a duration axis: "45m", "1h 30m". */
+function minutesLabel(secs: number): string {
+  const m = Math.round(secs / 60);
+  if (m < 60) return `${m}m`;
+  return m % 60 === 0 ? `${m / 60}h` : `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
 /** A per-day chart over `days` (YYYY-MM-DD, UTC), one or more series; with a text summary for
- * screen readers, since a canvas has none. */
+ * screen readers, since a canvas has none. The API buckets by UTC day, so the axis is drawn in
+ * UTC and says so, with half a day of room at each end so the edge bars are whole. With
+ * `durations`, the values are seconds and the y axis ticks whole minutes. */
 export function DayChart({
   title,
   days,
   series,
   format = (v: number) => String(v),
   height = 200,
+  durations = false,
 }: {
   title: string;
   days: string[];
   series: Series[];
   format?: (v: number) => string;
   height?: number;
+  durations?: boolean;
 }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -43,15 +56,28 @@ export function DayChart({
       height,
       legend: { show: series.length > 1 },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
+      scales: {
+        x: { time: true, range: (_u, min, max) => [min - DAY / 2, max + DAY / 2] },
+        ...(durations
+          ? { y: { range: (_u: uPlot, _min: number, max: number): uPlot.Range.MinMax => [0, Math.max(60, Math.ceil(max / 60) * 60)] } }
+          : {}),
+      },
       axes: [
-        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
+        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, label: "day (UTC)", labelSize: 18, labelFont: "12px system-ui, sans-serif" },
         {
           stroke: axis,
           grid: { stroke: grid, width: 1 },
           ticks: { stroke: grid },
-          values: (_u, vals) => vals.map((v) => format(v)),
-          size: 60,
+          ...(durations
+            ? {
+                // Whole minutes only: 1, 2, 5, 10, 15, 30 minutes, then hours.
+                incrs: [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400],
+                values: (_u: uPlot, vals: number[]) => vals.map(minutesLabel),
+              }
+            : { values: (_u: uPlot, vals: number[]) => vals.map((v) => format(v)) }),
+          // Wide enough for the longest label ("12h 30m", "$1234"), so none is cut.
+          size: 72,
         },
       ],
       series: [
@@ -74,7 +100,7 @@ export function DayChart({
       resize.disconnect();
       plot.destroy();
     };
-  }, [days, series, format, height]);
+  }, [days, series, format, height, durations]);
   const total = series.map((s) => {
     const sum = s.values.reduce<number>((a, v) => a + (v ?? 0), 0);
     return `${s.label}: ${format(sum)} total`;
@@ -88,7 +114,7 @@ export function DayChart({
         <>
           <div ref={box} className="chart-box" role="img" aria-label={`${title}: ${total.join("; ")}`} />
           <p className="sr-only">
-            {title} over {days.length} days. {total.join("; ")}.
+            {title} over {days.length} days. Days are UTC days. {total.join("; ")}.
           </p>
         </>
       )}

@@ -207,6 +207,7 @@ function ChartGrid({ stats, charts }: { stats: Stats; charts: Charts }) {
           days={latency.days}
           series={latency.series}
           format={duration}
+          durations
         />
       </Card>
       <Card>
