@@ -245,7 +245,10 @@ function ChartGrid({ stats, charts }: { stats: Stats; charts: Charts }) {
         <RankList
           title="Cost by model"
           format={(v) => money(v)}
-          rows={stats.models.map((m) => ({ key: m.model, label: <span className="mono">{m.model}</span>, value: m.cost }))}
+          rows={stats.models
+            .slice()
+            .sort((a, b) => b.cost - a.cost)
+            .map((m) => ({ key: m.model, label: <span className="mono">{m.model}</span>, value: m.cost }))}
         />
       </Card>
     </div>
