@@ -8,7 +8,21 @@ import { ShareBar } from "../components/chart";
 import { Card, Empty, Query, count, duration, money } from "../components/ui";
 
 const route = getRouteApi("/stats");
-const TRIGGER_COLORS = ["#2f7de1", "#1f9d74", "#d08a16", "#9a5bd6", "#d6455d", "#7a8797"];
+/** One colour per trigger, never reused (reopened must not look like opened); mid-tones that
+ * stand out on the light and the dark panel alike. */
+const TRIGGER_COLORS: Record<string, string> = {
+  opened: "#2f7de1",
+  synchronize: "#1f9d74",
+  reopened: "#8b5cf6",
+  command: "#ca8a04",
+  retry: "#d6455d",
+  improve: "#db2777",
+  ready_for_review: "#0891b2",
+  reply: "#65a30d",
+  ask: "#ea580c",
+  unknown: "#7a8797",
+};
+const triggerColor = (t: string) => TRIGGER_COLORS[t] ?? TRIGGER_COLORS.unknown ?? "#7a8797";
 
 export function StatsPage() {
   const filters = route.useSearch();
@@ -140,7 +154,7 @@ function StatsTables({ stats }: { stats: Stats }) {
       <Card>
         <ShareBar
           title="How reviews start"
-          parts={stats.triggers.map((t, i) => ({ label: t.trigger, value: t.count, color: TRIGGER_COLORS[i % TRIGGER_COLORS.length] ?? "#888" }))}
+          parts={stats.triggers.map((t) => ({ label: t.trigger, value: t.count, color: triggerColor(t.trigger) }))}
         />
       </Card>
     </>
