@@ -1,7 +1,7 @@
 // Small building blocks shared by every page: states, badges, times, money.
 import type { ReactNode } from "react";
 import { Link } from "@tanstack/react-router";
-import type { Review } from "../api/client";
+import { ApiFailure, type Review } from "../api/client";
 
 export function Loading({ what = "Loading" }: { what?: string }) {
   return (
@@ -40,8 +40,37 @@ export function Query<T>({
   what?: string;
 }) {
   if (q.isPending) return <Loading what={what} />;
-  if (q.error || q.data === undefined) return <ErrorBox error={q.error} retry={() => q.refetch()} />;
+  // Asking again does not make a missing thing appear: no "Try again" for a 404.
+  if (q.error || q.data === undefined) return <ErrorBox error={q.error} retry={isNotFound(q.error) ? undefined : () => q.refetch()} />;
   return <>{children(q.data)}</>;
+}
+
+/** Whether a query failed because the thing does not exist (the API answered 404). */
+export function isNotFound(error: unknown): boolean {
+  return error instanceof ApiFailure && error.status === 404;
+}
+
+/** The page shown for an unknown review or repository: a heading and the way back. */
+export function NotFoundPage({ title, children, back }: { title: string; children: ReactNode; back: ReactNode }) {
+  return (
+    <>
+      <header className="page-head">
+        <h1>{title}</h1>
+        <p className="muted">{children}</p>
+      </header>
+      <p>{back}</p>
+    </>
+  );
+}
+
+/** Preformatted text that may scroll (long tool results): focusable and named, so a keyboard
+ * user can scroll it too (axe: scrollable-region-focusable). */
+export function Pre({ children, label, className }: { children: ReactNode; label: string; className?: string }) {
+  return (
+    <pre tabIndex={0} role="region" aria-label={label} className={className}>
+      {children}
+    </pre>
+  );
 }
 
 export function StatusBadge({ status }: { status: string }) {

@@ -6,7 +6,7 @@ import { useState } from "react";
 import { api, repoParams, unwrap, type Repo, type Review } from "../api/client";
 import { q } from "../api/queries";
 import { ModelPicker } from "../components/model-picker";
-import { Card, Empty, ErrorBox, Query, ReviewTable, StatusBadge, Time, money } from "../components/ui";
+import { Card, Empty, ErrorBox, NotFoundPage, Query, ReviewTable, StatusBadge, Time, isNotFound, money } from "../components/ui";
 
 function useSaveRepo() {
   const client = useQueryClient();
@@ -122,16 +122,24 @@ export function RepoPage() {
   const fullName = `${owner}/${name}`;
   const repo = useQuery(q.repo(fullName));
   const reviews = useQuery(q.repoReviews(fullName));
+  const back = <Link to="/repos">← Repositories</Link>;
+  if (isNotFound(repo.error))
+    return (
+      <NotFoundPage title="Repository not found" back={back}>
+        <span className="mono">{fullName}</span> is not registered: a repository appears with its first webhook.
+      </NotFoundPage>
+    );
   return (
     <>
-      <p>
-        <Link to="/repos">← Repositories</Link>
-      </p>
+      <p>{back}</p>
       <Query q={repo} what="Loading the repository">
         {(r) => (
           <>
             <header className="page-head row">
-              <h1 className="mono">{r.full_name}</h1>
+              {/* The page's heading at the size of every other page's; only the name is monospace. */}
+              <h1>
+                <span className="mono">{r.full_name}</span>
+              </h1>
               <EnableToggle repo={r} />
             </header>
             <RepoSettings key={r.full_name} repo={r} />
@@ -238,6 +246,13 @@ function RepoSettings({ repo }: { repo: Repo }) {
   );
 }
 
+/** The cost of a PR's reviews; unknown (not "$0.0000") while none has a cost yet, e.g. when its
+ * only review is still running. */
+function prCost(list: Review[]): string {
+  const known = list.filter((r) => r.cost !== null && r.cost !== undefined);
+  return known.length === 0 ? money(null) : money(known.reduce((a, r) => a + (r.cost ?? 0), 0));
+}
+
 function ReviewsByPr({ rows }: { rows: Review[] }) {
   if (rows.length === 0) return <Empty>No reviews for this repository yet.</Empty>;
   const groups = new Map<number, Review[]>();
@@ -251,7 +266,7 @@ function ReviewsByPr({ rows }: { rows: Review[] }) {
           <details key={pr} className="pr-group" open={groups.size <= 5}>
             <summary>
               <span className="mono">{pr === 0 ? "improver runs" : `#${pr}`}</span> {latest.title ?? ""}{" "}
-              <StatusBadge status={latest.status} /> <span className="muted small">{list.length} review(s) · {money(list.reduce((a, r) => a + (r.cost ?? 0), 0))}</span>
+              <StatusBadge status={latest.status} /> <span className="muted small">{list.length} review(s) · {prCost(list)}</span>
             </summary>
             {pr !== 0 && (
               <p className="small">
