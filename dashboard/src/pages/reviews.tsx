@@ -1,17 +1,38 @@
 // Reviews: the filterable list, updating live; a review with its findings and transcript.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, getRouteApi } from "@tanstack/react-router";
+import { useEffect, useState } from "react";
 import { api, unwrap, type DroppedFinding, type Filters, type Finding, type Review } from "../api/client";
 import { q, type TranscriptItem } from "../api/queries";
 import { FilterBar } from "../components/filters";
-import { Card, Empty, ErrorBox, Query, ReviewTable, StatusBadge, Time, count, duration, money, PrLink } from "../components/ui";
+import { Card, Empty, ErrorBox, NotFoundPage, Pre, Query, ReviewTable, StatusBadge, Time, count, duration, isNotFound, money, PrLink } from "../components/ui";
 
 const listRoute = getRouteApi("/reviews");
+
+/** The list's filters as last shown, so that "← Reviews" goes back to the same list (kept for
+ * the tab's session, so a reloaded review page still knows them). */
+const LIST_KEY = "review:list-filters";
+function rememberList(f: Filters) {
+  try {
+    sessionStorage.setItem(LIST_KEY, JSON.stringify(f));
+  } catch {
+    // storage disabled: the back link then opens the unfiltered list
+  }
+}
+function rememberedList(): Filters {
+  try {
+    const v: unknown = JSON.parse(sessionStorage.getItem(LIST_KEY) ?? "{}");
+    return v && typeof v === "object" ? (v as Filters) : {};
+  } catch {
+    return {};
+  }
+}
 
 export function ReviewsPage() {
   const filters = listRoute.useSearch();
   const navigate = listRoute.useNavigate();
   const reviews = useQuery(q.reviews({ ...filters, limit: "200" }));
+  useEffect(() => rememberList(filters), [filters]);
   return (
     <>
       <header className="page-head">
@@ -34,11 +55,21 @@ export function ReviewPage() {
   const { id } = oneRoute.useParams();
   const reviewId = Number(id);
   const review = useQuery(q.review(reviewId));
+  const [back] = useState(rememberedList);
+  const backLink = (
+    <Link to="/reviews" search={back}>
+      ← Reviews
+    </Link>
+  );
+  if (isNotFound(review.error))
+    return (
+      <NotFoundPage title="Review not found" back={backLink}>
+        There is no review #{id}: it may have been deleted with its repository.
+      </NotFoundPage>
+    );
   return (
     <>
-      <p>
-        <Link to="/reviews">← Reviews</Link>
-      </p>
+      <p>{backLink}</p>
       <Query q={review} what="Loading the review">
         {(r) => <ReviewDetail review={r} />}
       </Query>
@@ -50,11 +81,22 @@ function ReviewDetail({ review: r }: { review: Review }) {
   const client = useQueryClient();
   const findings = useQuery(q.findings(r.id));
   const dropped = useQuery(q.dropped(r.id));
-  const transcript = useQuery({ ...q.transcript(r.id), enabled: r.session_id !== null && r.session_id !== undefined });
   const done = ["completed", "failed", "skipped"].includes(r.status);
+  // A running review's transcript grows while it runs: poll it until the review ends.
+  const transcript = useQuery({
+    ...q.transcript(r.id),
+    enabled: r.session_id !== null && r.session_id !== undefined,
+    refetchInterval: done ? false : 3000,
+  });
+  // Retry re-runs a pull request's review: not while it runs, and not an improver run (PR 0).
+  const canRetry = done && r.pr_number !== 0;
+  const [confirmRetry, setConfirmRetry] = useState(false);
   const retry = useMutation({
     mutationFn: async () => unwrap(await api.POST("/api/reviews/{id}/retry", { params: { path: { id: String(r.id) } } })),
-    onSuccess: () => client.invalidateQueries({ queryKey: ["reviews"] }),
+    onSuccess: () => {
+      setConfirmRetry(false);
+      return client.invalidateQueries({ queryKey: ["reviews"] });
+    },
   });
   const stop = useMutation({
     mutationFn: async () => unwrap(await api.POST("/api/reviews/{id}/stop", { params: { path: { id: String(r.id) } } })),
@@ -77,9 +119,22 @@ function ReviewDetail({ review: r }: { review: Review }) {
               Stop
             </button>
           )}
-          <button type="button" className="btn" onClick={() => retry.mutate()} disabled={retry.isPending}>
-            Retry
-          </button>
+          {canRetry &&
+            (confirmRetry ? (
+              <span className="row" role="group" aria-label="Confirm retry">
+                <span>Run this review again?</span>
+                <button type="button" className="btn primary" onClick={() => retry.mutate()} disabled={retry.isPending}>
+                  Yes, retry
+                </button>
+                <button type="button" className="btn" onClick={() => setConfirmRetry(false)}>
+                  Cancel
+                </button>
+              </span>
+            ) : (
+              <button type="button" className="btn" onClick={() => setConfirmRetry(true)}>
+                Retry…
+              </button>
+            ))}
         </div>
       </header>
       {(retry.error || stop.error) && <ErrorBox error={retry.error ?? stop.error} />}
@@ -129,10 +184,20 @@ function ReviewDetail({ review: r }: { review: Review }) {
         ) : (
           <Query q={transcript} what="Loading the transcript">
             {(t) =>
-              t.error ? (
+              // Only these two codes mean the transcript could not be read; any other `error` is
+              // the agent's own, written into the transcript of a failed or cancelled review
+              // (docs/review-service.md, "Session").
+              t.error === "session-unavailable" || t.error === "session-unparseable" ? (
                 <ErrorBox error={`${t.error}: ${t.detail ?? t.raw ?? ""}`} />
               ) : (
-                <Conversation items={t.items ?? []} />
+                <>
+                  {t.error && (
+                    <p className="turn error" data-testid="transcript-error">
+                      <strong>The agent stopped:</strong> {t.error}
+                    </p>
+                  )}
+                  <Conversation items={t.items ?? []} />
+                </>
               )
             }
           </Query>
@@ -263,7 +328,7 @@ function FindingBody({ body }: { body: string }) {
       {suggestion !== undefined && (
         <figure className="suggestion">
           <figcaption className="small muted">Suggested change</figcaption>
-          <pre className="mono">{suggestion}</pre>
+          <Pre label="Suggested change" className="mono">{suggestion}</Pre>
         </figure>
       )}
     </>
@@ -290,7 +355,7 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
               <li key={i} className="turn system">
                 <details>
                   <summary>System instructions</summary>
-                  <pre>{it.text}</pre>
+                  <Pre label="System instructions">{it.text}</Pre>
                 </details>
               </li>
             );
@@ -300,7 +365,7 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
                 <p className="who">{it.nudge ? "Nudge" : "Prompt"}</p>
                 <details open={it.nudge}>
                   <summary>{(it.text ?? "").slice(0, 120)}</summary>
-                  <pre>{it.text}</pre>
+                  <Pre label={it.nudge ? "Nudge" : "Prompt"}>{it.text}</Pre>
                 </details>
               </li>
             );
@@ -321,11 +386,11 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
                     {result?.is_error ? <span className="badge status-failed">error</span> : null}
                   </summary>
                   <p className="small muted">Arguments</p>
-                  <pre>{pretty(it.arguments)}</pre>
+                  <Pre label={`Arguments of ${it.name ?? "the tool call"}`}>{pretty(it.arguments)}</Pre>
                   {result && (
                     <>
                       <p className="small muted">Result</p>
-                      <pre>{pretty(result.content)}</pre>
+                      <Pre label={`Result of ${it.name ?? "the tool call"}`}>{pretty(result.content)}</Pre>
                     </>
                   )}
                 </details>
@@ -342,14 +407,14 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
                   <summary>
                     Verifier {it.role === "user" ? "· candidates" : it.role === "tool" ? `· ${it.name ?? "tool"}` : it.role === "assistant" ? "· answer" : "· error"}
                   </summary>
-                  {it.text ? <pre>{it.text}</pre> : null}
+                  {it.text ? <Pre label="Verifier text">{it.text}</Pre> : null}
                   {(it.tool_calls ?? []).map((c) => (
-                    <pre key={c.id}>
+                    <Pre key={c.id} label={`Verifier call ${c.name}`}>
                       {c.name} {pretty(c.arguments)}
-                    </pre>
+                    </Pre>
                   ))}
-                  {it.content !== undefined ? <pre>{pretty(it.content)}</pre> : null}
-                  {it.message ? <pre>{it.message}</pre> : null}
+                  {it.content !== undefined ? <Pre label="Verifier tool result">{pretty(it.content)}</Pre> : null}
+                  {it.message ? <Pre label="Verifier error">{it.message}</Pre> : null}
                 </details>
               </li>
             );
@@ -370,7 +435,7 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
           default:
             return (
               <li key={i} className="turn">
-                <pre>{pretty(it)}</pre>
+                <Pre label={`Transcript item ${it.type}`}>{pretty(it)}</Pre>
               </li>
             );
         }
