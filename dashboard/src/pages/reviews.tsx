@@ -186,7 +186,7 @@ function ReviewDetail({ review: r }: { review: Review }) {
             {(t) =>
               // Only these two codes mean the transcript could not be read; any other `error` is
               // the agent's own, written into the transcript of a failed or cancelled review
-              // (docs/review-service.md, "Session").
+              // (docs/review-service.md, "Reviews": Session).
               t.error === "session-unavailable" || t.error === "session-unparseable" ? (
                 <ErrorBox error={`${t.error}: ${t.detail ?? t.raw ?? ""}`} />
               ) : (
