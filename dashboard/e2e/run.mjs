@@ -142,11 +142,11 @@ async function main() {
   const totalReviews = stats.projects.reduce((a, p) => a + p.reviews, 0);
 
   // E2E_SKIP_PAGES=1 skips the per-page checks, to work on the scenarios after them.
-  if (!process.env.E2E_SKIP_PAGES) await pages(seeded, totalReviews, budget);
+  if (!process.env.E2E_SKIP_PAGES) await pages(seeded, totalReviews, budget, stats);
   await scenarios();
 }
 
-async function pages(seeded, totalReviews, budget) {
+async function pages(seeded, totalReviews, budget, stats) {
   await visit("overview", "/", async (page) => {
     await sees(page, "Reviews per day");
     const cards = page.getByTestId("stat-cards");
@@ -161,6 +161,13 @@ async function pages(seeded, totalReviews, budget) {
     await sees(page, "src/http/client.rs", ".ranklist");
     await sees(page, "Drop Node 18 support");
     check((await page.locator("canvas").count()) >= 2, "the day charts did not draw");
+    // Cost by model: the costliest model first (issue 30, defect 5).
+    const byModel = page.locator("figure", { has: page.locator("figcaption", { hasText: "Cost by model" }) });
+    const shown = await byModel.locator(".rank-label").allTextContents();
+    const expected = [...stats.models].sort((a, b) => b.cost - a.cost).map((m) => m.model);
+    check(JSON.stringify(shown) === JSON.stringify(expected), `cost by model shows ${JSON.stringify(shown)}, expected ${JSON.stringify(expected)}`);
+    // Day axes are in UTC and say so (issue 30, defect 4).
+    check((await page.getByText("Days are UTC days.").count()) >= 2, "the day charts do not say their days are UTC");
   });
   await visit("overview-filtered", "/?repo=octo%2Fdocs&range=30d", async (page) => {
     await page.getByLabel("Repository").waitFor();
@@ -183,6 +190,22 @@ async function pages(seeded, totalReviews, budget) {
     );
     await sees(page, "Add retry to HTTP client");
     await sees(page, "#12");
+    // The title is a page heading like every other page's, not 13.8 px (issue 30, defect 6).
+    const size = await page.locator("main h1").first().evaluate((h) => parseFloat(getComputedStyle(h).fontSize));
+    const body = await page.evaluate(() => parseFloat(getComputedStyle(document.body).fontSize));
+    check(size >= 20 && size > body, `the repository's heading is ${size} px (body ${body} px)`);
+  });
+  // Unknown review and repository: a page with a heading and a way back, no retry (defect 12).
+  await visit("review-not-found", "/reviews/987654", async (page) => {
+    await page.getByRole("heading", { level: 1, name: "Review not found" }).waitFor();
+    check((await page.getByRole("button", { name: "Try again" }).count()) === 0, "a 404 offers to try again");
+    check((await page.getByText("Could not load").count()) === 0, "a 404 shows as a load failure");
+    await page.getByRole("link", { name: "← Reviews" }).waitFor();
+  });
+  await visit("repository-not-found", "/repos/nobody/nothing", async (page) => {
+    await page.getByRole("heading", { level: 1, name: "Repository not found" }).waitFor();
+    check((await page.getByRole("button", { name: "Try again" }).count()) === 0, "a 404 offers to try again");
+    await page.getByRole("link", { name: "← Repositories" }).waitFor();
   });
   await visit("pr-history", "/repos/acme/gadgets/pr/12", async (page) => {
     await sees(page, "Add retry to HTTP client", "table");
@@ -221,11 +244,49 @@ async function pages(seeded, totalReviews, budget) {
     await sees(page, "review posted: 1 inline comment");
     await sees(page, "Resolved: fixed at c0ffee1");
     await sees(page, 'Dismissed: @octocat replied: "Intended: jitter is fixed by the SLA."');
+    // Every tool result expanded, for axe's scrollable-region-focusable (defect 14).
+    await page.evaluate(() => document.querySelectorAll(".conversation details").forEach((d) => (d.open = true)));
+    check((await page.locator('pre[tabindex="0"][role="region"]').count()) > 0, "the transcript's scrollable text is not focusable");
   });
+  // A failed review's transcript carries the agent's own `error`: the transcript is shown with
+  // it, not "Could not load" (defect 1). The session answer is the seeded transcript as the
+  // agent writes it for a timed-out run.
+  step = "failed review's transcript";
+  {
+    const page = await newPage();
+    const failed = { ...JSON.parse(readFileSync(new URL("./transcript.json", import.meta.url), "utf8")), status: "failed", error: "timeout: the review took longer than 600 s" };
+    await page.route(`**/api/reviews/${seeded.id}/session`, (route) => route.fulfill({ json: failed }));
+    await open(page, `/reviews/${seeded.id}`);
+    await page.locator(".turn.tool").first().waitFor();
+    await sees(page, "timeout: the review took longer than 600 s", "[data-testid=transcript-error]");
+    check((await page.getByText("Could not load").count()) === 0, "the failed transcript shows as a load failure");
+    await accessible(page, step);
+    await shot(page, "review-failed-transcript-light");
+    await page.context().close();
+    log("ok: failed review's transcript");
+  }
+  // "← Reviews" goes back to the list as it was filtered (defect 7).
+  step = "back to the filtered list";
+  {
+    const page = await newPage();
+    await open(page, "/reviews?status=failed");
+    await page.locator("tr[data-review-id] td a").first().click();
+    await page.locator("main h1").first().waitFor();
+    await page.getByRole("link", { name: "← Reviews" }).click();
+    await page.waitForURL((url) => url.pathname === "/reviews");
+    check(new URL(page.url()).searchParams.get("status") === "failed", `back at ${page.url()}`);
+    await sees(page, "Rewrite install guide", "table");
+    await page.context().close();
+    log("ok: back to the filtered list");
+  }
   await visit("stats", "/stats", async (page) => {
     await sees(page, "acme/gadgets", "table");
     await sees(page, "openai/gpt-5", "table");
     await sees(page, "How reviews start");
+    // Every trigger its own colour (defect 9).
+    const starts = page.locator("figure", { has: page.locator("figcaption", { hasText: "How reviews start" }) });
+    const colours = await starts.locator(".legend .swatch").evaluateAll((els) => els.map((e) => getComputedStyle(e).backgroundColor));
+    check(colours.length >= 4 && new Set(colours).size === colours.length, `trigger colours ${JSON.stringify(colours)}`);
     // Finding outcomes (issue 29): of the seeded review's four inline findings one is resolved.
     await sees(page, "Finding outcomes by repository");
     await sees(page, "25%", '[aria-label="Finding outcomes by repository"], table');
@@ -343,13 +404,18 @@ async function scenarios() {
     await page.locator(".turn.tool summary").first().click();
     await sees(page, "Arguments", ".turn.tool");
     const before = (await api("/api/repos/acme/widgets/pr/1")).length;
-    await page.getByRole("button", { name: "Retry" }).click();
+    // Retry asks first (defect 10).
+    await page.getByRole("button", { name: "Retry…" }).click();
+    await page.getByRole("button", { name: "Yes, retry" }).click();
     await sees(page, "Retry queued");
     const retried = await waitFor("the retry row", async () => {
       const rows = await api("/api/repos/acme/widgets/pr/1");
       return rows.length > before && rows[0].trigger === "retry" ? rows[0] : null;
     });
     await open(page, `/reviews/${retried.id}`);
+    await page.getByRole("button", { name: "Stop" }).waitFor();
+    // No Retry on a review that is still running (defect 10).
+    check((await page.getByRole("button", { name: /retry/i }).count()) === 0, "Retry is offered next to Stop");
     await page.getByRole("button", { name: "Stop" }).click();
     await page.locator('.page-head [data-status="failed"]').waitFor({ timeout: 60_000 });
     await sees(page, "Stopped by user");
