@@ -187,7 +187,9 @@ function ReviewDetail({ review: r }: { review: Review }) {
               // Only these two codes mean the transcript could not be read; any other `error` is
               // the agent's own, written into the transcript of a failed or cancelled review
               // (docs/review-service.md, "Reviews": Session).
-              t.error === "session-unavailable" || t.error === "session-unparseable" ? (
+              !done && t.error === "session-unavailable" ? (
+                <Empty>The transcript appears here as the agent writes it.</Empty>
+              ) : t.error === "session-unavailable" || t.error === "session-unparseable" ? (
                 <ErrorBox error={`${t.error}: ${t.detail ?? t.raw ?? ""}`} />
               ) : (
                 <>
