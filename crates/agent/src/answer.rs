@@ -20,7 +20,7 @@ use crate::diff;
 use crate::error::AgentError;
 use crate::provider::{Message, ModelRequest, ProviderSettings, ToolSpec, Usage};
 use crate::review::Budget;
-use crate::tools::{PostState, ReviewPoster, ToolContext, ToolRegistry, path::Root};
+use crate::tools::{PostState, ReviewPoster, ToolContext, ToolRegistry};
 use crate::transcript::TranscriptStore;
 
 /// The phrase that names the answering role in its system prompt (the scripted model of the
@@ -321,10 +321,7 @@ pub async fn run_answer(
 ) -> Result<AnswerOutcome, AgentError> {
     let spec = job.model.to_string();
     let client = providers.client(&job.model.provider)?;
-    let root = Root::new(&job.worktree).map_err(|e| AgentError::Worktree {
-        path: job.worktree.display().to_string(),
-        source: Some(e.into()),
-    })?;
+    let root = crate::review::open_worktree(&job.worktree)?;
     let writer = transcripts.start(&job.session_id, &spec).await?;
     let parsed = diff::parse(&job.diff);
     let capped = diff::cap(&parsed, job.diff_cap_bytes);

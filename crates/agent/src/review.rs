@@ -234,6 +234,15 @@ pub struct ReviewOutcome {
     pub rechecked: Vec<crate::recheck::Rechecked>,
 }
 
+/// The worktree at `path` as the root the file tools are confined to; a worktree that cannot
+/// be opened is [`AgentError::Worktree`]. Shared by reviews and answers.
+pub(crate) fn open_worktree(path: &std::path::Path) -> Result<Root, AgentError> {
+    Root::new(path).map_err(|e| AgentError::Worktree {
+        path: path.display().to_string(),
+        source: Some(e.into()),
+    })
+}
+
 /// Runs one review to completion.
 ///
 /// Errors: registry errors ([`AgentError::MissingKey`], [`AgentError::UnknownProvider`]);
@@ -253,10 +262,7 @@ pub async fn run_review(
 ) -> Result<ReviewOutcome, AgentError> {
     let spec = job.model.to_string();
     let client = providers.client(&job.model.provider)?;
-    let root = Root::new(&job.worktree).map_err(|e| AgentError::Worktree {
-        path: job.worktree.display().to_string(),
-        source: Some(e.into()),
-    })?;
+    let root = open_worktree(&job.worktree)?;
     let writer = transcripts.start(&job.session_id, &spec).await?;
 
     let parsed = diff::parse(&job.diff);
