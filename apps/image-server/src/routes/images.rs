@@ -249,8 +249,19 @@ pub(crate) fn raw_body_limit(limit: usize) -> usize {
     limit / 3 * 4 + 64 * 1024
 }
 
+/// The least a refused body is read (and dropped) before answering: 16 MiB.
+const DRAIN_FLOOR: usize = 16 << 20;
+
+/// How much of a refused request body is read and dropped before the answer is sent: four
+/// times `max`, and at least [`DRAIN_FLOOR`]. Hyper closes a connection whose body is unread,
+/// and a client still writing it then sees a broken pipe instead of our 401 or 413, as nginx's
+/// lingering close avoids. Nothing drained is held; the request timeout bounds the time.
+fn drain_cap(max: usize) -> usize {
+    max.saturating_mul(4).max(DRAIN_FLOOR)
+}
+
 /// Collects up to `max` bytes of `body`. Beyond that it keeps reading and discarding (up to
-/// four times `max`, then gives up) and answers [`ApiError::TooLarge`] naming `limit`.
+/// [`drain_cap`], then gives up) and answers [`ApiError::TooLarge`] naming `limit`.
 pub(crate) async fn read_body(
     body: axum::body::Body,
     max: usize,
@@ -265,7 +276,7 @@ pub(crate) async fn read_body(
         total = total.saturating_add(chunk.len());
         if total <= max {
             buf.extend_from_slice(&chunk);
-        } else if total > max.saturating_mul(4) {
+        } else if total > drain_cap(max) {
             break;
         }
     }
@@ -352,7 +363,7 @@ async fn store_upload(
     // The key first: a client without it gets nothing buffered. What it is still sending is
     // read and dropped (bounded), so the 401 reaches it instead of a reset connection.
     if let Err(e) = auth::require_key(&headers, &app.api_key) {
-        discard_body(body, raw_body_limit(limit).saturating_mul(4)).await;
+        discard_body(body, drain_cap(raw_body_limit(limit))).await;
         return Err(e);
     }
     // Then the whole body (bounded), so that a 413 reaches the client the same way.
