@@ -213,7 +213,7 @@ pub struct Config {
     #[arg(
         long,
         env = "AGENT_MODEL",
-        default_value = "anthropic/claude-sonnet-4-5"
+        default_value = BUILT_IN_MODEL
     )]
     pub agent_model: String,
     /// Public model catalog (models.dev format).
@@ -317,6 +317,10 @@ pub struct Config {
     #[arg(long, env = "WEBHOOK_MAX_CONCURRENT_BODIES", default_value_t = 4)]
     pub webhook_max_concurrent_bodies: usize,
 }
+
+/// The review model when neither a repository, the `agent_model` setting nor AGENT_MODEL names
+/// one (docs/configuration.md).
+pub const BUILT_IN_MODEL: &str = "anthropic/claude-sonnet-4-5";
 
 /// How the dashboard API is exposed, decided once at start (docs/security.md, "Sign-in").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

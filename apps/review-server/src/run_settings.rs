@@ -125,13 +125,19 @@ pub(crate) fn review_verifier(
     stored: &BTreeMap<String, String>,
     model: &ModelSpec,
 ) -> Option<ModelSpec> {
-    if stored.get("review_verify").map(|v| v.trim()) == Some("false") {
+    if !verification_on(stored) {
         return None;
     }
     let own = stored
         .get("verify_model")
         .and_then(|v| v.trim().parse::<ModelSpec>().ok());
     Some(own.unwrap_or_else(|| model.clone()))
+}
+
+/// Whether inline findings are verified before posting: the `review_verify` setting is absent
+/// or anything but `false` (docs/review-service.md, "Verification before posting").
+pub(crate) fn verification_on(stored: &BTreeMap<String, String>) -> bool {
+    stored.get("review_verify").map(|v| v.trim()) != Some("false")
 }
 
 /// How many independent passes a review makes (docs/review-service.md, "Several passes"): the

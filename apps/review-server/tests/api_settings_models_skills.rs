@@ -843,3 +843,80 @@ async fn enabled_skills_reach_the_agent_prompt() {
         "a disabled skill is not offered: {system}"
     );
 }
+
+/// docs/review-service.md, "Settings in force": each role's model with its source, each key's
+/// state, and the alarms the overview shows, before and after settings change them.
+#[tokio::test]
+async fn settings_in_force_name_each_models_source_and_each_keys_state() {
+    let (_c, _d, s) = models_server(&[
+        ("AGENT_MODEL", "anthropic/claude-b".to_owned()),
+        ("AGENT_API_KEY", "sk-env".to_owned()),
+        ("FORGE_URL", "https://ghe.example.com/".to_owned()),
+    ])
+    .await;
+    let v = s.get_json("/api/settings/effective").await;
+    assert_eq!(v["forgeUrl"], "https://ghe.example.com");
+    assert_eq!(v["apiExposure"], "open_on_loopback");
+    let role = |v: &Value, role: &str| -> Value {
+        v["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == role)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        role(&v, "review"),
+        json!({"role": "review", "setting": "agent_model", "model": "anthropic/claude-b",
+               "source": "environment", "key": "agent_api_key", "hasKey": true,
+               "inCatalog": true, "problem": null})
+    );
+    assert_eq!(role(&v, "verify")["source"], "inherited");
+    let key = |v: &Value, setting: &str| -> Value {
+        v["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["setting"] == setting)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(key(&v, "agent_api_key")["source"], "environment");
+    assert_eq!(key(&v, "third_api_key")["source"], "missing");
+    let codes = |v: &Value| field_strings(&v["alarms"], "code");
+    assert_eq!(codes(&v), ["no_webhook_secret", "no_app_credentials"]);
+
+    // A stored verifier on a provider without a key, and a review model the catalog lacks.
+    let (status, _) = s
+        .put_json(
+            "/api/settings",
+            json!({"verify_model": "openai/gpt-x", "agent_model": "anthropic/claude-next",
+                   "agent_api_key": "sk-stored"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let v = s.get_json("/api/settings/effective").await;
+    let review = role(&v, "review");
+    assert_eq!(
+        (&review["source"], &review["inCatalog"], &review["problem"]),
+        (&json!("setting"), &json!(false), &Value::Null)
+    );
+    let verify = role(&v, "verify");
+    assert_eq!(
+        (&verify["source"], &verify["hasKey"]),
+        (&json!("setting"), &json!(false))
+    );
+    assert_eq!(key(&v, "agent_api_key")["source"], "setting");
+    assert_eq!(key(&v, "third_api_key")["usedBy"], json!(["verify"]));
+    assert_eq!(
+        codes(&v),
+        [
+            "model_without_key",
+            "no_webhook_secret",
+            "no_app_credentials"
+        ]
+    );
+    let settings = s.get_json("/api/settings/effective").await.to_string();
+    assert!(!settings.contains("sk-stored") && !settings.contains("sk-env"));
+}

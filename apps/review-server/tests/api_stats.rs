@@ -722,3 +722,183 @@ async fn rollups_agree_with_raw_rows() {
     let all = env.get("/api/stats?range=all").await;
     assert_eq!(all["projects"][0]["reviews"], json!(16), "{all}");
 }
+
+/// docs/review-service.md, "Review list paging": `before` pages under an id and X-Total-Count
+/// counts every matching row, so a list of 250 reviews is reachable page by page.
+#[tokio::test]
+async fn the_review_list_pages_with_before_and_counts_the_total() {
+    let env = Env::start().await;
+    let start = now() - 3600;
+    env.insert_many(250, start).await;
+    let page = |q: String| {
+        let env = &env;
+        async move {
+            let r = env
+                .server
+                .http
+                .get(format!("{}/api/reviews?{q}", env.server.url))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            let total: i64 = r.headers()["x-total-count"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            (total, ids(&r.json::<Value>().await.unwrap()))
+        }
+    };
+    let (total, first) = page("limit=200".into()).await;
+    assert_eq!((total, first.len()), (250, 200));
+    let last = *first.last().unwrap();
+    let (total, second) = page(format!("limit=200&before={last}")).await;
+    assert_eq!((total, second.len()), (250, 50));
+    assert!(second.iter().all(|id| *id < last));
+    let mut all = first;
+    all.extend(second);
+    all.dedup();
+    assert_eq!(all.len(), 250);
+    // Junk `before` is ignored like the other junk values; a filter changes the total.
+    assert_eq!(page("limit=5&before=abc".into()).await.1.len(), 5);
+    assert_eq!(page("status=failed".into()).await, (0, vec![]));
+}
+
+/// docs/review-service.md, "Failure classes": a failed row says why in `failure_class`; other
+/// rows carry null.
+#[tokio::test]
+async fn failed_reviews_carry_their_failure_class() {
+    let env = Env::start().await;
+    let created_at = now() - 60;
+    let mut ids_by_error = Vec::new();
+    for error in [
+        "model provider answered 529: Overloaded",
+        "timeout: no model progress for 120 s",
+        "Stopped by user",
+        "budget exceeded: 120000 tokens over REVIEW_MAX_TOKENS 100000",
+    ] {
+        let id = env
+            .insert(Rv {
+                status: "failed",
+                created_at,
+                ..Rv::default()
+            })
+            .await;
+        sqlx::query("UPDATE reviews SET error = ? WHERE id = ?")
+            .bind(error)
+            .bind(id)
+            .execute(env.pool())
+            .await
+            .unwrap();
+        ids_by_error.push(id);
+    }
+    let ok = env
+        .insert(Rv {
+            created_at,
+            ..Rv::default()
+        })
+        .await;
+    let classes: Vec<Value> = env
+        .get("/api/reviews?range=24h")
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!([r["id"], r["failure_class"]]))
+        .collect();
+    let want: Vec<Value> = [
+        (ok, Value::Null),
+        (ids_by_error[3], json!("budget")),
+        (ids_by_error[2], json!("cancelled")),
+        (ids_by_error[1], json!("timeout")),
+        (ids_by_error[0], json!("overloaded")),
+    ]
+    .into_iter()
+    .map(|(id, c)| json!([id, c]))
+    .collect();
+    assert_eq!(classes, want);
+    assert_eq!(
+        env.get(&format!("/api/reviews/{}", ids_by_error[0])).await["failure_class"],
+        "overloaded"
+    );
+}
+
+/// docs/review-service.md, "Repository scores": per repository the counts, cost, mean duration
+/// and findings of the window, improver runs and skipped reviews aside; files with their
+/// repository, so two README.md files are two rows.
+#[tokio::test]
+async fn repository_scores_count_each_repository_and_name_the_files_repository() {
+    let env = Env::start().await;
+    let t = now() - 7200;
+    let a1 = env
+        .insert(Rv {
+            cost: Some(0.5),
+            created_at: t,
+            completed_at: Some(t + 100),
+            ..Rv::default()
+        })
+        .await;
+    env.insert(Rv {
+        status: "failed",
+        cost: Some(0.25),
+        created_at: t + 10,
+        completed_at: Some(t + 20),
+        ..Rv::default()
+    })
+    .await;
+    env.insert(Rv {
+        status: "skipped",
+        created_at: t + 20,
+        ..Rv::default()
+    })
+    .await;
+    env.insert(Rv {
+        pr: 0,
+        trigger: None,
+        created_at: t + 30,
+        ..Rv::default()
+    })
+    .await;
+    let b1 = env
+        .insert(Rv {
+            repo: "acme/gadgets",
+            status: "running",
+            created_at: t + 40,
+            completed_at: None,
+            ..Rv::default()
+        })
+        .await;
+    env.finding(a1, "inline", Some("blocking"), Some("README.md"))
+        .await;
+    env.finding(a1, "inline", Some("nit"), Some("README.md"))
+        .await;
+    env.finding(a1, "inline", Some("nit"), Some("src/lib.rs"))
+        .await;
+    env.finding(a1, "summary", None, None).await;
+    env.finding(b1, "inline", Some("question"), Some("README.md"))
+        .await;
+    let v = env.get("/api/stats/repos?range=30d").await;
+    assert_eq!(
+        v["repos"],
+        json!([
+            {"repo_full_name": "acme/widgets", "reviews": 2, "completed": 1, "failed": 1,
+             "in_flight": 0, "cost": 0.75, "avg_duration": 100.0, "findings": 3, "blocking": 1,
+             "nits": 2, "blocking_reviews": 1, "last_review_at": t + 10},
+            {"repo_full_name": "acme/gadgets", "reviews": 1, "completed": 0, "failed": 0,
+             "in_flight": 1, "cost": 0.0, "avg_duration": null, "findings": 1, "blocking": 0,
+             "nits": 0, "blocking_reviews": 0, "last_review_at": t + 40},
+        ])
+    );
+    assert_eq!(
+        v["topFiles"],
+        json!([
+            {"repo_full_name": "acme/widgets", "path": "README.md", "count": 2},
+            {"repo_full_name": "acme/gadgets", "path": "README.md", "count": 1},
+            {"repo_full_name": "acme/widgets", "path": "src/lib.rs", "count": 1},
+        ])
+    );
+    let one = env
+        .get("/api/stats/repos?range=30d&repo=acme/gadgets")
+        .await;
+    assert_eq!(one["repos"].as_array().unwrap().len(), 1);
+}

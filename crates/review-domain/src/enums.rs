@@ -178,10 +178,130 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// Why a failed review failed, read from its `error`, per
+    /// docs/review-service.md, "Failure classes": the provider was overloaded or rate-limited, a
+    /// timeout, the configuration or credentials, the review budget, a cancellation (stop, a newer push, shutdown), an
+    /// interruption (restart, a lapsed lease), an operator limit (steps, tree caps), the forge,
+    /// or anything else.
+    FailureClass {
+        Overloaded = "overloaded",
+        Timeout = "timeout",
+        Configuration = "configuration",
+        Budget = "budget",
+        Cancelled = "cancelled",
+        Interrupted = "interrupted",
+        Limit = "limit",
+        Forge = "forge",
+        Other = "other",
+    }
+);
+
+impl FailureClass {
+    /// The class of a failed review's `error` text. The texts are the server's own messages
+    /// (the agent's and the forge's error types, the cancel reasons, the keeper's), so old rows
+    /// are classed the same as new ones; the first matching rule wins, in the order of the table
+    /// in docs/review-service.md, "Failure classes".
+    pub fn of(error: &str) -> Self {
+        let e = error.to_ascii_lowercase();
+        let has = |needles: &[&str]| needles.iter().any(|n| e.contains(n));
+        if has(&[
+            "stopped by user",
+            "superseded by a newer push",
+            "interrupted by shutdown",
+            "the review run was cancelled",
+        ]) {
+            Self::Cancelled
+        } else if has(&["interrupted"]) {
+            Self::Interrupted
+        } else if has(&[
+            "no automatic retry: a configuration",
+            "no api key for provider",
+            "unknown model provider",
+            "app credentials",
+            "model catalog:",
+            "model spec",
+        ]) {
+            Self::Configuration
+        } else if has(&["budget exceeded"]) {
+            Self::Budget
+        } else if has(&["step limit", "review_max_tree_entries"]) {
+            Self::Limit
+        } else if has(&["timeout", "timed out"]) {
+            Self::Timeout
+        } else if has(&[
+            "answered 429",
+            "answered 503",
+            "answered 529",
+            "overloaded",
+            "rate limit",
+            "rate_limit",
+        ]) {
+            Self::Overloaded
+        } else if has(&["github "]) {
+            Self::Forge
+        } else {
+            Self::Other
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_servers_own_failure_messages_fall_in_their_class() {
+        use FailureClass as C;
+        let table = [
+            ("Stopped by user", C::Cancelled),
+            ("superseded by a newer push", C::Cancelled),
+            ("interrupted by shutdown", C::Cancelled),
+            ("interrupted by restart", C::Interrupted),
+            (
+                "interrupted: its replica stopped renewing its lease",
+                C::Interrupted,
+            ),
+            (
+                "running the agent: model provider answered 401: invalid x-api-key (no automatic \
+                 retry: a configuration or credentials error, which a retry cannot fix; fix it \
+                 and retry by hand)",
+                C::Configuration,
+            ),
+            (
+                "no API key for provider openai: set the `third_api_key` setting or the \
+                 THIRD_API_KEY environment variable",
+                C::Configuration,
+            ),
+            (
+                "budget exceeded: 120000 tokens over REVIEW_MAX_TOKENS 100000",
+                C::Budget,
+            ),
+            (
+                "the agent used its step limit of 40 model calls without finishing",
+                C::Limit,
+            ),
+            (
+                "the tree has 300000 entries (limits: REVIEW_MAX_TREE_ENTRIES, REVIEW_MAX_TREE_BYTES)",
+                C::Limit,
+            ),
+            ("timeout: no model progress for 120 s", C::Timeout),
+            ("model provider answered 529: Overloaded", C::Overloaded),
+            (
+                "model provider answered 429: rate limit reached",
+                C::Overloaded,
+            ),
+            ("GitHub unreachable: connection refused", C::Forge),
+            (
+                "the agent finished without posting a review or comment",
+                C::Other,
+            ),
+        ];
+        for (error, class) in table {
+            assert_eq!(FailureClass::of(error), class, "{error}");
+        }
+    }
 
     /// Every value's JSON is its `as_str` text in quotes, that text parses back to it, and the
     /// OpenAPI schema lists exactly those texts.
@@ -220,6 +340,7 @@ mod tests {
         round_trips(Severity::ALL);
         round_trips(ReviewEvent::ALL);
         round_trips(Side::ALL);
+        round_trips(FailureClass::ALL);
         let texts = |all: &[ReviewStatus]| all.iter().map(|s| s.as_str()).collect::<Vec<_>>();
         assert_eq!(
             texts(ReviewStatus::ALL),

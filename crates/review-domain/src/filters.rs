@@ -166,6 +166,9 @@ pub struct ReviewListQuery {
     pub status: Option<String>,
     /// 1..=1000.
     pub limit: i64,
+    /// Only ids under this one: the next page after a page ending at it (docs/review-service.md,
+    /// "Review list paging"); a value that is not a positive whole number is ignored.
+    pub before: Option<i64>,
 }
 
 impl ReviewListQuery {
@@ -176,7 +179,16 @@ impl ReviewListQuery {
             filter,
             status: present(status).map(str::to_owned),
             limit: parse_limit(limit),
+            before: None,
         }
+    }
+
+    /// This query from `before` on (see [`ReviewListQuery::before`]).
+    pub fn before(self, before: Option<&str>) -> Self {
+        let before = present(before)
+            .and_then(|b| b.trim().parse::<i64>().ok())
+            .filter(|id| *id > 0);
+        Self { before, ..self }
     }
 }
 
@@ -378,9 +390,15 @@ mod tests {
             ReviewListQuery {
                 filter: StatsFilter::default(),
                 status: None,
-                limit: 100
+                limit: 100,
+                before: None,
             }
         );
+        let before = |b| ReviewListQuery::parse(None, None, StatsFilter::default()).before(b);
+        assert_eq!(before(Some("42")).before, Some(42));
+        for junk in [Some("0"), Some("-3"), Some("x"), Some(""), None] {
+            assert_eq!(before(junk).before, None, "{junk:?}");
+        }
     }
 
     mod reference {

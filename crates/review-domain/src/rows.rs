@@ -3,7 +3,7 @@
 //! the spec enumerates are the closed types of `enums.rs`.
 
 use crate::enums::{
-    FindingKind, FindingOutcome, ReviewEvent, ReviewStatus, Severity, Side, Trigger,
+    FailureClass, FindingKind, FindingOutcome, ReviewEvent, ReviewStatus, Severity, Side, Trigger,
 };
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +59,20 @@ pub struct ReviewRow {
     pub patch_id: Option<String>,
     pub created_at: i64,
     pub completed_at: Option<i64>,
+    /// **Added.** Failed rows: why, read from `error` by [`FailureClass::of`]
+    /// (docs/review-service.md, "Failure classes"); null for other statuses. Not stored.
+    #[serde(default)]
+    #[schema(schema_with = field_schemas::failure_class)]
+    pub failure_class: Option<FailureClass>,
+}
+
+impl ReviewRow {
+    /// Sets [`ReviewRow::failure_class`] from the status and the error, as read rows carry it.
+    pub fn with_failure_class(mut self) -> Self {
+        self.failure_class = (self.status == ReviewStatus::Failed)
+            .then(|| FailureClass::of(self.error.as_deref().unwrap_or_default()));
+        self
+    }
 }
 
 /// A recorded finding (docs/review-service.md §2, FindingRow).
@@ -243,6 +257,14 @@ mod field_schemas {
         ReviewStatus::field_schema(
             false,
             "pending, running, completed, failed or skipped (docs/review-service.md §3).",
+        )
+    }
+
+    pub(super) fn failure_class() -> Object {
+        FailureClass::field_schema(
+            true,
+            "Failed rows: overloaded, timeout, configuration, budget, cancelled, interrupted, \
+             limit, forge or other; null otherwise.",
         )
     }
 

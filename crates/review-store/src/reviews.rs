@@ -257,11 +257,13 @@ impl Store {
     }
 
     /// GET /api/reviews (docs/review-service.md §4, Reviews): reviews matching the filter and the
-    /// exact status (skipped included), newest id first, at most `limit` rows.
+    /// exact status (skipped included), newest id first, at most `limit` rows; with `before`,
+    /// only ids under it (the next page, docs/review-service.md, "Review list paging").
     pub async fn list_reviews(
         &self,
         f: &StatsFilter,
         status: Option<&str>,
+        before: Option<i64>,
         limit: i64,
     ) -> Result<Vec<ReviewRow>> {
         let mut q = Sql::new(format!("SELECT {REVIEW_COLUMNS} FROM reviews r WHERE true"));
@@ -269,11 +271,28 @@ impl Store {
         if let Some(s) = status {
             q.push(" AND r.status = ").push_bind(s.to_owned());
         }
+        if let Some(id) = before {
+            q.push(" AND r.id < ").push_bind(id);
+        }
         q.push(" ORDER BY r.id DESC LIMIT ").push_bind(limit);
         let rows = bound!(sqlx::query::<Any>(&q.text), q)
             .fetch_all(&self.pool)
             .await?;
         rows.iter().map(review_from_row).collect()
+    }
+
+    /// How many reviews [`Store::list_reviews`] pages through: those matching the filter and
+    /// the exact status, whatever `before` and `limit`.
+    pub async fn count_reviews(&self, f: &StatsFilter, status: Option<&str>) -> Result<i64> {
+        let mut q = Sql::new("SELECT count(*) FROM reviews r WHERE true".to_owned());
+        push_full_filter(&mut q, f);
+        if let Some(s) = status {
+            q.push(" AND r.status = ").push_bind(s.to_owned());
+        }
+        let row = bound!(sqlx::query::<Any>(&q.text), q)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)?)
     }
 
     /// True when a review of the PR other than `except` is pending or running (the automatic

@@ -79,11 +79,14 @@ fn parse<T: std::str::FromStr<Err = String>>(
 }
 
 /// `Type [field, ...]` read from `row` of `table`, each field from the column of its name
-/// (`field = "column"` where they differ).
+/// (`field = "column"` where they differ); the fields after `derived` start at their default
+/// and are set by the caller from the others.
 macro_rules! from_row {
-    ($row:expr, $table:literal, $ty:ident [$($field:ident $(= $column:literal)?),+ $(,)?]) => {
+    ($row:expr, $table:literal, $ty:ident [$($field:ident $(= $column:literal)?),+ $(,)?]
+        $(derived [$($derived:ident),+])?) => {
         Ok($ty {
             $($field: Column::read($row, $table, from_row!(@column $field $($column)?))?,)+
+            $($($derived: Default::default(),)+)?
         })
     };
     (@column $field:ident) => { stringify!($field) };
@@ -95,10 +98,11 @@ pub(crate) fn repo_from_row(r: &AnyRow) -> Result<RepoRow> {
 }
 
 pub(crate) fn review_from_row(r: &AnyRow) -> Result<ReviewRow> {
-    from_row!(r, "reviews", ReviewRow [
+    let row: Result<ReviewRow> = from_row!(r, "reviews", ReviewRow [
         id, repo_full_name, pr_number, title, session_id, status, error, trigger, attempt, cost,
         tokens, model, check_run_id, patch_id, created_at, completed_at,
-    ])
+    ] derived [failure_class]);
+    row.map(ReviewRow::with_failure_class)
 }
 
 pub(crate) fn dropped_from_row(r: &AnyRow) -> Result<DroppedFindingRow> {

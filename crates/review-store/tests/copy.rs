@@ -164,8 +164,8 @@ async fn assert_same(a: &Store, b: &Store) {
             "{f:?}"
         );
         assert_eq!(
-            a.list_reviews(f, None, 100).await.unwrap(),
-            b.list_reviews(f, None, 100).await.unwrap()
+            a.list_reviews(f, None, None, 100).await.unwrap(),
+            b.list_reviews(f, None, None, 100).await.unwrap()
         );
     }
     assert_eq!(a.repos().await.unwrap(), b.repos().await.unwrap());

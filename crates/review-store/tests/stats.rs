@@ -311,10 +311,31 @@ async fn both_backends_give_the_same_stats_and_charts() {
         assert!(!a.reliability.is_empty(), "{filter:?}");
         assert_eq!(a, b, "charts {filter:?}");
         for status in [None, Some("completed"), Some("skipped")] {
-            let a = lite.list_reviews(filter, status, 50).await.unwrap();
-            let b = pg.list_reviews(filter, status, 50).await.unwrap();
+            let a = lite.list_reviews(filter, status, None, 50).await.unwrap();
+            let b = pg.list_reviews(filter, status, None, 50).await.unwrap();
             assert_eq!(a, b, "list {filter:?} {status:?}");
+            if let Some(last) = a.last() {
+                let a = lite
+                    .list_reviews(filter, status, Some(last.id), 50)
+                    .await
+                    .unwrap();
+                let b = pg
+                    .list_reviews(filter, status, Some(last.id), 50)
+                    .await
+                    .unwrap();
+                assert_eq!(a, b, "next page {filter:?} {status:?}");
+            }
+            assert_eq!(
+                lite.count_reviews(filter, status).await.unwrap(),
+                pg.count_reviews(filter, status).await.unwrap(),
+                "count {filter:?} {status:?}"
+            );
         }
+        let (a, b) = (
+            lite.repo_scores(filter).await.unwrap(),
+            pg.repo_scores(filter).await.unwrap(),
+        );
+        assert_eq!(a, b, "repo scores {filter:?}");
     }
     // PostgreSQL's stats_rebuild() (for bulk loads without the triggers) gives the numbers
     // the triggers kept.

@@ -648,8 +648,9 @@ export interface paths {
         };
         /**
          * GET /api/reviews: ReviewRow[] newest id first, skipped included, filtered by status and
-         *     the stats filter, at most `limit` (docs/review-service.md §4, Reviews;
-         *     §8).
+         *     the stats filter, at most `limit`, under `before` when given; the `X-Total-Count` header
+         *     counts every row the filter matches (docs/review-service.md §4, Reviews; §8;
+         *     docs/review-service.md, "Review list paging").
          */
         get: {
             parameters: {
@@ -668,6 +669,11 @@ export interface paths {
                     limit?: string;
                     /** @description GET /api/reviews only: exact status (skipped included). */
                     status?: string;
+                    /**
+                     * @description GET /api/reviews only: only ids under this one, for the next page (docs/review-service.md,
+                     *     "Review list paging"); not a positive whole number: ignored.
+                     */
+                    before?: string;
                 };
                 header?: never;
                 path?: never;
@@ -677,6 +683,8 @@ export interface paths {
             responses: {
                 200: {
                     headers: {
+                        /** @description Rows matching the filter and status, over all pages. */
+                        "X-Total-Count"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1095,6 +1103,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings/effective": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /api/settings/effective: the model of each role and where it comes from, each key's
+         *     state, the forge URL, and the alarms (docs/review-service.md, "Settings in force"). Never
+         *     shows a key's value.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["EffectiveSettings"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/settings/test": {
         parameters: {
             query?: never;
@@ -1371,6 +1418,11 @@ export interface paths {
                     limit?: string;
                     /** @description GET /api/reviews only: exact status (skipped included). */
                     status?: string;
+                    /**
+                     * @description GET /api/reviews only: only ids under this one, for the next page (docs/review-service.md,
+                     *     "Review list paging"); not a positive whole number: ignored.
+                     */
+                    before?: string;
                 };
                 header?: never;
                 path?: never;
@@ -1425,6 +1477,11 @@ export interface paths {
                     limit?: string;
                     /** @description GET /api/reviews only: exact status (skipped included). */
                     status?: string;
+                    /**
+                     * @description GET /api/reviews only: only ids under this one, for the next page (docs/review-service.md,
+                     *     "Review list paging"); not a positive whole number: ignored.
+                     */
+                    before?: string;
                 };
                 header?: never;
                 path?: never;
@@ -1479,6 +1536,11 @@ export interface paths {
                     limit?: string;
                     /** @description GET /api/reviews only: exact status (skipped included). */
                     status?: string;
+                    /**
+                     * @description GET /api/reviews only: only ids under this one, for the next page (docs/review-service.md,
+                     *     "Review list paging"); not a positive whole number: ignored.
+                     */
+                    before?: string;
                 };
                 header?: never;
                 path?: never;
@@ -1492,6 +1554,66 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["OutcomeStats"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/stats/repos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GET /api/stats/repos: per repository the reviews, completed, failed and in-flight counts,
+         *     cost, mean duration, inline findings (blocking, nits), reviews with a blocking finding and
+         *     the last review; and the ten files with most findings with their repository
+         *     (docs/review-service.md, "Repository scores").
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description `24h`, `7d`, `30d`, `90d` or `all`; another value means 30d. */
+                    range?: string;
+                    /** @description `YYYY-MM-DD`, inclusive lower bound (UTC); wins over range. */
+                    from?: string;
+                    /** @description `YYYY-MM-DD`, inclusive upper bound (UTC); dropped when not after from. */
+                    to?: string;
+                    /** @description Exact `owner/name`. */
+                    repo?: string;
+                    /** @description Exact model spec. */
+                    model?: string;
+                    /** @description GET /api/reviews only: rows to return, default 100, clamped to 1..1000. */
+                    limit?: string;
+                    /** @description GET /api/reviews only: exact status (skipped included). */
+                    status?: string;
+                    /**
+                     * @description GET /api/reviews only: only ids under this one, for the next page (docs/review-service.md,
+                     *     "Review list paging"); not a positive whole number: ignored.
+                     */
+                    before?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RepoScores"];
                     };
                 };
             };
@@ -1641,6 +1763,16 @@ export interface components {
             /** @description Always `true`. */
             ok: boolean;
         };
+        /** @description A configuration problem the overview's triage band shows. */
+        Alarm: {
+            /**
+             * @description `model_without_key`, `model_invalid`, `no_webhook_secret`, `no_app_credentials` or
+             *     `open_api`.
+             */
+            code: string;
+            /** @description What is wrong and what to do, in one sentence. */
+            message: string;
+        };
         /** @description Whether OAuth is configured (docs/review-service.md §4). */
         AuthStatus: {
             /** @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set. */
@@ -1766,6 +1898,20 @@ export interface components {
              */
             severity: "blocking" | "nit" | "question";
         };
+        /** @description The body of GET /api/settings/effective. */
+        EffectiveSettings: {
+            alarms: components["schemas"]["Alarm"][];
+            /** @description `gated` (OAuth sign-in), `open_on_loopback` or `open_by_opt_in` (ALLOW_OPEN_API). */
+            apiExposure: string;
+            /** @description Whether the GitHub App's id and private key are set (without them nothing is posted). */
+            appCredentials: boolean;
+            /** @description FORGE_URL without a trailing slash: the base of pull request and finding links. */
+            forgeUrl: string;
+            keys: components["schemas"]["KeyInForce"][];
+            models: components["schemas"]["ModelInForce"][];
+            /** @description Whether FORGE_WEBHOOK_SECRET is set (without it every delivery is refused). */
+            webhookSecret: boolean;
+        };
         /** @description The JSON error body of docs/review-service.md §7: `{"error": "...", "code": "..."}`. */
         ErrorBody: {
             /** @description What went wrong, for programs: stable, one per distinct failure. */
@@ -1854,6 +2000,19 @@ export interface components {
             /** @description `<FORGE_URL>/<owner>/<repo>/tree/<ref>/<path>`. */
             url: string;
         };
+        /** @description One provider key slot. */
+        KeyInForce: {
+            /** @description Its environment fallback, e.g. `AGENT_API_KEY`. */
+            env: string;
+            /** @description The provider it unlocks. */
+            provider: string;
+            /** @description The setting, e.g. `agent_api_key`. */
+            setting: string;
+            /** @description `setting`, `environment` or `missing`. */
+            source: components["schemas"]["Source"];
+            /** @description The roles whose model needs it. */
+            usedBy: string[];
+        };
         /**
          * @description Latency of one UTC day of the sample, nearest-rank percentiles in seconds
          *     (docs/review-service.md §4, GET /api/stats/charts).
@@ -1896,6 +2055,36 @@ export interface components {
             modelName: string;
             provider: string;
             providerName: string;
+        };
+        /** @description One model role and the model it uses. */
+        ModelInForce: {
+            /** @description Whether that key is set (stored or in the environment). */
+            hasKey: boolean;
+            /**
+             * @description Whether the model catalog lists the model (a warning, not an error, when not: a new
+             *     model may be missing from it).
+             */
+            inCatalog: boolean;
+            /** @description The provider's key slot, e.g. `agent_api_key`; null when the provider is unknown. */
+            key?: string | null;
+            /** @description `<provider>/<model>`; null when the role is off. */
+            model?: string | null;
+            /**
+             * @description Why the model cannot run, when it cannot: not `<provider>/<model>`, an unknown
+             *     provider, or no key.
+             */
+            problem?: string | null;
+            /**
+             * @description `review`, `verify`, `improver`, `chat`, or `review of owner/name` for a repository's own
+             *     model.
+             */
+            role: string;
+            /**
+             * @description The setting that chooses it (`agent_model`, `verify_model`, ...; `repos.model` for a
+             *     repository).
+             */
+            setting: string;
+            source: components["schemas"]["Source"];
         };
         /** @description The body of GET /api/models (docs/review-service.md §4, Models). */
         ModelList: {
@@ -2031,6 +2220,13 @@ export interface components {
              */
             spent: number;
         };
+        /** @description A file with its repository and how many inline findings it got. */
+        RepoFileRow: {
+            /** Format: int64 */
+            count: number;
+            path: string;
+            repo_full_name: string;
+        };
         /** @description A registered repository (docs/review-service.md §2, RepoRow). */
         RepoRow: {
             /**
@@ -2067,6 +2263,70 @@ export interface components {
             /** @description Per-repo review prompt (the replaceable focus). */
             prompt?: string | null;
         };
+        /**
+         * @description One repository's numbers over the filtered pull request reviews (skipped reviews and
+         *     improver runs aside).
+         */
+        RepoScoreRow: {
+            /**
+             * Format: double
+             * @description Mean seconds from created_at to completed_at over the completed reviews; null when none
+             *     completed.
+             */
+            avg_duration?: number | null;
+            /**
+             * Format: int64
+             * @description Inline findings of severity blocking.
+             */
+            blocking: number;
+            /**
+             * Format: int64
+             * @description Completed reviews that posted at least one blocking finding.
+             */
+            blocking_reviews: number;
+            /** Format: int64 */
+            completed: number;
+            /**
+             * Format: double
+             * @description Sum of cost, USD; 0, never null.
+             */
+            cost: number;
+            /** Format: int64 */
+            failed: number;
+            /**
+             * Format: int64
+             * @description Inline findings of those reviews.
+             */
+            findings: number;
+            /**
+             * Format: int64
+             * @description Pending plus running.
+             */
+            in_flight: number;
+            /**
+             * Format: int64
+             * @description The newest review's created_at, epoch seconds.
+             */
+            last_review_at: number;
+            /**
+             * Format: int64
+             * @description Inline findings of severity nit.
+             */
+            nits: number;
+            repo_full_name: string;
+            /**
+             * Format: int64
+             * @description Reviews that ran or are running (not skipped).
+             */
+            reviews: number;
+        };
+        /** @description The body of GET /api/stats/repos. */
+        RepoScores: {
+            /** @description One row per repository with a review in the window, most reviews first. */
+            repos: components["schemas"]["RepoScoreRow"][];
+            /** @description The 10 files with most inline findings, each with its repository. */
+            topFiles: components["schemas"]["RepoFileRow"][];
+        };
         /** @description 502 of POST /api/reviews/:id/retry: the forge could not give the pull request. */
         RetryFailed: {
             /** @description `forge_unavailable`. */
@@ -2095,6 +2355,11 @@ export interface components {
             /** Format: int64 */
             created_at: number;
             error?: string | null;
+            /**
+             * @description Failed rows: overloaded, timeout, configuration, budget, cancelled, interrupted, limit, forge or other; null otherwise.
+             * @enum {string|null}
+             */
+            failure_class?: "overloaded" | "timeout" | "configuration" | "budget" | "cancelled" | "interrupted" | "limit" | "forge" | "other" | null;
             /** Format: int64 */
             id: number;
             model?: string | null;
@@ -2251,6 +2516,11 @@ export interface components {
             repo: string;
             source_url: string;
         };
+        /**
+         * @description Where a value in force comes from.
+         * @enum {string}
+         */
+        Source: "setting" | "environment" | "default" | "inherited" | "repository" | "off" | "missing";
         /** @description The body of GET /api/stats (docs/review-service.md §4, Stats). */
         Stats: {
             /** @description Every model ever recorded, whatever the filter, sorted. */

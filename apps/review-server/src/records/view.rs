@@ -53,7 +53,9 @@ impl StoreView {
         /// The newest reviews of a repo, or of one of its PRs.
         fn reviews_for(&self, repo: &str, pr_number: Option<i64>, limit: i64) -> Vec<ReviewRow>;
         /// The reviews of the review list under a filter.
-        fn list_reviews(&self, f: &StatsFilter, status: Option<&str>, limit: i64) -> Vec<ReviewRow>;
+        fn list_reviews(&self, f: &StatsFilter, status: Option<&str>, before: Option<i64>, limit: i64) -> Vec<ReviewRow>;
+        /// How many reviews the review list pages through under a filter.
+        fn count_reviews(&self, f: &StatsFilter, status: Option<&str>) -> i64;
         /// The findings of one review, by id.
         fn findings_for_review(&self, review_id: i64) -> Vec<FindingRow>;
         /// The findings of every review of a PR, by id.
@@ -84,6 +86,8 @@ impl StoreView {
         fn charts(&self, f: &StatsFilter) -> Charts;
         /// The outcome table of posted findings.
         fn outcome_stats(&self, f: &StatsFilter) -> OutcomeStats;
+        /// Per-repository numbers and the files with most findings.
+        fn repo_scores(&self, f: &StatsFilter) -> review_store::RepoScores;
         /// The chat's read-only SQL.
         fn read_query(&self, sql: &str) -> ReadQueryResult;
         /// Every stored setting.

@@ -7,6 +7,7 @@ pub(crate) mod bodies;
 pub(crate) mod budget;
 pub(crate) mod chat;
 pub mod dashboard;
+pub(crate) mod effective;
 pub(crate) mod events;
 pub(crate) mod health;
 pub(crate) mod internal;
@@ -40,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .merge(stats::router())
         .merge(budget::router())
         .merge(settings::router())
+        .merge(effective::router())
         .merge(models::router())
         .merge(skills::router())
         .merge(chat::router())

@@ -10,10 +10,11 @@ use crate::error::ApiError;
 use crate::records::now;
 use crate::state::AppState;
 use axum::extract::{Query, State};
+use axum::http::HeaderName;
 use axum::routing::get;
 use axum::{Json, Router};
 use review_domain::{ReviewListQuery, ReviewRow, StatsFilter};
-use review_store::{Charts, OutcomeStats, Stats};
+use review_store::{Charts, OutcomeStats, RepoScores, Stats};
 use serde::Deserialize;
 
 /// Routes of this module.
@@ -22,6 +23,7 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/api/stats", get(stats))
         .route("/api/stats/charts", get(charts))
         .route("/api/stats/outcomes", get(outcomes))
+        .route("/api/stats/repos", get(repo_scores))
         .route("/api/reviews", get(list_reviews))
 }
 
@@ -44,6 +46,9 @@ pub(crate) struct StatsQuery {
     pub limit: Option<String>,
     /// GET /api/reviews only: exact status (skipped included).
     pub status: Option<String>,
+    /// GET /api/reviews only: only ids under this one, for the next page (docs/review-service.md,
+    /// "Review list paging"); not a positive whole number: ignored.
+    pub before: Option<String>,
 }
 
 impl StatsQuery {
@@ -59,6 +64,7 @@ impl StatsQuery {
                 "model" => &mut q.model,
                 "limit" => &mut q.limit,
                 "status" => &mut q.status,
+                "before" => &mut q.before,
                 _ => continue,
             };
             slot.get_or_insert(v);
@@ -117,24 +123,46 @@ pub(crate) async fn outcomes(
     Ok(Json(app.records.store.outcome_stats(&filter).await?))
 }
 
+/// GET /api/stats/repos: per repository the reviews, completed, failed and in-flight counts,
+/// cost, mean duration, inline findings (blocking, nits), reviews with a blocking finding and
+/// the last review; and the ten files with most findings with their repository
+/// (docs/review-service.md, "Repository scores").
+#[utoipa::path(get, path = "/api/stats/repos", params(StatsQuery),
+    responses((status = 200, body = RepoScores)))]
+pub(crate) async fn repo_scores(
+    State(app): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<RepoScores>, ApiError> {
+    let filter = StatsQuery::from_pairs(pairs).filter();
+    Ok(Json(app.records.store.repo_scores(&filter).await?))
+}
+
 /// GET /api/reviews: ReviewRow[] newest id first, skipped included, filtered by status and
-/// the stats filter, at most `limit` (docs/review-service.md §4, Reviews;
-/// §8).
+/// the stats filter, at most `limit`, under `before` when given; the `X-Total-Count` header
+/// counts every row the filter matches (docs/review-service.md §4, Reviews; §8;
+/// docs/review-service.md, "Review list paging").
 #[utoipa::path(get, path = "/api/reviews", params(StatsQuery),
-    responses((status = 200, body = Vec<ReviewRow>)))]
+    responses((status = 200, body = Vec<ReviewRow>, headers(
+        ("X-Total-Count" = i64, description = "Rows matching the filter and status, over all pages.")
+    ))))]
 pub(crate) async fn list_reviews(
     State(app): State<AppState>,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Vec<ReviewRow>>, ApiError> {
+) -> Result<([(HeaderName, String); 1], Json<Vec<ReviewRow>>), ApiError> {
     let q = StatsQuery::from_pairs(pairs);
-    let list = ReviewListQuery::parse(q.limit.as_deref(), q.status.as_deref(), q.filter());
-    Ok(Json(
-        app.records
-            .store
-            .list_reviews(&list.filter, list.status.as_deref(), list.limit)
-            .await?,
-    ))
+    let list = ReviewListQuery::parse(q.limit.as_deref(), q.status.as_deref(), q.filter())
+        .before(q.before.as_deref());
+    let store = &app.records.store;
+    let status = list.status.as_deref();
+    let (rows, total) = tokio::try_join!(
+        store.list_reviews(&list.filter, status, list.before, list.limit),
+        store.count_reviews(&list.filter, status),
+    )?;
+    Ok(([(TOTAL_COUNT, total.to_string())], Json(rows)))
 }
+
+/// The header of GET /api/reviews counting the rows over all pages.
+const TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
 
 #[cfg(test)]
 mod tests {

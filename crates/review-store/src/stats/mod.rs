@@ -17,8 +17,10 @@
 mod outcomes;
 mod plan;
 mod rows;
+mod scores;
 
 pub use rows::*;
+pub use scores::{RepoFileRow, RepoScoreRow, RepoScores};
 
 use crate::sql::{Sql, all, one, push_full_filter, scalar};
 use crate::{Result, Store};
