@@ -135,7 +135,8 @@ async function waitFor(what, fn, timeout = 90_000) {
 
 async function main() {
   const reviews = await api("/api/reviews?limit=1000");
-  const stats = await api("/api/stats");
+  // The overview's default window: the last 30 days (the archive is older).
+  const stats = await api("/api/stats?range=30d");
   const budget = await api("/api/budget");
   const seeded = reviews.find((r) => r.title === "Add retry to HTTP client");
   check(seeded, "the seeded review with findings is missing");
@@ -169,6 +170,7 @@ async function pages(seeded, totalReviews, budget, stats) {
     // Day axes are in UTC and say so (issue 30, defect 4).
     check((await page.getByText("Days are UTC days.").count()) >= 2, "the day charts do not say their days are UTC");
   });
+  await triage();
   await visit("overview-filtered", "/?repo=octo%2Fdocs&range=30d", async (page) => {
     await page.getByLabel("Repository").waitFor();
     check((await page.getByLabel("Repository").inputValue()) === "octo/docs", "the repo filter is not read from the URL");
@@ -214,6 +216,9 @@ async function pages(seeded, totalReviews, budget, stats) {
     await sees(page, "Seeded change 30", "table");
     await sees(page, "Drop Node 18 support", "table");
   });
+  await paging();
+  await failedReview();
+  await repositoryNumbers();
   await visit("reviews-failed", "/reviews?status=failed", async (page) => {
     await sees(page, "Rewrite install guide", "table");
     await sees(page, "Add metrics endpoint", "table");
@@ -236,7 +241,8 @@ async function pages(seeded, totalReviews, budget, stats) {
     await sees(page, "use std::time::Duration;", "figure.suggestion");
     check((await page.getByText("```suggestion").count()) === 0, "the suggestion's fence is shown raw");
     const href = await page.getByRole("link", { name: "src/http/client.rs:88" }).getAttribute("href");
-    check(href === "https://github.com/acme/gadgets/pull/12#discussion_r9001", `finding link ${href}`);
+    // On the forge the server runs with (FORGE_URL, GitHub Enterprise here), not github.com (defect 8).
+    check(href === "https://ghe.example.com/acme/gadgets/pull/12#discussion_r9001", `finding link ${href}`);
     await sees(page, "$0.4213");
     await sees(page, "anthropic/claude-sonnet-4-5", ".facts");
     await page.locator('[data-tool="post_review"] summary').click();
@@ -287,6 +293,18 @@ async function pages(seeded, totalReviews, budget, stats) {
     const starts = page.locator("figure", { has: page.locator("figcaption", { hasText: "How reviews start" }) });
     const colours = await starts.locator(".legend .swatch").evaluateAll((els) => els.map((e) => getComputedStyle(e).backgroundColor));
     check(colours.length >= 4 && new Set(colours).size === colours.length, `trigger colours ${JSON.stringify(colours)}`);
+    // The original service's charts (issue 30), the files named with their repository.
+    const charts = page.getByTestId("stats-charts");
+    for (const title of ["Completed and failed per day", "Latency trend", "Findings per day", "Files with most findings"]) {
+      await charts.locator("figcaption", { hasText: title }).waitFor();
+    }
+    await charts.locator(".ranklist").getByText("acme/gadgets:").first().waitFor();
+    // Values on hover: the legend under a day chart shows the hovered day's numbers.
+    const canvas = charts.locator("figure", { hasText: "Completed and failed per day" }).locator("canvas").first();
+    const box = await canvas.boundingBox();
+    await page.mouse.move(box.x + box.width - 12, box.y + box.height / 2);
+    const legend = charts.locator("figure", { hasText: "Completed and failed per day" }).locator(".u-legend");
+    await page.waitForFunction((el) => /\d{4}-\d{2}-\d{2}/.test(el.textContent ?? ""), await legend.elementHandle());
     // Finding outcomes (issue 29): of the seeded review's four inline findings one is resolved.
     await sees(page, "Finding outcomes by repository");
     await sees(page, "25%", '[aria-label="Finding outcomes by repository"], table');
@@ -325,6 +343,141 @@ async function pages(seeded, totalReviews, budget, stats) {
     await page.context().close();
     log("ok: 375 px");
   }
+}
+
+// ---- issue 30: triage, paging, failures explained, repository numbers ------------------------
+
+/** The overview's triage band: the seeded running and waiting reviews with their elapsed time
+ * and Stop, the last day's failures grouped by class, and the configuration alarm of octo/docs'
+ * model, whose provider has no key; then Stop from the band fails the running review. */
+async function triage() {
+  // Dark first: the light pass then stops the running review, which changes the band.
+  for (const scheme of ["dark", "light"]) {
+    step = `triage band (${scheme})`;
+    const page = await newPage(scheme);
+    await open(page, "/");
+    const band = page.getByTestId("triage");
+    await band.waitFor();
+    // Above the cards: the first thing under the heading.
+    const bandTop = await band.evaluate((e) => e.getBoundingClientRect().top);
+    const cardsTop = await page.getByTestId("stat-cards").evaluate((e) => e.getBoundingClientRect().top);
+    check(bandTop < cardsTop && bandTop < 400, `the band is at ${bandTop} px, the cards at ${cardsTop} px`);
+    const running = band.locator('li[data-review-id]', { hasText: "octo/docs#60" });
+    await running.waitFor();
+    await band.locator('li[data-review-id]', { hasText: "octo/docs#61" }).waitFor();
+    // The elapsed time runs live.
+    const first = await running.getByTestId("elapsed").textContent();
+    await page.waitForFunction(
+      (before) => document.querySelector('[data-testid=triage] li[data-review-id] [data-testid=elapsed]')?.textContent !== before,
+      first,
+    );
+    const overloaded = band.locator('li[data-failure-class="overloaded"]');
+    await overloaded.getByText("Provider overloaded or rate-limited").waitFor();
+    await overloaded.getByText("acme/gadgets").waitFor();
+    await band.locator('li[data-failure-class="timeout"]').getByText("Timeout").waitFor();
+    // Failures older than a day (the seeded ones of three and four days ago) are not in the band.
+    check((await band.locator('li[data-failure-class="cancelled"]').count()) === 0, "a failure older than 24 h is in the band");
+    const alarm = band.locator('li[data-alarm="model_without_key"]');
+    await alarm.getByText("zai-coding-plan/glm-4.6").waitFor();
+    await alarm.getByRole("link", { name: "Settings →" }).waitFor();
+    await settled(page);
+    await accessible(page, step);
+    await shot(page, `overview-triage-${scheme}`);
+    if (scheme === "dark") {
+      await page.context().close();
+      continue;
+    }
+    check(page.cspErrors.length === 0, `CSP or script errors: ${page.cspErrors.join(" | ")}`);
+    // The failures link opens the list filtered on the last day's failures.
+    await overloaded.getByRole("link", { name: "See the failures →" }).click();
+    await page.waitForURL((url) => url.pathname === "/reviews");
+    const url = new URL(page.url());
+    check(url.searchParams.get("status") === "failed" && url.searchParams.get("range") === "24h", `failures link went to ${page.url()}`);
+    await sees(page, "Bump serde", "table");
+    check((await page.locator("table").getByText("Rewrite install guide").count()) === 0, "the 24 h filter was not applied");
+    // The error column: short, the full text on hover.
+    const cell = page.locator('tr[data-review-id]', { hasText: "Bump serde" }).getByTestId("row-error");
+    check((await cell.getAttribute("title")) === "running the agent: model provider answered 529: Overloaded", "the error's full text is not on hover");
+    // Stop from the band.
+    await open(page, "/");
+    await band.locator('li[data-review-id]', { hasText: "octo/docs#60" }).getByRole("button", { name: /Stop/ }).click();
+    await waitFor("the stopped review", async () => {
+      const rows = await api("/api/reviews?status=failed&limit=5");
+      return rows.find((r) => r.pr_number === 60 && r.error === "Stopped by user");
+    });
+    await page.waitForFunction(() => !document.querySelector('[data-testid=triage]')?.textContent?.includes("octo/docs#60"));
+    await page.context().close();
+  }
+  log("ok: triage band");
+}
+
+/** The review list reaches every review: 100 at a time with the total, "Load older" to the end. */
+async function paging() {
+  step = "paging past 200 reviews";
+  const page = await newPage();
+  const total = (await api("/api/reviews?limit=1000")).length;
+  check(total > 200, `only ${total} reviews seeded`);
+  await open(page, "/reviews");
+  await sees(page, `Showing 100 of ${total} reviews`);
+  for (let shown = 100; shown < total; shown = Math.min(shown + 100, total)) {
+    await page.getByRole("button", { name: /Load older/ }).click();
+    const next = Math.min(shown + 100, total);
+    await page.waitForFunction((n) => document.querySelectorAll("tr[data-review-id]").length === n, next);
+  }
+  await sees(page, `${total} reviews`, "[data-testid=list-count]");
+  await sees(page, "Archived change 1", "table");
+  check((await page.getByRole("button", { name: /Load older/ }).count()) === 0, "Load older is still offered at the end");
+  // A click anywhere on a row opens the review.
+  // The oldest row (Archived change 1), clicked on its trigger cell, which holds no link.
+  await page.locator("tr[data-review-id]").last().locator("td").nth(4).click();
+  await page.waitForURL((url) => /^\/reviews\/\d+$/.test(url.pathname));
+  await sees(page, "Archived change 1", "main h1");
+  await page.context().close();
+  log(`ok: paging (${total} reviews)`);
+}
+
+/** A failed review names its class and what to do, next to Retry. */
+async function failedReview() {
+  const rows = await api("/api/reviews?status=failed&limit=50");
+  const failed = rows.find((r) => r.title === "Bump serde");
+  check(failed?.failure_class === "overloaded", `failure class ${failed?.failure_class}`);
+  await visit("review-failed", `/reviews/${failed.id}`, async (page) => {
+    const box = page.getByTestId("failure-box");
+    await box.getByText("Provider overloaded or rate-limited").waitFor();
+    await box.getByText("What to do:").waitFor();
+    await box.getByText("model provider answered 529").waitFor();
+    await page.getByRole("button", { name: "Retry…" }).waitFor();
+  });
+}
+
+/** The repositories table sorts by each column; the repository page has its 30-day cards and
+ * its pull requests in one table, linked to the forge. */
+async function repositoryNumbers() {
+  const scores = (await api("/api/stats/repos?range=30d")).repos;
+  const byCost = [...scores].sort((a, b) => b.cost - a.cost).map((s) => s.repo_full_name);
+  await visit("repositories-sorted", "/repos", async (page) => {
+    const table = page.getByTestId("repos-table");
+    await table.locator("tbody tr").first().waitFor();
+    await table.getByRole("button", { name: /Cost \(30d\)/ }).click();
+    const header = table.locator("th", { has: page.getByRole("button", { name: /Cost \(30d\)/ }) });
+    check((await header.getAttribute("aria-sort")) === "descending", "the cost column is not sorted descending");
+    const order = await table.locator("tbody tr").evaluateAll((trs) => trs.map((t) => t.getAttribute("data-repo")));
+    check(JSON.stringify(order.filter((r) => byCost.includes(r))) === JSON.stringify(byCost), `by cost: ${JSON.stringify(order)}, expected ${JSON.stringify(byCost)}`);
+    await table.getByRole("button", { name: /Cost \(30d\)/ }).click();
+    check((await header.getAttribute("aria-sort")) === "ascending", "a second click does not reverse the order");
+  });
+  const gadgets = scores.find((s) => s.repo_full_name === "acme/gadgets");
+  await visit("repository-cards", "/repos/acme/gadgets", async (page) => {
+    const cards = page.getByTestId("repo-cards");
+    await cards.waitFor();
+    await sees(page, String(gadgets.reviews), "[data-testid=repo-cards]");
+    for (const label of ["Success rate", "Average time", "Findings per review", "Blocking"]) await sees(page, label, "[data-testid=repo-cards]");
+    const pr = page.getByTestId("pr-table").locator('tr[data-pr="12"]');
+    await pr.getByText("Add retry to HTTP client").waitFor();
+    const link = await pr.getByRole("link", { name: /Open #12/ }).getAttribute("href");
+    check(link === "https://ghe.example.com/acme/gadgets/pull/12", `the PR's forge link is ${link}`);
+    await page.getByTestId("default-prompt").getByText("Seeded default prompt: be brief.").waitFor();
+  });
 }
 
 async function scenarios() {

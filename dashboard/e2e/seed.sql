@@ -1,12 +1,23 @@
 -- The database the browser tests run on (apps/review-server/tests/dashboard_browser.rs loads
 -- it into the server's SQLite after start, with :now replaced by the current epoch second).
--- Three repositories, 35 reviews over the last 30 days in every status, their findings, one
--- transcript (written beside it by the harness), one skill. Deterministic.
+-- Three repositories, 220 archived reviews 35 to 44 days old (so the list pages past 200), 39
+-- reviews over the last 30 days in every status (one running, one waiting, two failures in the
+-- last day for the overview's triage band), their findings, one transcript (written beside it
+-- by the harness), one skill. Deterministic.
 
 INSERT INTO repos (full_name, installation_id, prompt, model, enabled, created_at) VALUES
   ('acme/widgets', 77, NULL, 'openai/gpt-5', 0, :now - 40 * 86400),
   ('acme/gadgets', 77, 'Focus on error handling and retries.', NULL, 1, :now - 35 * 86400),
-  ('octo/docs', 78, NULL, NULL, 1, :now - 33 * 86400);
+  ('octo/docs', 78, NULL, 'zai-coding-plan/glm-4.6', 1, :now - 33 * 86400);
+
+-- The archive first, so it has the lowest ids: the list shows it only after "Load older".
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 220)
+INSERT INTO reviews (repo_full_name, pr_number, title, session_id, status, error, "trigger",
+                     attempt, cost, tokens, model, created_at, completed_at)
+SELECT 'octo/docs', 500 + i, 'Archived change ' || i, NULL, 'completed', NULL, 'opened', 0,
+       0.02, 2000, 'anthropic/claude-sonnet-4-5',
+       :now - 44 * 86400 + i * 3600, :now - 44 * 86400 + i * 3600 + 90
+FROM n;
 
 -- 30 completed reviews, one a day: gadgets on even days, docs on odd days.
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30)
@@ -30,6 +41,19 @@ INSERT INTO reviews (repo_full_name, pr_number, title, session_id, status, error
                      attempt, cost, tokens, model, created_at, completed_at)
 VALUES ('acme/gadgets', 12, 'Add retry to HTTP client', 'ses_seed_transcript', 'completed', NULL,
         'opened', 0, 0.4213, 182300, 'anthropic/claude-sonnet-4-5', :now - 2 * 86400, :now - 2 * 86400 + 312);
+
+-- In the overview's triage band: one review running, one waiting, two failures of the last
+-- day (the provider overloaded; a timeout).
+INSERT INTO reviews (repo_full_name, pr_number, title, session_id, status, error, "trigger",
+                     attempt, cost, tokens, model, created_at, completed_at) VALUES
+  ('octo/docs', 60, 'Translate the FAQ', NULL, 'running', NULL, 'opened', 0, NULL, NULL, NULL,
+   :now - 95, NULL),
+  ('octo/docs', 61, 'Fix broken links', NULL, 'pending', NULL, 'opened', 0, NULL, NULL, NULL,
+   :now - 30, NULL),
+  ('acme/gadgets', 21, 'Bump serde', NULL, 'failed', 'running the agent: model provider answered 529: Overloaded',
+   'opened', 0, NULL, NULL, NULL, :now - 2 * 3600, :now - 2 * 3600 + 40),
+  ('octo/docs', 62, 'New tutorial', NULL, 'failed', 'timeout: no model progress for 120 s',
+   'synchronize', 0, NULL, NULL, NULL, :now - 5 * 3600, :now - 5 * 3600 + 130);
 
 -- Two failures, one retried; one skipped.
 INSERT INTO reviews (repo_full_name, pr_number, title, session_id, status, error, "trigger",

@@ -120,6 +120,8 @@ async fn the_dashboard_works_in_a_real_browser() {
             ("AGENT_MODEL", CHAT_MODEL.to_owned()),
             ("MAX_CONCURRENT_REVIEWS", "1".to_owned()),
             ("HEARTBEAT_SECS", "2".to_owned()),
+            // GitHub Enterprise: links to pull requests and comments go here (defect 8).
+            ("FORGE_URL", "https://ghe.example.com".to_owned()),
         ],
     )
     .await;

@@ -16,6 +16,9 @@ export type Charts = Schemas["Charts"];
 export type OutcomeStats = Schemas["OutcomeStats"];
 export type OutcomeStatsRow = Schemas["OutcomeStatsRow"];
 export type Budget = Schemas["BudgetReport"];
+export type Effective = Schemas["EffectiveSettings"];
+export type RepoScores = Schemas["RepoScores"];
+export type RepoScore = Schemas["RepoScoreRow"];
 
 /** An API failure with the status and the server's message. */
 export class ApiFailure extends Error {

@@ -1,6 +1,6 @@
 // Query keys and fetchers, one per resource. Keys start with the resource name so that a live
 // event invalidates exactly the queries it concerns (see live.tsx).
-import { queryOptions } from "@tanstack/react-query";
+import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
 import { api, unwrap, repoParams, type Filters } from "./client";
 
 export const q = {
@@ -43,6 +43,21 @@ export const q = {
     queryOptions({
       queryKey: ["reviews", "list", f],
       queryFn: async () => unwrap(await api.GET("/api/reviews", { params: { query: f } })),
+    }),
+  /** The review list page by page (docs/review-service.md, "Review list paging"): each page
+   * asks for the ids under the last one shown; X-Total-Count says how many match in all. */
+  reviewPages: (f: Filters, pageSize: number) =>
+    infiniteQueryOptions({
+      queryKey: ["reviews", "pages", f, pageSize],
+      initialPageParam: undefined as number | undefined,
+      queryFn: async ({ pageParam }) => {
+        const query = { ...f, limit: String(pageSize), ...(pageParam ? { before: String(pageParam) } : {}) };
+        const result = await api.GET("/api/reviews", { params: { query } });
+        const rows = unwrap(result);
+        const total = Number(result.response.headers.get("x-total-count") ?? rows.length);
+        return { rows, total };
+      },
+      getNextPageParam: (last) => (last.rows.length < pageSize ? undefined : last.rows[last.rows.length - 1]?.id),
     }),
   review: (id: number) =>
     queryOptions({
@@ -108,6 +123,20 @@ export const q = {
             params: { path: { ...repoParams(fullName), number: String(pr) } },
           }),
         ),
+    }),
+  /** What is in force: each role's model and its source, the keys, FORGE_URL, the alarms
+   * (docs/review-service.md, "Settings in force"). */
+  effective: () =>
+    queryOptions({
+      queryKey: ["settings", "effective"],
+      queryFn: async () => unwrap(await api.GET("/api/settings/effective")),
+      staleTime: 60_000,
+    }),
+  /** Per-repository numbers and the top files (docs/review-service.md, "Repository scores"). */
+  repoScores: (f: Filters) =>
+    queryOptions({
+      queryKey: ["stats", "repos", f],
+      queryFn: async () => unwrap(await api.GET("/api/stats/repos", { params: { query: f } })),
     }),
   settings: () =>
     queryOptions({

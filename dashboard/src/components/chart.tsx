@@ -54,7 +54,8 @@ export function DayChart({
     const opts: uPlot.Options = {
       width: el.clientWidth || 320,
       height,
-      legend: { show: series.length > 1 },
+      // The legend under the chart shows the hovered day's values (every chart, one series too).
+      legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false } },
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
       scales: {
@@ -81,7 +82,7 @@ export function DayChart({
         },
       ],
       series: [
-        {},
+        { label: "day (UTC)", value: (_u: uPlot, ts: number | null) => (ts === null ? "—" : new Date(ts * 1000).toISOString().slice(0, 10)) },
         ...series.map((s) => ({
           label: s.label,
           stroke: s.color,
@@ -136,7 +137,7 @@ export function ShareBar({ title, parts }: { title: string; parts: { label: stri
             {parts
               .filter((p) => p.value > 0)
               .map((p) => (
-                <span key={p.label} style={{ flexGrow: p.value, background: p.color }} />
+                <span key={p.label} style={{ flexGrow: p.value, background: p.color }} title={`${p.label}: ${p.value.toLocaleString()} (${((p.value / total) * 100).toFixed(1)}%)`} />
               ))}
           </div>
           <ul className="legend">

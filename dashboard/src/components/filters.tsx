@@ -30,10 +30,13 @@ export function FilterBar({
   value,
   onChange,
   withStatus = false,
+  defaultRange,
 }: {
   value: Filters;
   onChange: (f: Filters) => void;
   withStatus?: boolean;
+  /** The range the page uses when the URL names none (the overview's 30 days). */
+  defaultRange?: string;
 }) {
   const repos = useQuery(q.repos());
   const stats = useQuery(q.stats({}));
@@ -43,8 +46,8 @@ export function FilterBar({
       <label>
         Range
         <select value={value.range ?? ""} onChange={(e) => set({ range: e.target.value })}>
-          <option value="">all time</option>
-          {RANGES.map((r) => (
+          <option value="">{defaultRange ? `last ${defaultRange} (default)` : "all time"}</option>
+          {RANGES.filter((r) => r !== defaultRange).map((r) => (
             <option key={r} value={r}>
               {r === "all" ? "all" : `last ${r}`}
             </option>

@@ -1,7 +1,9 @@
 // Small building blocks shared by every page: states, badges, times, money.
-import type { ReactNode } from "react";
-import { Link } from "@tanstack/react-router";
+import type { MouseEvent, ReactNode } from "react";
+import { Link, useNavigate } from "@tanstack/react-router";
+import { useQuery } from "@tanstack/react-query";
 import { ApiFailure, type Review } from "../api/client";
+import { q } from "../api/queries";
 
 export function Loading({ what = "Loading" }: { what?: string }) {
   return (
@@ -130,6 +132,14 @@ export function duration(secs: number | null | undefined): string {
   return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
 }
 
+/** FORGE_URL as the server runs with it (GET /api/settings/effective), for links to pull
+ * requests and comments; null until it is known (no link is better than a wrong one, which a
+ * github.com guess is on GitHub Enterprise). */
+export function useForgeUrl(): string | null {
+  const effective = useQuery(q.effective());
+  return effective.data?.forgeUrl ?? null;
+}
+
 export function PrLink({ review }: { review: Review }) {
   const { repo_full_name: repo, pr_number: pr } = review;
   if (pr === 0) return <span className="mono">{repo} · improver</span>;
@@ -158,27 +168,44 @@ export function Card({ title, children, className }: { title?: string; children:
   );
 }
 
-/** The reviews table used by the list, the repo page and the PR history. */
+/** How long a review ran (or has run so far, for one in flight), in seconds. */
+export function reviewSeconds(r: Review, now = Date.now() / 1000): number | null {
+  if (r.completed_at !== null && r.completed_at !== undefined) return r.completed_at - r.created_at;
+  if (r.status === "running" || r.status === "pending") return Math.max(0, now - r.created_at);
+  return null;
+}
+
+/** The reviews table used by the list, the repo page and the PR history. A click anywhere on a
+ * row opens the review (the id stays a real link for keyboards and new tabs); failed rows show
+ * their error, cut, with the full text on hover. */
 export function ReviewTable({ rows, caption, empty = "No reviews yet." }: { rows: Review[]; caption: string; empty?: string }) {
+  const navigate = useNavigate();
   if (rows.length === 0) return <Empty>{empty}</Empty>;
+  const open = (e: MouseEvent<HTMLTableRowElement>, id: number) => {
+    // Links and buttons inside the row do their own thing; so does a text selection.
+    if ((e.target as HTMLElement).closest("a, button") || window.getSelection()?.toString()) return;
+    void navigate({ to: "/reviews/$id", params: { id: String(id) } });
+  };
   return (
     <div className="table-wrap">
-      <table>
+      <table className="rows-open">
         <caption className="sr-only">{caption}</caption>
         <thead>
           <tr>
             <th scope="col">Review</th>
             <th scope="col">Status</th>
+            <th scope="col" className="hide-narrow">Error</th>
             <th scope="col">Pull request</th>
             <th scope="col" className="hide-narrow">Trigger</th>
             <th scope="col" className="hide-narrow">Model</th>
             <th scope="col" className="num">Cost</th>
+            <th scope="col" className="num hide-narrow">Duration</th>
             <th scope="col">Started</th>
           </tr>
         </thead>
         <tbody>
           {rows.map((r) => (
-            <tr key={r.id} data-review-id={r.id}>
+            <tr key={r.id} data-review-id={r.id} onClick={(e) => open(e, r.id)}>
               <td>
                 <Link to="/reviews/$id" params={{ id: String(r.id) }}>
                   #{r.id}
@@ -187,6 +214,9 @@ export function ReviewTable({ rows, caption, empty = "No reviews yet." }: { rows
               <td>
                 <StatusBadge status={r.status} />
               </td>
+              <td className="hide-narrow small error-cell" title={r.error ?? undefined} data-testid="row-error">
+                {r.error ? (r.error.length > 48 ? `${r.error.slice(0, 45)}…` : r.error) : ""}
+              </td>
               <td>
                 <PrLink review={r} />
                 {r.title && <div className="muted small">{r.title}</div>}
@@ -194,6 +224,7 @@ export function ReviewTable({ rows, caption, empty = "No reviews yet." }: { rows
               <td className="hide-narrow">{r.trigger ?? "—"}</td>
               <td className="hide-narrow mono small">{r.model ?? "—"}</td>
               <td className="num">{money(r.cost)}</td>
+              <td className="num hide-narrow">{duration(reviewSeconds(r))}</td>
               <td>
                 <Time at={r.created_at} />
               </td>

@@ -2,11 +2,12 @@
 // last; filters in the URL.
 import { useQuery } from "@tanstack/react-query";
 import { Link, getRouteApi } from "@tanstack/react-router";
-import { useMemo } from "react";
+import { useMemo, type ReactNode } from "react";
 import { q } from "../api/queries";
 import type { Budget, Charts, Filters, Stats } from "../api/client";
 import { FilterBar } from "../components/filters";
 import { DayChart, RankList, ShareBar, type Series } from "../components/chart";
+import { TriageBand } from "../components/triage";
 import { Card, ErrorBox, Loading, ReviewTable, count, duration, money } from "../components/ui";
 
 const route = getRouteApi("/");
@@ -25,12 +26,37 @@ export const COLORS = {
 /** Dollars for an axis: as few digits as the scale needs. */
 const axisMoney = (v: number) => `$${v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(2)}`;
 
+/** The overview's window when the URL names none: the last 30 days. */
+const DEFAULT_RANGE = "30d";
+
+/** The window just before `f`'s, as whole UTC days, to compare the cards against; null when it
+ * has none (all time, or the last 24 hours, which whole days cannot express). */
+export function previousWindow(f: Filters, today = new Date()): Filters | null {
+  const day = 86_400_000;
+  const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
+  const midnight = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate());
+  if (f.from) {
+    const from = Date.parse(`${f.from}T00:00:00Z`);
+    const to = f.to ? Date.parse(`${f.to}T00:00:00Z`) : midnight;
+    if (Number.isNaN(from) || Number.isNaN(to) || to < from) return null;
+    const days = Math.round((to - from) / day) + 1;
+    return { ...f, range: undefined, from: iso(from - days * day), to: iso(from - day) };
+  }
+  const days = { "7d": 7, "30d": 30, "90d": 90 }[f.range ?? ""];
+  if (!days) return null;
+  return { ...f, range: undefined, from: iso(midnight - (2 * days - 1) * day), to: iso(midnight - days * day) };
+}
+
 export function OverviewPage() {
-  const filters = route.useSearch();
+  const search = route.useSearch();
   const navigate = route.useNavigate();
   const setFilters = (f: Filters) => void navigate({ search: f, replace: true });
+  const filters: Filters = search.range || search.from || search.to ? search : { ...search, range: DEFAULT_RANGE };
+  const previous = previousWindow(filters);
   const stats = useQuery(q.stats(filters));
   const charts = useQuery(q.charts(filters));
+  const before = useQuery({ ...q.stats(previous ?? {}), enabled: previous !== null });
+  const beforeCharts = useQuery({ ...q.charts(previous ?? {}), enabled: previous !== null });
   const running = useQuery(q.reviews({ status: "running", limit: "20" }));
   const pending = useQuery(q.reviews({ status: "pending", limit: "20" }));
   const recent = useQuery(q.reviews({ ...filters, limit: "10" }));
@@ -39,9 +65,10 @@ export function OverviewPage() {
     <>
       <header className="page-head">
         <h1>Overview</h1>
-        <p className="muted">What was reviewed, what it cost, what failed and why.</p>
+        <p className="muted">What is running, what failed and why, what it cost.</p>
       </header>
-      <FilterBar value={filters} onChange={setFilters} />
+      <TriageBand />
+      <FilterBar value={search} onChange={setFilters} defaultRange={DEFAULT_RANGE} />
       {budget.data && <MonthCards budget={budget.data} />}
       {stats.isPending || charts.isPending ? (
         <Loading what="Loading statistics" />
@@ -49,33 +76,29 @@ export function OverviewPage() {
         <ErrorBox error={stats.error ?? charts.error} retry={() => void stats.refetch().then(() => charts.refetch())} />
       ) : (
         <>
-          <StatCards stats={stats.data} charts={charts.data} inFlight={(running.data?.length ?? 0) + (pending.data?.length ?? 0)} />
-          <ChartGrid stats={stats.data} charts={charts.data} />
+          <StatCards
+            stats={stats.data}
+            charts={charts.data}
+            before={before.data && beforeCharts.data ? { stats: before.data, charts: beforeCharts.data } : null}
+            inFlight={(running.data?.length ?? 0) + (pending.data?.length ?? 0)}
+          />
+          <ChartGrid stats={stats.data} charts={charts.data} filters={filters} />
         </>
       )}
-      <div>
-        <Card title="In flight">
-          {running.isPending || pending.isPending ? (
-            <Loading />
-          ) : (
-            <ReviewTable rows={[...(running.data ?? []), ...(pending.data ?? [])]} caption="Reviews in flight" empty="Nothing is running or waiting." />
-          )}
-        </Card>
-        <Card title="Latest reviews">
-          {recent.isPending ? (
-            <Loading />
-          ) : recent.error ? (
-            <ErrorBox error={recent.error} />
-          ) : (
-            <ReviewTable rows={recent.data ?? []} caption="Latest reviews" />
-          )}
-          <p>
-            <Link to="/reviews" search={filters}>
-              All reviews →
-            </Link>
-          </p>
-        </Card>
-      </div>
+      <Card title="Latest reviews">
+        {recent.isPending ? (
+          <Loading />
+        ) : recent.error ? (
+          <ErrorBox error={recent.error} />
+        ) : (
+          <ReviewTable rows={recent.data ?? []} caption="Latest reviews" />
+        )}
+        <p>
+          <Link to="/reviews" search={search}>
+            All reviews →
+          </Link>
+        </p>
+      </Card>
     </>
   );
 }
@@ -95,30 +118,55 @@ function approxP50(charts: Charts): number | null {
   return null;
 }
 
-function StatCards({ stats, charts, inFlight }: { stats: Stats; charts: Charts; inFlight: number }) {
+/** The numbers of the cards, from one window's stats and charts. */
+function cardNumbers(stats: Stats, charts: Charts) {
   const reviews = stats.projects.reduce((a, p) => a + p.reviews, 0);
   const cost = stats.projects.reduce((a, p) => a + p.cost, 0);
   const tokens = stats.projects.reduce((a, p) => a + p.tokens, 0);
   const completed = charts.reliability.reduce((a, r) => a + r.completed, 0);
   const failed = charts.reliability.reduce((a, r) => a + r.failed, 0);
   const rate = completed + failed > 0 ? (completed / (completed + failed)) * 100 : null;
-  const cards: [string, string, string?][] = [
-    ["Reviews", count(reviews), `${count(stats.latency.count)} completed`],
-    ["Success rate", rate === null ? "—" : `${rate.toFixed(rate === 100 ? 0 : 1)}%`, `${count(failed)} failed`],
+  return { reviews, cost, tokens, completed, failed, rate, p50: approxP50(charts), p95: stats.latency.p95 ?? null };
+}
+
+/** The change of a card against the previous window: an arrow and a percentage (points for a
+ * rate), coloured by whether the change is good. */
+function Delta({ now, then, higherIsBetter, points = false }: { now: number | null; then: number | null | undefined; higherIsBetter: boolean; points?: boolean }) {
+  if (now === null || then === null || then === undefined) return null;
+  if (!points && then === 0) return null;
+  const change = points ? now - then : ((now - then) / then) * 100;
+  if (!Number.isFinite(change) || Math.abs(change) < 0.05) return <span className="delta muted">no change vs previous period</span>;
+  const up = change > 0;
+  const good = up === higherIsBetter;
+  const text = `${up ? "▲" : "▼"} ${Math.abs(change).toFixed(Math.abs(change) < 10 ? 1 : 0)}${points ? " pts" : "%"}`;
+  return (
+    <span className={`delta ${up ? "up" : "down"}-${good ? "good" : "bad"}`} title="Against the previous period of the same length">
+      {text} <span className="sr-only">against the previous period</span>
+    </span>
+  );
+}
+
+function StatCards({ stats, charts, before, inFlight }: { stats: Stats; charts: Charts; before: { stats: Stats; charts: Charts } | null; inFlight: number }) {
+  const n = cardNumbers(stats, charts);
+  const b = before ? cardNumbers(before.stats, before.charts) : null;
+  const cards: [string, string, string | undefined, ReactNode?][] = [
+    ["Reviews", count(n.reviews), `${count(stats.latency.count)} completed`, <Delta key="d" now={n.reviews} then={b?.reviews} higherIsBetter />],
+    ["Success rate", n.rate === null ? "—" : `${n.rate.toFixed(n.rate === 100 ? 0 : 1)}%`, `${count(n.failed)} failed`, <Delta key="d" now={n.rate} then={b?.rate} higherIsBetter points />],
     ["In flight", count(inFlight), "pending or running"],
-    ["Cost", money(cost), reviews > 0 ? `${money(cost / reviews)} per review` : undefined],
-    ["Tokens", count(tokens)],
-    ["Latency p50", duration(approxP50(charts)), `avg ${duration(stats.latency.avg)}`],
-    ["Latency p95", duration(stats.latency.p95)],
+    ["Cost", money(n.cost), n.reviews > 0 ? `${money(n.cost / n.reviews)} per review` : undefined, <Delta key="d" now={n.cost} then={b?.cost} higherIsBetter={false} />],
+    ["Tokens", count(n.tokens), undefined, <Delta key="d" now={n.tokens} then={b?.tokens} higherIsBetter={false} />],
+    ["Latency p50", duration(n.p50), `avg ${duration(stats.latency.avg)}`, <Delta key="d" now={n.p50} then={b?.p50} higherIsBetter={false} />],
+    ["Latency p95", duration(n.p95), undefined, <Delta key="d" now={n.p95} then={b?.p95} higherIsBetter={false} />],
   ];
   return (
     <dl className="stat-cards" data-testid="stat-cards">
-      {cards.map(([label, value, sub]) => (
+      {cards.map(([label, value, sub, delta]) => (
         <div className="stat" key={label}>
           <dt>{label}</dt>
           <dd>
             <span className="stat-value">{value}</span>
             {sub && <span className="muted small">{sub}</span>}
+            {delta}
           </dd>
         </div>
       ))}
@@ -154,7 +202,8 @@ function MonthCards({ budget }: { budget: Budget }) {
   );
 }
 
-function ChartGrid({ stats, charts }: { stats: Stats; charts: Charts }) {
+function ChartGrid({ stats, charts, filters }: { stats: Stats; charts: Charts; filters: Filters }) {
+  const scores = useQuery(q.repoScores(filters)).data;
   const daily = useMemo(() => {
     const days = stats.daily.map((d) => d.day);
     const reviews: Series[] = [{ label: "reviews", values: stats.daily.map((d) => d.reviews), color: COLORS.primary, bars: true }];
@@ -223,7 +272,15 @@ function ChartGrid({ stats, charts }: { stats: Stats; charts: Charts }) {
       <Card>
         <RankList
           title="Files with most findings"
-          rows={charts.topFiles.map((f) => ({ key: f.path, label: <span className="mono">{f.path}</span>, value: f.count }))}
+          rows={(scores?.topFiles ?? []).map((f) => ({
+            key: `${f.repo_full_name}/${f.path}`,
+            label: (
+              <span className="mono">
+                <span className="muted">{f.repo_full_name}:</span> {f.path}
+              </span>
+            ),
+            value: f.count,
+          }))}
         />
       </Card>
       <Card>

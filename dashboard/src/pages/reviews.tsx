@@ -1,11 +1,12 @@
 // Reviews: the filterable list, updating live; a review with its findings and transcript.
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, getRouteApi } from "@tanstack/react-router";
 import { useEffect, useState } from "react";
 import { api, unwrap, type DroppedFinding, type Filters, type Finding, type Review } from "../api/client";
 import { q, type TranscriptItem } from "../api/queries";
 import { FilterBar } from "../components/filters";
-import { Card, Empty, ErrorBox, NotFoundPage, Pre, Query, ReviewTable, StatusBadge, Time, count, duration, isNotFound, money, PrLink } from "../components/ui";
+import { FailureBox } from "../components/failure";
+import { Card, Empty, ErrorBox, NotFoundPage, Pre, Query, ReviewTable, StatusBadge, Time, count, duration, isNotFound, money, PrLink, useForgeUrl } from "../components/ui";
 
 const listRoute = getRouteApi("/reviews");
 
@@ -28,11 +29,16 @@ function rememberedList(): Filters {
   }
 }
 
+/** Rows per page of the list. */
+const PAGE = 100;
+
 export function ReviewsPage() {
   const filters = listRoute.useSearch();
   const navigate = listRoute.useNavigate();
-  const reviews = useQuery(q.reviews({ ...filters, limit: "200" }));
+  const pages = useInfiniteQuery(q.reviewPages(filters, PAGE));
   useEffect(() => rememberList(filters), [filters]);
+  const rows = pages.data?.pages.flatMap((p) => p.rows) ?? [];
+  const total = pages.data?.pages[0]?.total ?? 0;
   return (
     <>
       <header className="page-head">
@@ -41,8 +47,22 @@ export function ReviewsPage() {
       </header>
       <FilterBar value={filters} onChange={(f: Filters) => void navigate({ search: f, replace: true })} withStatus />
       <Card>
-        <Query q={reviews} what="Loading reviews">
-          {(rows) => <ReviewTable rows={rows} caption="Reviews" empty="No review matches these filters." />}
+        <Query q={{ ...pages, data: pages.data ? rows : undefined }} what="Loading reviews">
+          {(list) => (
+            <>
+              <p className="muted small" data-testid="list-count" aria-live="polite">
+                {list.length === total ? `${count(total)} reviews` : `Showing ${count(list.length)} of ${count(total)} reviews`}
+              </p>
+              <ReviewTable rows={list} caption="Reviews" empty="No review matches these filters." />
+              {pages.hasNextPage && (
+                <p>
+                  <button type="button" className="btn" onClick={() => void pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
+                    {pages.isFetchingNextPage ? "Loading…" : `Load older (${count(total - list.length)} more)`}
+                  </button>
+                </p>
+              )}
+            </>
+          )}
         </Query>
       </Card>
     </>
@@ -140,10 +160,14 @@ function ReviewDetail({ review: r }: { review: Review }) {
       {(retry.error || stop.error) && <ErrorBox error={retry.error ?? stop.error} />}
       {retry.isSuccess && <p role="status">Retry queued: a new review appears in the list.</p>}
       {stop.isSuccess && <p role="status">Stop requested.</p>}
-      {r.error && (
-        <div className="error-box" role="alert">
-          <strong>Error:</strong> {r.error}
-        </div>
+      {r.status === "failed" ? (
+        <FailureBox review={r} lastTurns={lastTurns(transcript.data?.items)} />
+      ) : (
+        r.error && (
+          <div className="error-box" role="alert">
+            <strong>{r.status === "skipped" ? "Skipped:" : "Error:"}</strong> {r.error}
+          </div>
+        )
       )}
       <Card>
         <dl className="facts">
@@ -221,6 +245,7 @@ function Fact({ label, value, mono }: { label: string; value: string; mono?: boo
 const SEVERITY_ORDER = ["blocking", "question", "nit"];
 
 function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
+  const forgeUrl = useForgeUrl();
   if (rows.length === 0) return <Empty>No findings recorded.</Empty>;
   const summaries = rows.filter((f) => f.kind !== "inline");
   const inline = rows.filter((f) => f.kind === "inline");
@@ -247,9 +272,15 @@ function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
               <article key={f.id} className="finding" data-severity={f.severity}>
                 <p className="row small">
                   <span className={`badge sev-${f.severity ?? "none"}`}>{f.severity ?? "note"}</span>
-                  <a href={lineUrl(review, f)} target="_blank" rel="noreferrer" className="mono">
-                    {path}:{f.line ?? "?"}
-                  </a>
+                  {forgeUrl ? (
+                    <a href={lineUrl(forgeUrl, review, f)} target="_blank" rel="noreferrer" className="mono">
+                      {path}:{f.line ?? "?"}
+                    </a>
+                  ) : (
+                    <span className="mono">
+                      {path}:{f.line ?? "?"}
+                    </span>
+                  )}
                   {splitUnverified(f.body).unverified !== undefined && (
                     <span className="badge" title={splitUnverified(f.body).unverified}>
                       unverified
@@ -338,8 +369,21 @@ function FindingBody({ body }: { body: string }) {
 }
 
 /** The finding's line on GitHub: the comment itself when its id is known, else the PR's files. */
-function lineUrl(review: Review, f: Finding): string {
-  const base = `https://github.com/${review.repo_full_name}/pull/${review.pr_number}`;
+/** The last three turns of a transcript as one line each, for a failed review's box. */
+function lastTurns(items: TranscriptItem[] | undefined): string[] {
+  if (!items) return [];
+  return items.slice(-3).map((it) => {
+    const what = it.name ?? it.role ?? it.type;
+    const text = it.text ?? it.message ?? (typeof it.content === "string" ? it.content : "");
+    const line = `${what}: ${text ?? ""}`.replace(/\s+/g, " ").trim();
+    return line.length > 160 ? `${line.slice(0, 157)}…` : line;
+  });
+}
+
+/** The finding's line on the forge (FORGE_URL): the comment itself when its id is known, else
+ * the PR's files. */
+function lineUrl(forgeUrl: string, review: Review, f: Finding): string {
+  const base = `${forgeUrl}/${review.repo_full_name}/pull/${review.pr_number}`;
   if (f.github_comment_id) return `${base}#discussion_r${f.github_comment_id}`;
   return `${base}/files`;
 }

@@ -1,13 +1,16 @@
 // Stats: cost and volume by repository, by model and by trigger, with the overview's filters.
 import { useQuery } from "@tanstack/react-query";
 import { Link, getRouteApi } from "@tanstack/react-router";
-import { repoParams, type Filters, type OutcomeStats, type OutcomeStatsRow, type Stats } from "../api/client";
+import { useMemo } from "react";
+import { repoParams, type Charts, type Filters, type OutcomeStats, type OutcomeStatsRow, type RepoScores, type Stats } from "../api/client";
 import { q } from "../api/queries";
 import { FilterBar } from "../components/filters";
-import { ShareBar } from "../components/chart";
+import { DayChart, RankList, ShareBar, type Series } from "../components/chart";
+import { COLORS } from "./overview";
 import { Card, Empty, Query, count, duration, money } from "../components/ui";
 
 const route = getRouteApi("/stats");
+type RepoFile = RepoScores["topFiles"][number];
 /** One colour per trigger, never reused (reopened must not look like opened); mid-tones that
  * stand out on the light and the dark panel alike. */
 const TRIGGER_COLORS: Record<string, string> = {
@@ -28,6 +31,8 @@ export function StatsPage() {
   const filters = route.useSearch();
   const navigate = route.useNavigate();
   const stats = useQuery(q.stats(filters));
+  const charts = useQuery(q.charts(filters));
+  const scores = useQuery(q.repoScores(filters));
   const outcomes = useQuery(q.outcomes(filters));
   return (
     <>
@@ -36,6 +41,9 @@ export function StatsPage() {
         <p className="muted">Where the reviews and the money went. Skipped reviews are not counted.</p>
       </header>
       <FilterBar value={filters} onChange={(f: Filters) => void navigate({ search: f, replace: true })} />
+      <Query q={charts} what="Loading charts">
+        {(c) => <StatsCharts charts={c} topFiles={scores.data?.topFiles ?? []} />}
+      </Query>
       <Query q={stats} what="Loading statistics">
         {(s) => <StatsTables stats={s} />}
       </Query>
@@ -43,6 +51,71 @@ export function StatsPage() {
         {(o) => <OutcomeTables outcomes={o} />}
       </Query>
     </>
+  );
+}
+
+/** The original service's stats charts: completed and failed per day, the latency trend,
+ * findings per day by severity, and the files with most findings named with their repository. */
+function StatsCharts({ charts, topFiles }: { charts: Charts; topFiles: RepoFile[] }) {
+  const reliability = useMemo(() => {
+    const days = charts.reliability.map((r) => r.day);
+    const series: Series[] = [
+      { label: "completed", values: charts.reliability.map((r) => r.completed), color: COLORS.completed, bars: true },
+      { label: "failed", values: charts.reliability.map((r) => r.failed), color: COLORS.failed },
+    ];
+    return { days, series };
+  }, [charts.reliability]);
+  const latency = useMemo(() => {
+    const days = charts.latency.map((d) => d.day);
+    const series: Series[] = [
+      { label: "p50", values: charts.latency.map((d) => d.p50 ?? null), color: COLORS.primary },
+      { label: "p95", values: charts.latency.map((d) => d.p95 ?? null), color: COLORS.inFlight },
+    ];
+    return { days, series };
+  }, [charts.latency]);
+  const findings = useMemo(() => {
+    const days = [...new Set(charts.findingsDaily.map((f) => f.day))].sort();
+    const of = (severity: string) =>
+      days.map((d) => charts.findingsDaily.find((f) => f.day === d && f.severity === severity)?.count ?? 0);
+    const series: Series[] = [
+      { label: "blocking", values: of("blocking"), color: COLORS.blocking },
+      { label: "question", values: of("question"), color: COLORS.question },
+      { label: "nit", values: of("nit"), color: COLORS.nit },
+    ];
+    return { days, series };
+  }, [charts.findingsDaily]);
+  return (
+    <div className="grid charts" data-testid="stats-charts">
+      <Card>
+        <DayChart title="Completed and failed per day" days={reliability.days} series={reliability.series} />
+      </Card>
+      <Card>
+        <DayChart
+          title={`Latency trend${charts.latencyTruncated ? " (sampled: latest 5,000 reviews)" : ""}`}
+          days={latency.days}
+          series={latency.series}
+          format={duration}
+          durations
+        />
+      </Card>
+      <Card>
+        <DayChart title="Findings per day" days={findings.days} series={findings.series} />
+      </Card>
+      <Card>
+        <RankList
+          title="Files with most findings"
+          rows={topFiles.map((f) => ({
+            key: `${f.repo_full_name}/${f.path}`,
+            label: (
+              <span className="mono">
+                <span className="muted">{f.repo_full_name}:</span> {f.path}
+              </span>
+            ),
+            value: f.count,
+          }))}
+        />
+      </Card>
+    </div>
   );
 }
 
