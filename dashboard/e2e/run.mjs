@@ -7,7 +7,7 @@
 //           completed without a reload; retry and stop; the transcript's tool calls; chat;
 //           settings and skills
 //   signin  the OAuth gate: the sign-in page, then signing in through the fake forge
-//   bench   the overview over 100,000 reviews: time from navigation to its data (printed)
+//   bench   the overview over 100,000 reviews: time from navigation to its settled data (printed)
 // Exits non-zero on the first failed check, naming it.
 import { chromium } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
@@ -301,8 +301,10 @@ async function pages(seeded, totalReviews, budget, stats) {
     await charts.locator(".ranklist").getByText("acme/gadgets:").first().waitFor();
     // Values on hover: the legend under a day chart shows the hovered day's numbers.
     const canvas = charts.locator("figure", { hasText: "Completed and failed per day" }).locator("canvas").first();
+    await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
-    await page.mouse.move(box.x + box.width - 12, box.y + box.height / 2);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 3);
+    await page.mouse.move(box.x + box.width / 2 + 5, box.y + box.height / 3);
     const legend = charts.locator("figure", { hasText: "Completed and failed per day" }).locator(".u-legend");
     await page.waitForFunction((el) => /\d{4}-\d{2}-\d{2}/.test(el.textContent ?? ""), await legend.elementHandle());
     // Finding outcomes (issue 29): of the seeded review's four inline findings one is resolved.
@@ -702,21 +704,29 @@ async function bench() {
   const total = (await api("/api/reviews?limit=1")).length;
   check(total === 1, "no reviews seeded");
   const page = await newPage();
-  const times = [];
-  for (let i = 0; i < 5; i++) {
-    const t0 = Date.now();
-    await open(page, "/?range=all");
-    await page.locator("[data-testid=stat-cards] .stat-value").first().waitFor();
-    await page.locator(".chart canvas").first().waitFor();
-    times.push(Date.now() - t0);
+  const lines = [];
+  // Settled: every query of the page answered (triage band, cards, charts, month, latest),
+  // no loading state left, and the first chart drawn.
+  for (const [name, path] of [["default window (30 days)", "/"], ["all time", "/?range=all"]]) {
+    const times = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = Date.now();
+      await open(page, path);
+      await page.getByTestId("triage").waitFor();
+      await page.locator("[data-testid=stat-cards] .stat-value").first().waitFor();
+      await page.locator(".chart canvas").first().waitFor();
+      await settled(page);
+      times.push(Date.now() - t0);
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    lines.push(
+      `BENCH overview, ${name}, 100,000 reviews and 300,000 findings: data settled ${times[0]} ms after the first navigation; ` +
+        `median of 5 navigations ${sorted[2]} ms (all: ${times.join(", ")} ms; goal 1000 ms)`,
+    );
   }
   await page.context().close();
-  const sorted = [...times].sort((a, b) => a - b);
-  console.log(
-    `BENCH overview with 100,000 reviews: data shown ${times[0]} ms after the first navigation; ` +
-      `median of 5 navigations ${sorted[2]} ms (all: ${times.join(", ")} ms; goal 1000 ms)`,
-  );
-  console.log(`BENCH dashboard JavaScript, gzipped: ${(gzippedJs() / 1024).toFixed(1)} KB (budget 300 KB)`);
+  for (const line of lines) console.log(line);
+  console.log(`BENCH dashboard JavaScript, gzipped: ${(gzippedJs() / 1024).toFixed(1)} KB in all (budget 300 KB)`);
 }
 
 try {

@@ -161,7 +161,8 @@ async fn the_dashboard_works_in_a_real_browser() {
         &[("E2E_FORGE_URL", forge.api_url()), ("E2E_OAUTH_CODE", code)],
     );
 
-    // The overview over 100,000 reviews (the stats benchmark's seed), timed by the browser.
+    // The overview over 100,000 reviews and 300,000 findings (the stats benchmark's seed), timed
+    // by the browser.
     let (_dir, big) = start_temp(&[]).await;
     let pool = sqlx_pool(&big.data_dir.join("review.db")).await;
     sqlx::query(include_str!("../../../bench/review-stats/seed_reviews.sql"))
@@ -170,6 +171,13 @@ async fn the_dashboard_works_in_a_real_browser() {
         .execute(&pool)
         .await
         .unwrap();
+    sqlx::query(include_str!(
+        "../../../bench/review-stats/seed_findings.sql"
+    ))
+    .bind(300_000i64)
+    .execute(&pool)
+    .await
+    .unwrap();
     pool.close().await;
     browser("bench", &big.url, &[]);
 }
