@@ -330,20 +330,22 @@ async function pages(seeded, totalReviews, budget, stats) {
   });
 
   // Narrow screens: every page stays usable at 375 px (no horizontal scroll of the page).
-  step = "375 px";
-  {
-    const page = await newPage("light", { width: 375, height: 800 });
-    for (const path of ["/", "/repos", "/reviews", `/reviews/${seeded.id}`, "/stats", "/settings", "/chat"]) {
+  // Light and dark, every page, as at 1280 px.
+  for (const scheme of ["light", "dark"]) {
+    step = `375 px (${scheme})`;
+    const page = await newPage(scheme, { width: 375, height: 800 });
+    const paths = ["/", "/repos", "/repos/acme/gadgets", "/repos/acme/gadgets/pr/12", "/reviews", `/reviews/${seeded.id}`, "/stats", "/settings", "/skills", "/chat"];
+    for (const path of paths) {
       await open(page, path);
       await page.locator("main h1").first().waitFor();
       await settled(page);
       const wide = await page.evaluate(() => document.documentElement.scrollWidth);
       check(wide <= 376, `${path} is ${wide} px wide at 375 px`);
       const slug = path === "/" ? "overview" : path.slice(1).replaceAll("/", "-");
-      await shot(page, `${slug}-375`);
+      await shot(page, `${slug}-375${scheme === "dark" ? "-dark" : ""}`);
     }
     await page.context().close();
-    log("ok: 375 px");
+    log(`ok: 375 px (${scheme})`);
   }
 }
 

@@ -253,6 +253,23 @@ pub(crate) fn primary_transforms(file: &[u8]) -> Vec<ItemTransform> {
         .collect()
 }
 
+/// True when the primary item lists a transformative property (`clap`, `irot`, `imir`) before
+/// its `ispe`, as libavif wrote files before 0.9 (an earlier published copy of Link-U's kimono
+/// files in AOMediaCodec/av1-avif is one). ISO/IEC 23008-12 section 6.5.1 wants the descriptive
+/// properties first; libheif 1.15 then ignores those transformations, where libvips (through a
+/// newer libheif) applies them, so the decoder applies them itself (`decode::heif`).
+pub(crate) fn transforms_precede_ispe(file: &[u8]) -> bool {
+    let Some(properties) = primary_properties(file) else {
+        return false;
+    };
+    let first = |kinds: &[&[u8; 4]]| properties.iter().position(|(k, _)| kinds.contains(&k));
+    match (first(&[b"clap", b"irot", b"imir"]), first(&[b"ispe"])) {
+        (Some(transform), Some(ispe)) => transform < ispe,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
 /// The properties (type, body) associated with the primary item (`pitm`), in the order of its
 /// `ipma` entry (ISO/IEC 23008-12 section 9.3).
 fn primary_properties(file: &[u8]) -> Option<Vec<([u8; 4], &[u8])>> {
@@ -547,6 +564,21 @@ mod tests {
             let _ = primary_av1_monochrome(&mono[..end]);
         }
         assert!(!primary_av1_monochrome(b"not a file"));
+    }
+
+    #[test]
+    fn only_old_files_list_their_transformations_before_ispe() {
+        assert!(transforms_precede_ispe(&fixture(
+            "kimono.rotate90.ispe-last.avif"
+        )));
+        for file in [
+            "kimono.rotate90.avif",
+            "lake_irot1_imir0_clap.avif",
+            "iphone.heic",
+            "lake.jpg",
+        ] {
+            assert!(!transforms_precede_ispe(&fixture(file)), "{file}");
+        }
     }
 
     #[test]

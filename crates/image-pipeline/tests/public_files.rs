@@ -433,3 +433,25 @@ fn an_svg_over_the_limits_is_refused_before_it_is_drawn() {
         "markup size"
     );
 }
+
+/// An earlier published copy of Link-U's rotated kimono (AOMediaCodec/av1-avif at 9876903,
+/// before its spec fix 30a2f4c) lists `irot` before `ispe`, as libavif wrote files then: libheif
+/// 1.15 ignored the turn and the picture came out on its side; libvips shows it upright. The
+/// pixels are those of the fixed file, so its libvips reference holds for both.
+#[test]
+fn an_avif_listing_its_turn_before_ispe_is_shown_upright() {
+    let info = probe(&fixture("kimono.rotate90.ispe-last.avif"), u64::MAX).unwrap();
+    assert_eq!((info.width, info.height), (722, 1024));
+    let ((mean, largest), _) = against(
+        "kimono.rotate90.ispe-last.avif",
+        "format=png",
+        "kimono.rotate90.avif.blocks8.png",
+        8,
+        (722, 1024),
+    );
+    assert!(mean < 0.5 && largest <= 6, "{mean} mean, {largest} largest");
+    assert_eq!(
+        ours("kimono.rotate90.ispe-last.avif", "width=200&format=png").dimensions(),
+        (200, 284)
+    );
+}

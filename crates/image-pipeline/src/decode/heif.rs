@@ -77,7 +77,23 @@ pub(super) fn header_size(
             )));
         }
     }
-    Ok((handle.width(), handle.height()))
+    let (mut width, mut height) = (handle.width(), handle.height());
+    // Transformations libheif ignores (listed before `ispe`) are applied by [`decode`]: the
+    // shown size is theirs.
+    if heif_boxes::transforms_precede_ispe(bytes) {
+        for t in heif_boxes::primary_transforms(bytes) {
+            match t {
+                heif_boxes::ItemTransform::Rotate(1 | 3) => (width, height) = (height, width),
+                crop @ heif_boxes::ItemTransform::Crop { .. } => {
+                    if let Some((_, _, w, h)) = crop.crop_rect(width, height) {
+                        (width, height) = (w, h);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok((width, height))
 }
 
 /// Refuses, with the reason, the HEIF and AVIF files that libheif 1.15 would refuse with an
@@ -160,15 +176,15 @@ pub(super) fn decode(
     let icc = icc::heif_icc(&handle);
     let planar = handle.luma_bits_per_pixel() == 8 && handle.chroma_bits_per_pixel() == 8;
     // libheif 1.15 refuses to mirror (`imir`) an image deeper than 8 bits ("Can currently only
-    // mirror images with 8 bits per pixel"): such an image is decoded untransformed, whole,
-    // and its clap/irot/imir applied here after the reduction to 8 bits, in the item's order.
-    let own_transforms = if planar {
-        Vec::new()
-    } else {
+    // mirror images with 8 bits per pixel"), and ignores the transformations a file lists
+    // before its `ispe` (heif_boxes::transforms_precede_ispe): such an image is decoded
+    // untransformed, whole, and its clap/irot/imir applied here, in the item's order.
+    let own_transforms = {
         let t = heif_boxes::primary_transforms(bytes);
-        if t.iter()
-            .any(|t| matches!(t, heif_boxes::ItemTransform::Mirror(_)))
-        {
+        let deep_mirror = !planar
+            && t.iter()
+                .any(|t| matches!(t, heif_boxes::ItemTransform::Mirror(_)));
+        if deep_mirror || heif_boxes::transforms_precede_ispe(bytes) {
             t
         } else {
             Vec::new()
