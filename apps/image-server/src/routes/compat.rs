@@ -69,26 +69,36 @@ pub(crate) fn source(storage_url: &str, raw: &str) -> Result<Source, ApiError> {
 }
 
 /// Our resize parameters, built option by option; a later setting of a name replaces the
-/// earlier one (both formats let a later option win).
+/// earlier one (both formats let a later option win). Defaults are what the format implies
+/// when neither the URL nor a preset it names sets the parameter.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Pairs(Vec<(String, String)>);
+pub(crate) struct Pairs {
+    set: Vec<(String, String)>,
+    defaults: Vec<(Name, String)>,
+}
 
 impl Pairs {
+    /// Sets `name` to `value` unless the URL or a preset sets it.
+    pub(crate) fn imply(&mut self, name: Name, value: impl ToString) {
+        self.defaults.retain(|(n, _)| *n != name);
+        self.defaults.push((name, value.to_string()));
+    }
+
     /// Sets `name` to `value`, replacing an earlier value.
     pub(crate) fn set(&mut self, name: Name, value: impl ToString) {
         self.unset(name);
-        self.0.push((name.as_str().to_owned(), value.to_string()));
+        self.set.push((name.as_str().to_owned(), value.to_string()));
     }
 
     /// Removes `name`.
     pub(crate) fn unset(&mut self, name: Name) {
-        self.0.retain(|(k, _)| k != name.as_str());
+        self.set.retain(|(k, _)| k != name.as_str());
     }
 
     /// The value of `name`, if set.
     #[cfg(test)]
     pub(crate) fn get(&self, name: Name) -> Option<&str> {
-        self.0
+        self.set
             .iter()
             .find(|(k, _)| k == name.as_str())
             .map(|(_, v)| v.as_str())
@@ -198,7 +208,8 @@ pub(crate) fn focus_window(source: (u32, u32), target: (u32, u32), fx: f64, fy: 
     [left as u32, top as u32, cw as u32, ch as u32]
 }
 
-/// Serves `source` with `pairs`: under the full limits when the URL's format requires
+/// Serves `source` with `pairs`, presets expanded (PRESETS_ONLY holds the URL's own
+/// options) and then the defaults added where nothing set them: under the full limits when the URL's format requires
 /// signatures (it was verified), under the MAX_UNSIGNED_* caps when it is open.
 ///
 /// # Errors
@@ -216,8 +227,19 @@ pub(crate) async fn serve(
     } else {
         unsigned_caps(&app.config, app.limits)
     };
+    let mut expanded = app.presets.expand(pairs.set)?;
+    for (name, value) in pairs.defaults {
+        let given = expanded.iter().any(|(k, _)| {
+            Name::lookup(k) == Some(name)
+                || (name == Name::Zoom
+                    && matches!(Name::lookup(k), Some(Name::Width | Name::Height)))
+        });
+        if !given {
+            expanded.push((name.as_str().to_owned(), value));
+        }
+    }
     let Source::Stored(path) = source;
-    serve_resize(app, path, pairs.0, limits, headers, deadline).await
+    serve_resize(app, path, expanded, limits, headers, deadline).await
 }
 
 #[cfg(test)]

@@ -147,12 +147,13 @@ async fn resize(
     let Path(raw_path) =
         raw_path.map_err(|e| ApiError::BadRequest(format!("invalid path: {e}")))?;
     let Query(pairs) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
+    let pairs = app.presets.expand(pairs)?;
     let path = object_path(&raw_path)?;
     let limits = app.resize_limits;
     serve_resize(app, path, pairs, limits, &headers, deadline).await
 }
 
-/// Answers a resize of the stored image at `path` with our parameter `pairs` (presets not yet
+/// Answers a resize of the stored image at `path` with our parameter `pairs` (presets
 /// expanded) under `limits`: the one path from parameters to an image that `/images/resize`
 /// and the imgproxy and thumbor URL formats share (the same [`TransformSpec`], so the same
 /// cache entries, limits, admission and ETags). The caller has checked the URL's signature.

@@ -107,7 +107,7 @@ pub(crate) async fn handle(
     let compat::Source::Stored(path) = &source;
     let mut pairs = Pairs::default();
     if let Some(f) = compat::format_of_source(path.as_ref()) {
-        pairs.set(Name::Format, f.name());
+        pairs.imply(Name::Format, f.name());
     }
     let size = if url.needs_source_size() {
         Some(compat::source_size(&app, path).await?)
@@ -565,18 +565,17 @@ impl Options {
             pairs.set(Name::CropWidth, w);
             pairs.set(Name::CropHeight, h);
         }
-        match (self.width, self.height) {
-            (None, None) => pairs.set(Name::Zoom, 1),
-            (w, h) => {
-                if let Some(w) = w {
-                    pairs.set(Name::Width, w);
-                }
-                if let Some(h) = h {
-                    pairs.set(Name::Height, h);
-                }
-            }
+        // Without a size (its own or a preset's) imgproxy keeps the source's: zoom 1.
+        pairs.imply(Name::Zoom, 1);
+        if let Some(w) = self.width {
+            pairs.set(Name::Width, w);
         }
-        pairs.set(Name::Fit, fit.name());
+        if let Some(h) = self.height {
+            pairs.set(Name::Height, h);
+        }
+        if fit != Fit::Inside {
+            pairs.set(Name::Fit, fit.name());
+        }
         if let Some(p) = position {
             pairs.set(Name::Position, p.name());
         }

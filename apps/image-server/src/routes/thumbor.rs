@@ -85,7 +85,7 @@ pub(crate) async fn handle(
     let compat::Source::Stored(path) = &source;
     let mut pairs = Pairs::default();
     if let Some(f) = compat::format_of_source(path.as_ref()) {
-        pairs.set(Name::Format, f.name());
+        pairs.imply(Name::Format, f.name());
     }
     let size = if url.focal.is_some() {
         Some(compat::source_size(&app, path).await?)
@@ -172,7 +172,17 @@ fn parse(path: &str) -> Result<Url, ApiError> {
     // Each optional part may appear once, in this order.
     let mut stage = 0u8;
     while i < segments.len() && i < MAX_OPTIONS {
-        let s = segments[i];
+        let joined;
+        let mut s = segments[i];
+        if stage <= 8 && s.starts_with("filters:") && !s.ends_with(')') {
+            // thumbor reads filters up to the first `)/`: an argument may hold slashes.
+            let Some(end) = (i..segments.len()).find(|&j| segments[j].ends_with(')')) else {
+                return Err(malformed("filters", s));
+            };
+            joined = segments[i..=end].join("/");
+            s = &joined;
+            i = end;
+        }
         let step = if stage == 0 && s == "meta" {
             return Err(unsupported("meta", "thumbor's metadata endpoint"));
         } else if stage <= 1 && (s == "trim" || s.starts_with("trim:")) {
@@ -181,9 +191,10 @@ fn parse(path: &str) -> Result<Url, ApiError> {
                 None | Some("top-left") => {}
                 Some(other) => return Err(unsupported("trim", &format!("trim from {other:?}"))),
             }
+            // thumbor's tolerance defaults to 0: only the corner's exact colour is trimmed.
             let t = args
                 .next()
-                .map_or(Ok(10.0), |v| number("trim", v, 0.0..=442.0))?;
+                .map_or(Ok(0.0), |v| number("trim", v, 0.0..=442.0))?;
             #[expect(
                 clippy::cast_possible_truncation,
                 clippy::cast_sign_loss,
@@ -433,7 +444,7 @@ impl Url {
             pairs.set(Name::CropHeight, ch);
         }
         if w == 0 && h == 0 {
-            pairs.set(Name::Zoom, 1);
+            pairs.imply(Name::Zoom, 1);
         }
         if w > 0 {
             pairs.set(Name::Width, w);
@@ -502,13 +513,16 @@ mod tests {
             "trim/10x20:60x80/fit-in/-100x0/left/top/smart/filters:quality(70):format(png)/a/b.jpg",
         )
         .unwrap();
-        assert_eq!(url.trim, Some(10));
+        assert_eq!(url.trim, Some(0));
         assert_eq!(url.crop, Some([10, 20, 60, 80]));
         assert!(url.fit_in && url.flip && !url.flop && url.smart);
         assert_eq!((url.width, url.height), (100, 0));
         assert_eq!(url.image, "a/b.jpg");
         assert_eq!(parse("300x200/a.jpg").unwrap().image, "a.jpg");
         assert_eq!(parse("a/left/b.jpg").unwrap().image, "a/left/b.jpg");
+        let url = parse("filters:watermark(m/w.png,0,0,10):quality(5)/a.jpg").unwrap();
+        assert_eq!(url.image, "a.jpg");
+        assert_eq!(url.direct.len(), 4);
     }
 
     #[test]
