@@ -37,12 +37,20 @@ fn python() -> PathBuf {
         .map_or_else(|| clients().join(".venv/bin/python"), PathBuf::from)
 }
 
+/// Whether the venv's python imports libthumbor.
+fn thumbor_importable() -> bool {
+    std::process::Command::new(python())
+        .args(["-c", "import libthumbor"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Whether both builders are installed; under CI their absence fails the test.
 fn builders_installed() -> bool {
     let node = clients().join("node_modules/@imgproxy/imgproxy-node/package.json");
     let missing: Vec<String> = [
         (!node.exists()).then(|| format!("{} (npm ci in tests/url-clients)", node.display())),
-        (!python().exists()).then(|| {
+        (!thumbor_importable()).then(|| {
             format!(
                 "{} (python3 -m venv .venv && .venv/bin/pip install -r requirements.txt in \
                  tests/url-clients)",
