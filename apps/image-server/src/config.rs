@@ -197,11 +197,11 @@ pub struct Config {
     #[arg(long, env = "PRESETS_ONLY", default_value_t = false, action = ArgAction::Set)]
     pub presets_only: bool,
 
-    /// Path under which imgproxy's URL format is served (docs/image-service.md, "Moving from
-    /// imgproxy / thumbor"): `/imgproxy/{signature}/{options}/plain/{source}@{ext}` and the
-    /// base64 source form. `/` or empty serves it at the root, where every GET that no other
-    /// route answers is read as an imgproxy URL (then THUMBOR_PREFIX cannot be the root too).
-    /// Default /imgproxy.
+    /// Path under which imgproxy's URL format is served:
+    /// `/imgproxy/{signature}/{options}/plain/{source}@{ext}` and the base64 source form
+    /// (docs/image-service.md, "Moving from imgproxy / thumbor"). `/` or empty serves it at
+    /// the root, where every GET that no other route answers is read as an imgproxy URL (then
+    /// THUMBOR_PREFIX cannot be the root too). Default /imgproxy.
     #[arg(long, env = "IMGPROXY_PREFIX", default_value = "/imgproxy", value_parser = url_prefix)]
     pub imgproxy_prefix: String,
 

@@ -1,5 +1,5 @@
-//! imgproxy's and thumbor's URL formats (docs/image-service.md, "Moving from imgproxy /
-//! thumbor"), with URLs written by their official builders: `@imgproxy/imgproxy-node` run by
+//! imgproxy's and thumbor's URL formats
+//! (docs/image-service.md, "Moving from imgproxy / thumbor"), with URLs written by their official builders: `@imgproxy/imgproxy-node` run by
 //! node and `libthumbor` run by python, both from tests/url-clients (`npm ci` there, and a
 //! `.venv` with its requirements.txt; .ci/run installs both). Every mapped option, signed and
 //! unsigned, against the real server on loopback; the answers are decoded and their size,

@@ -1,5 +1,6 @@
-//! imgproxy's URL format under IMGPROXY_PREFIX (docs/image-service.md, "Moving from imgproxy /
-//! thumbor"): `/{signature}/{options}/plain/{source}@{ext}` or
+//! imgproxy's URL format under IMGPROXY_PREFIX
+//! (docs/image-service.md, "Moving from imgproxy / thumbor"):
+//! `/{signature}/{options}/plain/{source}@{ext}` or
 //! `/{signature}/{options}/{base64url source}.{ext}`, each option `name:arg:arg`. Every option
 //! becomes our own resize parameters ([`super::compat::Pairs`]); one we cannot honour is a 400
 //! naming it, never ignored.

@@ -1,5 +1,6 @@
-//! thumbor's URL format under THUMBOR_PREFIX (docs/image-service.md, "Moving from imgproxy /
-//! thumbor"): `/{signature|unsafe}/[trim]/[AxB:CxD]/[fit-in]/[-]WxH/[halign]/[valign]/[smart]/
+//! thumbor's URL format under THUMBOR_PREFIX
+//! (docs/image-service.md, "Moving from imgproxy / thumbor"):
+//! `/{signature|unsafe}/[trim]/[AxB:CxD]/[fit-in]/[-]WxH/[halign]/[valign]/[smart]/
 //! [filters:...]/{image}`, each part and filter mapped onto our own resize parameters; one we
 //! cannot honour is a 400 naming it.
 
