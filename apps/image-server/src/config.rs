@@ -358,6 +358,27 @@ mod tests {
     }
 
     #[test]
+    fn compat_prefixes_are_paths_the_root_or_refused() {
+        assert_eq!(url_prefix("/imgproxy/").as_deref(), Ok("/imgproxy"));
+        assert_eq!(url_prefix("/a/b-c_d.e").as_deref(), Ok("/a/b-c_d.e"));
+        assert_eq!(url_prefix("/").as_deref(), Ok(""));
+        assert_eq!(url_prefix("").as_deref(), Ok(""));
+        for bad in [
+            "imgproxy", "/images", "/admin/x", "/a//b", "/a/../b", "/a b", "/{x}",
+        ] {
+            assert!(url_prefix(bad).is_err(), "{bad}");
+        }
+        let defaults = Config::defaults();
+        assert_eq!(
+            (
+                defaults.imgproxy_prefix.as_str(),
+                defaults.thumbor_prefix.as_str()
+            ),
+            ("/imgproxy", "/thumbor")
+        );
+    }
+
+    #[test]
     fn storage_cache_takes_an_explicit_false() {
         let c = Config::parse_from(["image-server", "--storage-cache", "false"]);
         assert!(!c.storage_cache);

@@ -308,6 +308,20 @@ fn imgproxy_cases() -> Vec<(&'static str, &'static str, &'static str, Value, Exp
             expect((100, 100), PNG).at(5, 5, RED).at(95, 95, YELLOW),
         ),
         (
+            "fill, source smaller than the box",
+            q,
+            "plain",
+            json!({"width": 800, "height": 800, "resizing_type": "fill"}),
+            expect((400, 200), PNG),
+        ),
+        (
+            "fill-down, source smaller than the box",
+            q,
+            "plain",
+            json!({"width": 800, "height": 800, "resizing_type": "fill-down"}),
+            expect((200, 200), PNG).at(5, 5, RED).at(195, 195, YELLOW),
+        ),
+        (
             "force",
             q,
             "plain",
@@ -751,6 +765,33 @@ async fn unsafe_thumbor_urls_pass_with_a_key_only_when_allowed() {
     )
     .await;
     assert_eq!(s.get("/thumbor/bogus/100x0/pics/q.png").await.status(), 403);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presets_only_holds_imgproxy_urls_to_presets() {
+    let presets = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(presets.path(), "small = width=40&height=40&fit=cover\n").unwrap();
+    let file = presets.path().to_owned();
+    let s = TestServer::start_local_with(move |c| {
+        c.presets_file = Some(file);
+        c.presets_only = true;
+    })
+    .await;
+    s.put_raw("pics/q.png", samples::png(&quadrants())).await;
+    let want = expect((40, 40), PNG);
+    let url = s.url("/imgproxy/insecure/pr:small/plain/local:///pics/q.png");
+    check(&s.client, "preset only", &url, &want).await;
+    let (status, body) = error(
+        &s.client,
+        &s.url("/imgproxy/insecure/w:10/plain/pics/q.png"),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("presets only"),
+        "{body}"
+    );
     s.stop().await;
 }
 

@@ -170,7 +170,6 @@ pub(crate) async fn serve_resize(
     headers: &HeaderMap,
     deadline: Deadline,
 ) -> Result<Response, ApiError> {
-    let pairs = app.presets.expand(pairs)?;
     let mut spec =
         TransformSpec::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())), &limits)?;
     spec.fit_unsized_into(
