@@ -254,133 +254,98 @@ async fn server(signed: bool) -> TestServer {
 
 const PNG: &str = "image/png";
 
+/// A case of the quadrant picture by a plain `local://` source.
+fn plain(
+    label: &'static str,
+    options: Value,
+    want: Expect,
+) -> (&'static str, &'static str, &'static str, Value, Expect) {
+    (label, "local:///pics/q.png", "plain", options, want)
+}
+
 /// Every mapped imgproxy option, as imgproxy-node writes it, and what imgproxy answers.
 fn imgproxy_cases() -> Vec<(&'static str, &'static str, &'static str, Value, Expect)> {
     let q = "local:///pics/q.png";
     vec![
-        (
+        plain(
             "fit",
-            q,
-            "plain",
             json!({"resizing_type": "fit", "width": 100, "height": 100}),
             expect((100, 50), PNG).at(10, 10, RED).at(90, 40, YELLOW),
         ),
-        (
+        plain(
             "resize",
-            q,
-            "plain",
             json!({"resize": {"resizing_type": "fill", "width": 100, "height": 100}}),
             expect((100, 100), PNG).at(10, 10, RED).at(90, 90, YELLOW),
         ),
-        (
+        plain(
             "size + gravity west",
-            q,
-            "plain",
             json!({"size": {"width": 100, "height": 100}, "resizing_type": "fill", "gravity": {"type": "we"}}),
             expect((100, 100), PNG).at(50, 10, RED).at(50, 90, BLUE),
         ),
-        (
+        plain(
             "gravity east",
-            q,
-            "plain",
             json!({"width": 100, "height": 100, "resizing_type": "fill", "gravity": {"type": "ea"}}),
             expect((100, 100), PNG).at(50, 10, GREEN).at(50, 90, YELLOW),
         ),
-        (
+        plain(
             "gravity sm",
-            q,
-            "plain",
             json!({"width": 100, "height": 100, "resizing_type": "fill", "gravity": {"type": "sm"}}),
             expect((100, 100), PNG),
         ),
-        (
+        plain(
             "focus point",
-            q,
-            "plain",
             json!({"width": 100, "height": 100, "resizing_type": "fill", "gravity": {"type": "fp", "x": 1, "y": 0}}),
             expect((100, 100), PNG).at(10, 10, GREEN).at(90, 90, YELLOW),
         ),
-        (
+        plain(
             "fill-down",
-            q,
-            "plain",
             json!({"width": 100, "height": 100, "resizing_type": "fill-down"}),
             expect((100, 100), PNG).at(5, 5, RED).at(95, 95, YELLOW),
         ),
-        (
+        plain(
             "fill, source smaller than the box",
-            q,
-            "plain",
             json!({"width": 800, "height": 800, "resizing_type": "fill"}),
             expect((400, 200), PNG),
         ),
-        (
+        plain(
             "fill-down, source smaller than the box",
-            q,
-            "plain",
             json!({"width": 800, "height": 800, "resizing_type": "fill-down"}),
             expect((200, 200), PNG).at(5, 5, RED).at(195, 195, YELLOW),
         ),
-        (
+        plain(
             "force",
-            q,
-            "plain",
             json!({"width": 50, "height": 50, "resizing_type": "force"}),
             expect((50, 50), PNG).at(5, 5, RED).at(45, 45, YELLOW),
         ),
-        (
+        plain(
             "auto (landscape into portrait: fit)",
-            q,
-            "plain",
             json!({"width": 100, "height": 200, "resizing_type": "auto"}),
             expect((100, 50), PNG),
         ),
-        (
+        plain(
             "auto (landscape into landscape: fill)",
-            q,
-            "plain",
             json!({"width": 100, "height": 80, "resizing_type": "auto"}),
             expect((100, 80), PNG),
         ),
-        (
-            "height only",
-            q,
-            "plain",
-            json!({"height": 50}),
-            expect((100, 50), PNG),
-        ),
-        (
-            "no enlarge",
-            q,
-            "plain",
-            json!({"width": 800}),
-            expect((400, 200), PNG),
-        ),
-        (
+        plain("height only", json!({"height": 50}), expect((100, 50), PNG)),
+        plain("no enlarge", json!({"width": 800}), expect((400, 200), PNG)),
+        plain(
             "enlarge",
-            q,
-            "plain",
             json!({"width": 800, "enlarge": 1}),
             expect((800, 400), PNG),
         ),
-        (
+        plain(
             "extend",
-            q,
-            "plain",
             json!({"width": 100, "height": 100, "extend": {"extend": 1}}),
             expect((100, 100), PNG).at(20, 30, RED),
         ),
-        (
+        plain(
             "crop",
-            q,
-            "plain",
             json!({"crop": {"width": 200, "height": 100, "gravity": {"type": "nowe"}}}),
             expect((200, 100), PNG).at(5, 5, RED).at(195, 95, RED),
         ),
-        (
+        plain(
             "relative crop, south-east",
-            q,
-            "plain",
             json!({"crop": {"width": 0.5, "height": 0.5, "gravity": {"type": "soea"}}}),
             expect((200, 100), PNG).at(100, 50, YELLOW),
         ),
@@ -391,97 +356,71 @@ fn imgproxy_cases() -> Vec<(&'static str, &'static str, &'static str, Value, Exp
             json!({"trim": {"threshold": 10}}),
             expect((50, 50), PNG).at(25, 25, RED),
         ),
-        (
+        plain(
             "padding",
-            q,
-            "plain",
             json!({"width": 100, "padding": {"top": 10, "right": 5}}),
             expect((110, 70), PNG).at(7, 15, RED),
         ),
-        (
+        plain(
             "rotate",
-            q,
-            "plain",
             json!({"width": 100, "rotate": 90}),
             expect((50, 100), PNG).at(45, 5, RED).at(5, 95, YELLOW),
         ),
-        (
+        plain(
             "blur",
-            q,
-            "plain",
             json!({"width": 100, "blur": 2}),
             expect((100, 50), PNG),
         ),
-        (
+        plain(
             "sharpen",
-            q,
-            "plain",
             json!({"width": 100, "sharpen": 1}),
             expect((100, 50), PNG),
         ),
-        (
+        plain(
             "pixelate",
-            q,
-            "plain",
             json!({"width": 100, "pixelate": 5}),
             expect((100, 50), PNG).at(10, 10, RED),
         ),
-        (
+        plain(
             "watermark",
-            q,
-            "plain",
             json!({"width": 100, "watermark": {"opacity": 1, "position": "soea"}}),
             expect((100, 50), PNG).at(98, 48, [0, 0, 0]).at(10, 10, RED),
         ),
-        (
+        plain(
             "quality + format",
-            q,
-            "plain",
             json!({"width": 100, "quality": 50, "format": "jpg"}),
             expect((100, 50), "image/jpeg").at(10, 10, RED),
         ),
-        (
+        plain(
             "extension",
-            q,
-            "plain",
             json!({"width": 100, "format": "webp"}),
             expect((100, 50), "image/webp"),
         ),
-        (
+        plain(
             "dpr",
-            q,
-            "plain",
             json!({"width": 100, "dpr": 2}),
             expect((200, 100), PNG),
         ),
-        (
+        plain(
             "strip_metadata",
-            q,
-            "plain",
             json!({"width": 100, "strip_metadata": 1}),
             expect((100, 50), PNG),
         ),
-        (
+        plain(
             "max_bytes",
-            q,
-            "plain",
             json!({"width": 300, "max_bytes": 3000, "format": "jpg"}),
             Expect {
                 max_bytes: Some(3000),
                 ..expect((300, 150), "image/jpeg")
             },
         ),
-        (
+        plain(
             "preset",
-            q,
-            "plain",
             json!({"preset": ["small"]}),
             expect((40, 40), PNG),
         ),
-        (
+        plain(
             "cachebuster",
-            q,
-            "plain",
             json!({"width": 100, "cachebuster": "v2"}),
             expect((100, 50), PNG),
         ),

@@ -68,6 +68,53 @@ pub(crate) fn source(storage_url: &str, raw: &str) -> Result<Source, ApiError> {
     Ok(Source::Stored(object_path(path.trim_start_matches('/'))?))
 }
 
+/// The signature segment of a URL under `prefix` (the request's raw `path`) and the rest after
+/// it, from its `/`, as sent; `what` names the format in errors.
+///
+/// # Errors
+/// 400 `invalid_request` when the URL is longer than [`MAX_URL_PATH`] or has nothing after
+/// the signature.
+pub(crate) fn split_signature<'a>(
+    path: &'a str,
+    prefix: &str,
+    what: &str,
+) -> Result<(&'a str, &'a str), ApiError> {
+    let rest = path.strip_prefix(prefix).unwrap_or("");
+    if rest.len() > MAX_URL_PATH {
+        return Err(ApiError::BadRequest(format!("{what} URL is too long")));
+    }
+    let rest = rest.strip_prefix('/').unwrap_or(rest);
+    match rest.find('/') {
+        Some(i) => Ok((&rest[..i], &rest[i..])),
+        None => Err(ApiError::BadRequest(format!("{what} URL names no image"))),
+    }
+}
+
+/// What a parsed URL's options start from: its source mapped onto the store ([`source`]), the
+/// format implied by the source's extension, and, when `needs_size`, the source's size
+/// ([`source_size`]).
+///
+/// # Errors
+/// As [`source`] and [`source_size`].
+pub(crate) async fn prepare(
+    app: &AppState,
+    raw_source: &str,
+    needs_size: bool,
+) -> Result<(Source, Pairs, Option<(u32, u32)>), ApiError> {
+    let source = source(&app.config.storage_url, raw_source)?;
+    let Source::Stored(path) = &source;
+    let mut pairs = Pairs::default();
+    if let Some(f) = format_of_source(path.as_ref()) {
+        pairs.imply(Name::Format, f.name());
+    }
+    let size = if needs_size {
+        Some(source_size(app, path).await?)
+    } else {
+        None
+    };
+    Ok((source, pairs, size))
+}
+
 /// Our resize parameters, built option by option; a later setting of a name replaces the
 /// earlier one (both formats let a later option win). Defaults are what the format implies
 /// when neither the URL nor a preset it names sets the parameter.
@@ -273,22 +320,19 @@ mod tests {
 
     #[test]
     fn the_focus_window_centres_on_the_point_within_the_edges() {
-        // A 400x200 source into a square: a 200x200 window.
-        assert_eq!(
-            focus_window((400, 200), (100, 100), 0.5, 0.5),
-            [100, 0, 200, 200]
-        );
-        assert_eq!(
-            focus_window((400, 200), (100, 100), 0.0, 0.5),
-            [0, 0, 200, 200]
-        );
-        assert_eq!(
-            focus_window((400, 200), (100, 100), 1.0, 0.0),
-            [200, 0, 200, 200]
-        );
-        assert_eq!(
-            focus_window((400, 200), (100, 100), 0.6, 0.5),
-            [140, 0, 200, 200]
-        );
+        // A 400x200 source into a square: a 200x200 window, centred on the point within the
+        // edges.
+        for (fx, fy, want) in [
+            (0.5, 0.5, [100, 0, 200, 200]),
+            (0.0, 0.5, [0, 0, 200, 200]),
+            (1.0, 0.0, [200, 0, 200, 200]),
+            (0.6, 0.5, [140, 0, 200, 200]),
+        ] {
+            assert_eq!(
+                focus_window((400, 200), (100, 100), fx, fy),
+                want,
+                "{fx} {fy}"
+            );
+        }
     }
 }

@@ -14,7 +14,7 @@ use image_params::{Fit, Name};
 use secrecy::{ExposeSecret, SecretString};
 use sha2::Sha256;
 
-use super::compat::{self, MAX_OPTIONS, MAX_URL_PATH, Pairs, malformed, number, unsupported};
+use super::compat::{self, MAX_OPTIONS, Pairs, malformed, number, unsupported};
 use crate::error::ApiError;
 use crate::transform::Deadline;
 use crate::{AppState, Config};
@@ -84,18 +84,8 @@ pub(crate) async fn handle(
     request: Request,
 ) -> Result<Response, ApiError> {
     let deadline = Deadline::of(request.extensions(), app.config.request_timeout_secs);
-    let rest = uri
-        .path()
-        .strip_prefix(app.config.imgproxy_prefix.as_str())
-        .unwrap_or("");
-    if rest.len() > MAX_URL_PATH {
-        return Err(ApiError::BadRequest("imgproxy URL is too long".into()));
-    }
-    let rest = rest.strip_prefix('/').unwrap_or(rest);
-    let (signature, signed_path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => return Err(ApiError::BadRequest("imgproxy URL has no source".into())),
-    };
+    let (signature, signed_path) =
+        compat::split_signature(uri.path(), &app.config.imgproxy_prefix, "imgproxy")?;
     let signed = match &app.imgproxy {
         Some(signer) if !signer.verify(signature, signed_path) => {
             return Err(ApiError::Forbidden);
@@ -104,17 +94,8 @@ pub(crate) async fn handle(
         None => false,
     };
     let url = parse(signed_path)?;
-    let source = compat::source(&app.config.storage_url, &url.source)?;
-    let compat::Source::Stored(path) = &source;
-    let mut pairs = Pairs::default();
-    if let Some(f) = compat::format_of_source(path.as_ref()) {
-        pairs.imply(Name::Format, f.name());
-    }
-    let size = if url.needs_source_size() {
-        Some(compat::source_size(&app, path).await?)
-    } else {
-        None
-    };
+    let (source, mut pairs, size) =
+        compat::prepare(&app, &url.source, url.needs_source_size()).await?;
     url.options.apply(
         &mut pairs,
         size,

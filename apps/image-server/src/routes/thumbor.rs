@@ -13,7 +13,7 @@ use image_params::{Fit, Name, Position};
 use secrecy::{ExposeSecret, SecretString};
 use sha1::Sha1;
 
-use super::compat::{self, MAX_OPTIONS, MAX_URL_PATH, Pairs, malformed, number, unsupported};
+use super::compat::{self, MAX_OPTIONS, Pairs, malformed, number, unsupported};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::transform::Deadline;
@@ -62,17 +62,10 @@ pub(crate) async fn handle(
     request: Request,
 ) -> Result<Response, ApiError> {
     let deadline = Deadline::of(request.extensions(), app.config.request_timeout_secs);
-    let rest = uri
-        .path()
-        .strip_prefix(app.config.thumbor_prefix.as_str())
-        .unwrap_or("");
-    if rest.len() > MAX_URL_PATH {
-        return Err(ApiError::BadRequest("thumbor URL is too long".into()));
-    }
-    let rest = rest.strip_prefix('/').unwrap_or(rest);
-    let Some((signature, signed_path)) = rest.split_once('/') else {
-        return Err(ApiError::BadRequest("thumbor URL has no image".into()));
-    };
+    let (signature, signed_path) =
+        compat::split_signature(uri.path(), &app.config.thumbor_prefix, "thumbor")?;
+    // thumbor signs the path after the signature's slash.
+    let signed_path = &signed_path[1..];
     let signed = match &app.thumbor {
         Some(signer) if signature == "unsafe" && signer.allow_unsafe => false,
         Some(signer) if !signer.verify(signature, signed_path) => {
@@ -82,17 +75,7 @@ pub(crate) async fn handle(
         None => false,
     };
     let url = parse(signed_path)?;
-    let source = compat::source(&app.config.storage_url, &url.image)?;
-    let compat::Source::Stored(path) = &source;
-    let mut pairs = Pairs::default();
-    if let Some(f) = compat::format_of_source(path.as_ref()) {
-        pairs.imply(Name::Format, f.name());
-    }
-    let size = if url.focal.is_some() {
-        Some(compat::source_size(&app, path).await?)
-    } else {
-        None
-    };
+    let (source, mut pairs, size) = compat::prepare(&app, &url.image, url.focal.is_some()).await?;
     url.apply(&mut pairs, size);
     compat::serve(app, source, pairs, signed, &headers, deadline).await
 }
@@ -366,28 +349,17 @@ impl Url {
         if args.len() < 4 {
             return Err(malformed(name, &args.join(",")));
         }
-        let x = match args[1] {
-            "0" => 0,
-            "center" => 1,
-            "-0" => 2,
-            _ => {
-                return Err(unsupported(
-                    name,
-                    "a watermark offset other than 0, -0, center",
-                ));
-            }
+        // 0: the left or top edge, 1: the centre, 2: the right or bottom edge.
+        let place = |v: &str| match v {
+            "0" => Ok(0),
+            "center" => Ok(1),
+            "-0" => Ok(2),
+            _ => Err(unsupported(
+                name,
+                "a watermark offset other than 0, -0, center",
+            )),
         };
-        let y = match args[2] {
-            "0" => 0,
-            "center" => 1,
-            "-0" => 2,
-            _ => {
-                return Err(unsupported(
-                    name,
-                    "a watermark offset other than 0, -0, center",
-                ));
-            }
-        };
+        let (x, y) = (place(args[1])?, place(args[2])?);
         let position = [
             [Position::NorthWest, Position::West, Position::SouthWest],
             [Position::North, Position::Centre, Position::South],
