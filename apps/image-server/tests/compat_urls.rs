@@ -313,6 +313,23 @@ fn imgproxy_cases() -> Vec<(&'static str, &'static str, &'static str, Value, Exp
             expect((200, 200), PNG).at(5, 5, RED).at(195, 195, YELLOW),
         ),
         plain(
+            "fill, source shorter than the box",
+            json!({"width": 300, "height": 300, "resizing_type": "fill"}),
+            expect((300, 200), PNG).at(5, 5, RED).at(295, 195, YELLOW),
+        ),
+        plain(
+            "fill extended to a box larger than the source",
+            json!({"width": 800, "height": 800, "resizing_type": "fill", "extend": {"extend": 1}}),
+            expect((800, 800), PNG)
+                .at(210, 310, RED)
+                .at(590, 490, YELLOW),
+        ),
+        plain(
+            "extend with a background",
+            json!({"width": 100, "height": 100, "extend": {"extend": 1}, "background": "00ff00"}),
+            expect((100, 100), PNG).at(50, 5, GREEN).at(20, 30, RED),
+        ),
+        plain(
             "force",
             json!({"width": 50, "height": 50, "resizing_type": "force"}),
             expect((50, 50), PNG).at(5, 5, RED).at(45, 45, YELLOW),

@@ -128,6 +128,9 @@ impl Url {
             || matches!(o.gravity, Some(Gravity::Focus(..)))
             || o.resizing_type == Some(ResizingType::Auto)
             || (o.resizing_type == Some(ResizingType::FillDown) && !o.enlarge)
+            || (o.extend.is_some()
+                && !o.enlarge
+                && !matches!(o.resizing_type, None | Some(ResizingType::Fit)))
     }
 }
 
@@ -163,6 +166,8 @@ struct Options {
     direct: Vec<(Name, String)>,
     /// Watermark opacity, position and scale.
     watermark: Option<(f64, image_params::Position, Option<f64>)>,
+    /// Top, right, bottom, left in pixels.
+    padding: Option<[u32; 4]>,
     presets: Vec<String>,
 }
 
@@ -329,19 +334,37 @@ impl Options {
                 self.direct(Name::Trim, format!("{}", t.round()));
             }
             "padding" | "pd" => {
-                let n = |i: usize, default: &str| -> Result<String, ApiError> {
-                    let v = if arg(i).is_empty() {
-                        default.to_owned()
-                    } else {
-                        arg(i).to_owned()
-                    };
-                    Ok(format!("{}", number(name, &v, 0.0..=8192.0)?.round()))
+                let n = |i: usize, default: u32| -> Result<u32, ApiError> {
+                    if arg(i).is_empty() {
+                        return Ok(default);
+                    }
+                    #[expect(
+                        clippy::cast_possible_truncation,
+                        clippy::cast_sign_loss,
+                        reason = "number() holds it to 0..=8192"
+                    )]
+                    let px = number(name, arg(i), 0.0..=8192.0)?.round() as u32;
+                    Ok(px)
                 };
-                let top = n(0, "0")?;
-                let right = n(1, &top)?;
-                let bottom = n(2, &top)?;
-                let left = n(3, &right)?;
-                self.direct(Name::Padding, format!("{top},{right},{bottom},{left}"));
+                let top = n(0, 0)?;
+                let right = n(1, top)?;
+                let bottom = n(2, top)?;
+                let left = n(3, right)?;
+                self.padding = Some([top, right, bottom, left]);
+            }
+            "background" | "bg" => {
+                let hex = match args {
+                    [hex] => (*hex).to_owned(),
+                    [r, g, b] => {
+                        let c = |v: &str| number(name, v, 0.0..=255.0).map(|n| n.round());
+                        format!("{:02x}{:02x}{:02x}", c(r)? as u8, c(g)? as u8, c(b)? as u8)
+                    }
+                    _ => return Err(malformed(name, &args.join(":"))),
+                };
+                if image_params::Rgba::parse(&hex).is_none() {
+                    return Err(malformed(name, &hex));
+                }
+                self.direct(Name::Background, hex);
             }
             "rotate" | "rot" => {
                 let deg = number(name, arg(0), -36000.0..=36000.0)?;
@@ -552,13 +575,54 @@ impl Options {
             fit = Fit::Fill;
             cropped = true;
         }
+        let mut padding = self.padding.unwrap_or_default();
         if let Some(gravity) = self.extend {
-            if fit == Fit::Inside {
-                fit = Fit::Contain;
+            let at = match gravity {
+                Some(Gravity::Position(p)) => p,
+                _ => image_params::Position::Centre,
+            };
+            match (fit, width, height, region) {
+                (Fit::Inside, ..) => {
+                    fit = Fit::Contain;
+                    position = Some(at);
+                }
+                // A fill that cannot enlarge a smaller source comes out smaller than the box:
+                // extended to it with padding placed by the gravity, as imgproxy does.
+                (Fit::Cover | Fit::Fill, Some(w), Some(h), Some([_, _, rw, rh])) if !enlarge => {
+                    let (ow, oh) = if fit == Fit::Fill {
+                        (w, h)
+                    } else if (f64::from(self.width.unwrap_or(w)) / f64::from(rw.max(1)))
+                        .max(f64::from(self.height.unwrap_or(h)) / f64::from(rh.max(1)))
+                        > 1.0
+                    {
+                        (rw.min(w), rh.min(h))
+                    } else {
+                        (w, h)
+                    };
+                    let (box_w, box_h) = (self.width.unwrap_or(w), self.height.unwrap_or(h));
+                    let (fx, fy) = at.fractions();
+                    let share = |extra: u32, f: f64| -> u32 {
+                        #[expect(
+                            clippy::cast_possible_truncation,
+                            clippy::cast_sign_loss,
+                            reason = "a share 0..=1 of a u32"
+                        )]
+                        let part = (f64::from(extra) * f).round() as u32;
+                        part
+                    };
+                    let (extra_w, extra_h) = (box_w.saturating_sub(ow), box_h.saturating_sub(oh));
+                    let (left, top) = (share(extra_w, fx), share(extra_h, fy));
+                    padding[0] += top;
+                    padding[1] += extra_w - left;
+                    padding[2] += extra_h - top;
+                    padding[3] += left;
+                }
+                _ => {}
             }
-            if let Some(Gravity::Position(p)) = gravity {
-                position = Some(p);
-            }
+        }
+        if padding != [0; 4] {
+            let [t, r, b, l] = padding;
+            pairs.set(Name::Padding, format!("{t},{r},{b},{l}"));
         }
         if let (Some([l, t, w, h]), true) = (region, cropped) {
             pairs.set(Name::CropLeft, l);
