@@ -488,6 +488,16 @@ fn thumbor_cases() -> Vec<(&'static str, Value, Expect)> {
             expect((100, 50), PNG).at(10, 10, RED),
         ),
         (
+            "adaptive-fit-in (the box turned to the source's orientation)",
+            json!({"image_url": img, "width": 100, "height": 200, "adaptive_fit_in": true}),
+            expect((200, 100), PNG),
+        ),
+        (
+            "full-fit-in (the smaller side fits)",
+            json!({"image_url": img, "width": 100, "height": 100, "full_fit_in": true}),
+            expect((200, 100), PNG),
+        ),
+        (
             "proportional",
             json!({"image_url": img, "width": 100}),
             expect((100, 50), PNG),

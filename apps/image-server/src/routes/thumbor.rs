@@ -75,7 +75,8 @@ pub(crate) async fn handle(
         None => false,
     };
     let url = parse(signed_path)?;
-    let (source, mut pairs, size) = compat::prepare(&app, &url.image, url.focal.is_some()).await?;
+    let (source, mut pairs, size) =
+        compat::prepare(&app, &url.image, url.focal.is_some() || url.adaptive).await?;
     url.apply(&mut pairs, size);
     compat::serve(app, source, pairs, signed, &headers, deadline).await
 }
@@ -87,6 +88,10 @@ struct Url {
     /// left, top, right, bottom.
     crop: Option<[u32; 4]>,
     fit_in: bool,
+    /// `adaptive-`: the box turned when its orientation is not the source's.
+    adaptive: bool,
+    /// `full-`: the smaller side fits the box, the other overflows it (our `outside`).
+    full: bool,
     width: u32,
     height: u32,
     flip: bool,
@@ -190,16 +195,16 @@ fn parse(path: &str) -> Result<Url, ApiError> {
         } else if let Some(r) = (stage <= 2).then(|| rect("crop", s)).flatten() {
             url.crop = Some(r?);
             3
-        } else if stage <= 3 && s == "fit-in" {
-            url.fit_in = true;
-            4
         } else if stage <= 3
             && matches!(
                 s,
-                "adaptive-fit-in" | "full-fit-in" | "adaptive-full-fit-in"
+                "fit-in" | "adaptive-fit-in" | "full-fit-in" | "adaptive-full-fit-in"
             )
         {
-            return Err(unsupported(s, "this fit-in mode"));
+            url.fit_in = true;
+            url.adaptive = s.starts_with("adaptive-");
+            url.full = s.contains("full-");
+            4
         } else if let Some((fw, w, fh, h)) = (stage <= 4).then(|| size(s)).flatten() {
             url.flip = fw;
             url.flop = fh;
@@ -396,8 +401,19 @@ impl Url {
                 b.abs_diff(t).max(1),
             ]
         });
-        let (w, h) = (self.width, self.height);
-        let mut fit = if self.fit_in { Fit::Inside } else { Fit::Cover };
+        let (mut w, mut h) = (self.width, self.height);
+        if let (true, Some((sw, sh))) = (self.adaptive, size)
+            && w > 0
+            && h > 0
+            && (sw < sh && w > h || sw > sh && w < h)
+        {
+            (w, h) = (h, w);
+        }
+        let mut fit = match (self.fit_in, self.full) {
+            (false, _) => Fit::Cover,
+            (true, false) => Fit::Inside,
+            (true, true) => Fit::Outside,
+        };
         if let (Some((fx, fy)), Some(src), false, true) =
             (self.focal, size, self.fit_in, w > 0 && h > 0)
         {
@@ -460,8 +476,9 @@ impl Url {
         if let Some(p) = position {
             pairs.set(Name::Position, p.name());
         }
-        // thumbor enlarges a crop-to-fill result to the size asked for, never a fit-in one.
-        if !self.fit_in && !self.no_upscale {
+        // thumbor enlarges a crop-to-fill (or full-fit-in) result to the size asked for, never a
+        // fit-in one.
+        if (!self.fit_in || self.full) && !self.no_upscale {
             pairs.set(Name::Enlarge, "true");
         }
         if self.flip {
