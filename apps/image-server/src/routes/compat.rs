@@ -289,6 +289,25 @@ pub(crate) async fn serve(
     serve_resize(app, path, expanded, limits, headers, deadline).await
 }
 
+/// Deterministic strings of `tokens` for the parsers' no-panic tests: `count` of them, each of
+/// up to 12 tokens.
+#[cfg(test)]
+pub(crate) fn token_soup(tokens: &[&str], count: usize) -> Vec<String> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(state >> 33).unwrap_or(0)
+    };
+    (0..count)
+        .map(|_| {
+            let n = next() % 12 + 1;
+            (0..n).map(|_| tokens[next() % tokens.len()]).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -275,7 +275,9 @@ fn gravity(option: &str, args: &[&str]) -> Result<Gravity, ApiError> {
         "sm" => P::Attention,
         _ => return Err(unsupported(option, &format!("gravity {kind:?}"))),
     };
-    if args[1..]
+    if args
+        .get(1..)
+        .unwrap_or_default()
         .iter()
         .any(|o| !o.is_empty() && number(option, o, -1e9..=1e9).ok() != Some(0.0))
     {
@@ -516,7 +518,8 @@ impl Options {
                 )]
                 let at = (f * f64::from(full) - f64::from(part) / 2.0)
                     .round()
-                    .clamp(0.0, f64::from(full - part)) as u32;
+                    .clamp(0.0, f64::from(full.saturating_sub(part)))
+                    as u32;
                 at
             };
             region = Some([slack(sw, w, fx), slack(sh, h, fy), w, h]);
@@ -737,6 +740,67 @@ mod tests {
         assert!(parse("/rot:45/plain/a.jpg").is_err());
         assert!(parse("/w:-1/plain/a.jpg").is_err());
         assert!(parse("/w:99999999999/plain/a.jpg").is_err());
+        for hostile in [
+            "/g:/plain/a.jpg",
+            "/g/plain/a.jpg",
+            "/c:/plain/a.jpg",
+            "/ex:1:/plain/a.jpg",
+        ] {
+            let _ = parse(hostile).and_then(|u| {
+                let mut p = Pairs::default();
+                u.options.apply(&mut p, Some((0, 0)), None)
+            });
+        }
+    }
+
+    #[test]
+    fn no_url_makes_the_parser_panic() {
+        let tokens = [
+            "/",
+            ":",
+            "w",
+            "h",
+            "rs",
+            "s",
+            "rt",
+            "g",
+            "c",
+            "ex",
+            "el",
+            "pd",
+            "t",
+            "wm",
+            "fp",
+            "fill-down",
+            "auto",
+            "force",
+            "0",
+            "1",
+            "-1",
+            "0.5",
+            "1e9",
+            "plain",
+            "local://",
+            "@",
+            "png",
+            ".",
+            "aGk",
+            "re",
+            "soea",
+            "sm",
+            "pr",
+            "bg",
+            "%",
+        ];
+        for path in compat::token_soup(&tokens, 20_000) {
+            if let Ok(url) = parse(&path) {
+                for size in [None, Some((0, 0)), Some((1, 1)), Some((400, 200))] {
+                    let _ = url
+                        .options
+                        .apply(&mut Pairs::default(), size, Some("w.png"));
+                }
+            }
+        }
     }
 
     #[test]

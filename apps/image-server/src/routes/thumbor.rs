@@ -527,6 +527,49 @@ mod tests {
     }
 
     #[test]
+    fn no_url_makes_the_parser_panic() {
+        let tokens = [
+            "/",
+            "trim",
+            ":",
+            "top-left",
+            "fit-in",
+            "full-fit-in",
+            "adaptive-fit-in",
+            "-",
+            "x",
+            "0",
+            "1",
+            "300",
+            "-0",
+            "center",
+            "left",
+            "top",
+            "smart",
+            "filters:",
+            "(",
+            ")",
+            ",",
+            "focal",
+            "watermark",
+            "fill",
+            "quality",
+            "rotate",
+            "blur",
+            "1x1:0x0",
+            "a.jpg",
+            "%",
+        ];
+        for path in super::compat::token_soup(&tokens, 20_000) {
+            if let Ok(url) = parse(&path) {
+                for size in [None, Some((0, 0)), Some((1, 1)), Some((400, 200))] {
+                    url.apply(&mut Pairs::default(), size);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn filters_split_outside_parentheses() {
         assert_eq!(
             split_filters("watermark(a.png,0,-0,50):quality(3)"),
