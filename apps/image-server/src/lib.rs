@@ -224,11 +224,21 @@ pub(crate) fn unsigned_caps(
 /// The imgproxy and thumbor routes under their prefixes; a root prefix (`""`) takes every GET
 /// path no other route answers (docs/image-service.md, "Moving from imgproxy / thumbor").
 fn compat_routes(config: &Config) -> Router<AppState> {
+    use axum::extract::State;
+    use axum::http::{HeaderMap, Uri};
     use axum::routing::get;
+    use routes::compat::{Kind, handle};
     let at = |prefix: &str| format!("{prefix}/{{*rest}}");
+    let route = |kind: Kind| {
+        get(
+            move |state: State<AppState>, uri: Uri, headers: HeaderMap, request: Request| {
+                handle(kind, state, uri, headers, request)
+            },
+        )
+    };
     Router::new()
-        .route(&at(&config.imgproxy_prefix), get(routes::imgproxy::handle))
-        .route(&at(&config.thumbor_prefix), get(routes::thumbor::handle))
+        .route(&at(&config.imgproxy_prefix), route(Kind::Imgproxy))
+        .route(&at(&config.thumbor_prefix), route(Kind::Thumbor))
 }
 
 /// Middleware: fixes the request's [`transform::Deadline`] (REQUEST_TIMEOUT_SECS from now) as

@@ -6,7 +6,8 @@
 //! `image_params::Name`s, which `TransformSpec::from_query` reads exactly as it reads
 //! `/images/resize`'s query, so caching, limits, admission and ETags are shared.
 
-use axum::http::HeaderMap;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use image_params::{Format, Name};
 
@@ -66,6 +67,42 @@ pub(crate) fn source(storage_url: &str, raw: &str) -> Result<Source, ApiError> {
         raw
     };
     Ok(Source::Stored(object_path(path.trim_start_matches('/'))?))
+}
+
+/// The URL formats served beside our own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// imgproxy's, under IMGPROXY_PREFIX.
+    Imgproxy,
+    /// thumbor's, under THUMBOR_PREFIX.
+    Thumbor,
+}
+
+/// `GET {prefix}/{*rest}` of either format: its signature checked first (403 before any other
+/// work), its options read into our parameters, then answered as `/images/resize` answers
+/// them.
+///
+/// # Errors
+/// 403 a wrong signature; 400 an option that is malformed or not supported (named), a remote
+/// source, a bad path; then what `/images/resize` answers.
+pub(crate) async fn handle(
+    kind: Kind,
+    State(app): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let deadline = Deadline::of(request.extensions(), app.config.request_timeout_secs);
+    let (prefix, name) = match kind {
+        Kind::Imgproxy => (app.config.imgproxy_prefix.as_str(), "imgproxy"),
+        Kind::Thumbor => (app.config.thumbor_prefix.as_str(), "thumbor"),
+    };
+    let (signature, path) = split_signature(uri.path(), prefix, name)?;
+    let (signed, source, pairs) = match kind {
+        Kind::Imgproxy => super::imgproxy::read(&app, signature, path).await?,
+        Kind::Thumbor => super::thumbor::read(&app, signature, path).await?,
+    };
+    serve(app, source, pairs, signed, &headers, deadline).await
 }
 
 /// The signature segment of a URL under `prefix` (the request's raw `path`) and the rest after

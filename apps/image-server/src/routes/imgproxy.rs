@@ -5,9 +5,6 @@
 //! becomes our own resize parameters ([`super::compat::Pairs`]); one we cannot honour is a 400
 //! naming it, never ignored.
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use image_params::{Fit, Name};
@@ -16,7 +13,6 @@ use sha2::Sha256;
 
 use super::compat::{self, MAX_OPTIONS, Pairs, malformed, number, unsupported};
 use crate::error::ApiError;
-use crate::transform::Deadline;
 use crate::{AppState, Config};
 
 /// imgproxy's key and salt (IMGPROXY_KEY, IMGPROXY_SALT, hex) and signature size.
@@ -70,32 +66,26 @@ impl Signer {
     }
 }
 
-/// `GET {IMGPROXY_PREFIX}/{*rest}`: checks the signature first (403 before any other work when
-/// IMGPROXY_KEY is set), then parses the options and the source and answers as
-/// `/images/resize` would with the same parameters.
+/// Reads an imgproxy URL: `signature` and the `path` after it (from its `/`), checked first
+/// (403 before any other work when IMGPROXY_KEY is set), then the options and the source.
+/// Answers whether the URL was signed, the source and our parameters.
 ///
 /// # Errors
 /// 403 a wrong signature; 400 an option that is malformed or not supported (named), a remote
-/// source, a bad path; then what `/images/resize` answers.
-pub(crate) async fn handle(
-    State(app): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let deadline = Deadline::of(request.extensions(), app.config.request_timeout_secs);
-    let (signature, signed_path) =
-        compat::split_signature(uri.path(), &app.config.imgproxy_prefix, "imgproxy")?;
+/// source, a bad path; 404/415/422/503 reading the source when an option needs its size.
+pub(crate) async fn read(
+    app: &AppState,
+    signature: &str,
+    path: &str,
+) -> Result<(bool, compat::Source, Pairs), ApiError> {
     let signed = match &app.imgproxy {
-        Some(signer) if !signer.verify(signature, signed_path) => {
-            return Err(ApiError::Forbidden);
-        }
+        Some(signer) if !signer.verify(signature, path) => return Err(ApiError::Forbidden),
         Some(_) => true,
         None => false,
     };
-    let url = parse(signed_path)?;
+    let url = parse(path)?;
     let (source, mut pairs, size) =
-        compat::prepare(&app, &url.source, url.needs_source_size()).await?;
+        compat::prepare(app, &url.source, url.needs_source_size()).await?;
     url.options.apply(
         &mut pairs,
         size,
@@ -107,7 +97,7 @@ pub(crate) async fn handle(
             compat::output_format("extension", ext)?.name(),
         );
     }
-    compat::serve(app, source, pairs, signed, &headers, deadline).await
+    Ok((signed, source, pairs))
 }
 
 /// An imgproxy URL after its signature.

@@ -4,9 +4,6 @@
 //! [filters:...]/{image}`, each part and filter mapped onto our own resize parameters; one we
 //! cannot honour is a 400 naming it.
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use image_params::{Fit, Name, Position};
@@ -16,7 +13,6 @@ use sha1::Sha1;
 use super::compat::{self, MAX_OPTIONS, Pairs, malformed, number, unsupported};
 use crate::AppState;
 use crate::error::ApiError;
-use crate::transform::Deadline;
 
 /// thumbor's SECURITY_KEY (THUMBOR_SECURITY_KEY).
 pub(crate) struct Signer {
@@ -48,37 +44,32 @@ impl Signer {
     }
 }
 
-/// `GET {THUMBOR_PREFIX}/{*rest}`: checks the signature (403 before any other work), parses
-/// the parts and filters and answers as `/images/resize` would with the same parameters.
+/// Reads a thumbor URL: `signature` and the `path` after it (from its `/`), checked first (403
+/// before any other work), then the parts, filters and image. Answers whether the URL was
+/// signed, the source and our parameters.
 ///
 /// # Errors
 /// 403 a wrong signature, or `unsafe` with a key and without THUMBOR_ALLOW_UNSAFE; 400 a part
-/// or filter that is malformed or not supported (named), a remote source, a bad path; then what
-/// `/images/resize` answers.
-pub(crate) async fn handle(
-    State(app): State<AppState>,
-    uri: Uri,
-    headers: HeaderMap,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let deadline = Deadline::of(request.extensions(), app.config.request_timeout_secs);
-    let (signature, signed_path) =
-        compat::split_signature(uri.path(), &app.config.thumbor_prefix, "thumbor")?;
+/// or filter that is malformed or not supported (named), a remote source, a bad path;
+/// 404/415/422/503 reading the source when a part needs its size.
+pub(crate) async fn read(
+    app: &AppState,
+    signature: &str,
+    path: &str,
+) -> Result<(bool, compat::Source, Pairs), ApiError> {
     // thumbor signs the path after the signature's slash.
-    let signed_path = &signed_path[1..];
+    let path = path.strip_prefix('/').unwrap_or(path);
     let signed = match &app.thumbor {
         Some(signer) if signature == "unsafe" && signer.allow_unsafe => false,
-        Some(signer) if !signer.verify(signature, signed_path) => {
-            return Err(ApiError::Forbidden);
-        }
+        Some(signer) if !signer.verify(signature, path) => return Err(ApiError::Forbidden),
         Some(_) => true,
         None => false,
     };
-    let url = parse(signed_path)?;
+    let url = parse(path)?;
     let (source, mut pairs, size) =
-        compat::prepare(&app, &url.image, url.focal.is_some() || url.adaptive).await?;
+        compat::prepare(app, &url.image, url.focal.is_some() || url.adaptive).await?;
     url.apply(&mut pairs, size);
-    compat::serve(app, source, pairs, signed, &headers, deadline).await
+    Ok((signed, source, pairs))
 }
 
 /// A thumbor URL after its signature.
