@@ -54,11 +54,10 @@ else
   skipped "npm not installed: imgproxy's URL builder is missing, compat_urls is skipped"
 fi
 if [ ! -x "$clients/.venv/bin/python" ]; then
-  if python3 -m venv "$clients/.venv" >/dev/null 2>&1; then
-    "$clients/.venv/bin/pip" install --quiet -r "$clients/requirements.txt"
-  else
+  if ! { python3 -m venv "$clients/.venv" >/dev/null 2>&1 &&
+    "$clients/.venv/bin/pip" install --quiet -r "$clients/requirements.txt"; }; then
     rm -rf "$clients/.venv"
-    skipped "python3 -m venv failed (apt-get install python3-venv): thumbor's URL builder is missing, compat_urls is skipped"
+    skipped "no venv with libthumbor (apt-get install python3-venv; PyPI reachable?): compat_urls is skipped"
   fi
 fi
 
