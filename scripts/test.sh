@@ -45,6 +45,22 @@ if [ -z "${IMAGE_TEST_S3_ENDPOINT:-}" ] && command -v moto_server >/dev/null 2>&
   echo "S3 tests use moto at $IMAGE_TEST_S3_ENDPOINT"
 fi
 
+# imgproxy's and thumbor's official URL builders for the image-server suite's compat_urls
+# test (npm and a venv in their folder); without them that test skips, or fails under CI.
+clients=apps/image-server/tests/url-clients
+if command -v npm >/dev/null 2>&1; then
+  [ -d "$clients/node_modules" ] || (cd "$clients" && npm ci --no-audit --no-fund)
+else
+  skipped "npm not installed: imgproxy's URL builder is missing, compat_urls is skipped"
+fi
+if [ ! -x "$clients/.venv/bin/python" ]; then
+  if ! { python3 -m venv "$clients/.venv" >/dev/null 2>&1 &&
+    "$clients/.venv/bin/pip" install --quiet -r "$clients/requirements.txt"; }; then
+    rm -rf "$clients/.venv"
+    skipped "no venv with libthumbor (apt-get install python3-venv; PyPI reachable?): compat_urls is skipped"
+  fi
+fi
+
 cargo test --workspace --no-fail-fast
 
 # The review end-to-end suites once more, every server they start on a fresh PostgreSQL database

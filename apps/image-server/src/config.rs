@@ -197,6 +197,52 @@ pub struct Config {
     #[arg(long, env = "PRESETS_ONLY", default_value_t = false, action = ArgAction::Set)]
     pub presets_only: bool,
 
+    /// Path under which imgproxy's URL format is served:
+    /// `/imgproxy/{signature}/{options}/plain/{source}@{ext}` and the base64 source form
+    /// (docs/image-service.md, "Moving from imgproxy / thumbor"). `/` or empty serves it at
+    /// the root, where every GET that no other route answers is read as an imgproxy URL (then
+    /// THUMBOR_PREFIX cannot be the root too). Default /imgproxy.
+    #[arg(long, env = "IMGPROXY_PREFIX", default_value = "/imgproxy", value_parser = url_prefix)]
+    pub imgproxy_prefix: String,
+
+    /// imgproxy's signing key, hex-encoded as imgproxy takes IMGPROXY_KEY. With it (and
+    /// IMGPROXY_SALT) every imgproxy URL must carry a valid signature, else 403; without it any
+    /// signature segment (`insecure`, `unsafe`, anything) is accepted. Default unset.
+    #[arg(long, env = "IMGPROXY_KEY", hide_env_values = true)]
+    pub imgproxy_key: Option<SecretString>,
+
+    /// imgproxy's salt, hex-encoded (IMGPROXY_SALT), prepended to the signed path. Needed with
+    /// IMGPROXY_KEY. Default unset.
+    #[arg(long, env = "IMGPROXY_SALT", hide_env_values = true)]
+    pub imgproxy_salt: Option<SecretString>,
+
+    /// Bytes of the HMAC-SHA256 an imgproxy signature keeps before base64 (imgproxy's
+    /// IMGPROXY_SIGNATURE_SIZE), 1..=32. Default 32.
+    #[arg(long, env = "IMGPROXY_SIGNATURE_SIZE", default_value_t = 32, value_parser = clap::value_parser!(u8).range(1..=32))]
+    pub imgproxy_signature_size: u8,
+
+    /// Stored path of the image imgproxy's `watermark`/`wm` option places (imgproxy's
+    /// IMGPROXY_WATERMARK_PATH, here a path in our store). Default unset: `wm` is a 400.
+    #[arg(long, env = "IMGPROXY_WATERMARK_PATH")]
+    pub imgproxy_watermark_path: Option<String>,
+
+    /// Path under which thumbor's URL format is served:
+    /// `/thumbor/{signature|unsafe}/[trim]/[AxB:CxD]/[fit-in]/[-]WxH/.../{image}`. `/` or empty
+    /// serves it at the root (not together with IMGPROXY_PREFIX at the root). Default /thumbor.
+    #[arg(long, env = "THUMBOR_PREFIX", default_value = "/thumbor", value_parser = url_prefix)]
+    pub thumbor_prefix: String,
+
+    /// thumbor's SECURITY_KEY: thumbor URLs must carry its HMAC-SHA1 signature, else 403;
+    /// `unsafe` URLs are refused unless THUMBOR_ALLOW_UNSAFE. Default unset: only `unsafe` URLs
+    /// (and any signature) are served.
+    #[arg(long, env = "THUMBOR_SECURITY_KEY", hide_env_values = true)]
+    pub thumbor_security_key: Option<SecretString>,
+
+    /// Serve `unsafe` thumbor URLs although THUMBOR_SECURITY_KEY is set (thumbor's
+    /// ALLOW_UNSAFE_URL). Default false.
+    #[arg(long, env = "THUMBOR_ALLOW_UNSAFE", default_value_t = false, action = ArgAction::Set)]
+    pub thumbor_allow_unsafe: bool,
+
     /// Extra object_store options for the store (tests point S3 at a local server with these,
     /// e.g. `aws_endpoint`); not settable from the command line.
     #[arg(skip)]
@@ -208,6 +254,34 @@ impl Config {
     pub fn defaults() -> Self {
         Self::parse_from(["image-server"])
     }
+}
+
+/// IMGPROXY_PREFIX and THUMBOR_PREFIX: `/` followed by segments of letters, digits, `-`, `_`
+/// and `.`, kept without a trailing slash; empty or `/` is the root (`""`). The prefixes of
+/// our own routes (`/images`, `/admin`) are refused.
+fn url_prefix(v: &str) -> Result<String, String> {
+    let trimmed = v.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    let Some(rest) = trimmed.strip_prefix('/') else {
+        return Err("must start with /".into());
+    };
+    let well_formed = rest.split('/').all(|s| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    });
+    if !well_formed || trimmed.len() > 100 {
+        return Err("must be / and up to 100 characters of letters, digits, -, _, . and /".into());
+    }
+    let first = rest.split('/').next().unwrap_or("");
+    if first == "images" || first == "admin" {
+        return Err(format!("/{first} holds image-server's own routes"));
+    }
+    Ok(trimmed.to_owned())
 }
 
 /// PUBLIC_BASE_URL: an absolute `http` or `https` URL without query or fragment; a trailing
@@ -281,6 +355,27 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(Config::defaults().public_base_url, None);
+    }
+
+    #[test]
+    fn compat_prefixes_are_paths_the_root_or_refused() {
+        assert_eq!(url_prefix("/imgproxy/").as_deref(), Ok("/imgproxy"));
+        assert_eq!(url_prefix("/a/b-c_d.e").as_deref(), Ok("/a/b-c_d.e"));
+        assert_eq!(url_prefix("/").as_deref(), Ok(""));
+        assert_eq!(url_prefix("").as_deref(), Ok(""));
+        for bad in [
+            "imgproxy", "/images", "/admin/x", "/a//b", "/a/../b", "/a b", "/{x}",
+        ] {
+            assert!(url_prefix(bad).is_err(), "{bad}");
+        }
+        let defaults = Config::defaults();
+        assert_eq!(
+            (
+                defaults.imgproxy_prefix.as_str(),
+                defaults.thumbor_prefix.as_str()
+            ),
+            ("/imgproxy", "/thumbor")
+        );
     }
 
     #[test]

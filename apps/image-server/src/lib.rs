@@ -42,6 +42,10 @@ pub(crate) struct App {
     pub api_key: secrecy::SecretString,
     /// Set when resize URLs must be signed (URL_SIGNING_KEY).
     pub signer: Option<signing::UrlSigner>,
+    /// Set when imgproxy URLs must be signed (IMGPROXY_KEY and IMGPROXY_SALT).
+    pub imgproxy: Option<routes::imgproxy::Signer>,
+    /// Set when thumbor URLs must be signed (THUMBOR_SECURITY_KEY).
+    pub thumbor: Option<routes::thumbor::Signer>,
     pub limits: image_pipeline::Limits,
     /// What a resize URL is held to: `limits` when URLs must be signed (every served URL was
     /// verified), `limits` with the MAX_UNSIGNED_* caps when they are open (README "Deployment").
@@ -77,6 +81,24 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
     let signer = signing::UrlSigner::from_keys(config.url_signing_key.as_ref());
     if let Some(s) = &signer {
         tracing::info!(keys = s.key_count(), "resize URLs must be signed");
+    }
+    let imgproxy = routes::imgproxy::Signer::from_config(&config)?;
+    let thumbor = routes::thumbor::Signer::new(
+        config.thumbor_security_key.as_ref(),
+        config.thumbor_allow_unsafe,
+    );
+    tracing::info!(
+        imgproxy_prefix = %config.imgproxy_prefix,
+        imgproxy_signed = imgproxy.is_some(),
+        thumbor_prefix = %config.thumbor_prefix,
+        thumbor_signed = thumbor.is_some(),
+        "imgproxy and thumbor URLs served"
+    );
+    if config.imgproxy_prefix == config.thumbor_prefix {
+        anyhow::bail!(
+            "IMGPROXY_PREFIX and THUMBOR_PREFIX are both {:?}: one URL cannot be both",
+            config.imgproxy_prefix
+        );
     }
     let cache = cache::ResultCache::new(
         Arc::clone(&store),
@@ -145,6 +167,8 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         cache,
         api_key,
         signer,
+        imgproxy,
+        thumbor,
         limits,
         resize_limits,
         transforms: transform::Transforms::new(workers, queue_size, Arc::clone(&metrics)),
@@ -163,6 +187,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
     let router = routes::images::router()
         .merge(routes::admin::router())
         .merge(routes::info::router())
+        .merge(compat_routes(&state.config))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .with_state(Arc::clone(&state))
@@ -184,13 +209,36 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
 
 /// `limits` with MAX_UNSIGNED_ENLARGE and MAX_UNSIGNED_OUTPUT_PIXELS (0: no limit), for
 /// unsigned resize URLs.
-fn unsigned_caps(config: &Config, limits: image_pipeline::Limits) -> image_pipeline::Limits {
+pub(crate) fn unsigned_caps(
+    config: &Config,
+    limits: image_pipeline::Limits,
+) -> image_pipeline::Limits {
     image_pipeline::Limits {
         max_enlarge: (config.max_unsigned_enlarge > 0.0).then_some(config.max_unsigned_enlarge),
         max_grown_output_pixels: (config.max_unsigned_output_pixels > 0)
             .then_some(config.max_unsigned_output_pixels),
         ..limits
     }
+}
+
+/// The imgproxy and thumbor routes under their prefixes; a root prefix (`""`) takes every GET
+/// path no other route answers (docs/image-service.md, "Moving from imgproxy / thumbor").
+fn compat_routes(config: &Config) -> Router<AppState> {
+    use axum::extract::State;
+    use axum::http::{HeaderMap, Uri};
+    use axum::routing::get;
+    use routes::compat::{Kind, handle};
+    let at = |prefix: &str| format!("{prefix}/{{*rest}}");
+    let route = |kind: Kind| {
+        get(
+            move |state: State<AppState>, uri: Uri, headers: HeaderMap, request: Request| {
+                handle(kind, state, uri, headers, request)
+            },
+        )
+    };
+    Router::new()
+        .route(&at(&config.imgproxy_prefix), route(Kind::Imgproxy))
+        .route(&at(&config.thumbor_prefix), route(Kind::Thumbor))
 }
 
 /// Middleware: fixes the request's [`transform::Deadline`] (REQUEST_TIMEOUT_SECS from now) as

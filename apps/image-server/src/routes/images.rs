@@ -149,10 +149,29 @@ async fn resize(
     let Query(pairs) = query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
     let pairs = app.presets.expand(pairs)?;
     let path = object_path(&raw_path)?;
-    let mut spec = TransformSpec::from_query(
-        pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        &app.resize_limits,
-    )?;
+    let limits = app.resize_limits;
+    serve_resize(app, path, pairs, limits, &headers, deadline).await
+}
+
+/// Answers a resize of the stored image at `path` with our parameter `pairs` (presets
+/// expanded) under `limits`: the one path from parameters to an image that `/images/resize`
+/// and the imgproxy and thumbor URL formats share (the same [`TransformSpec`], so the same
+/// cache entries, limits, admission and ETags). The caller has checked the URL's signature.
+/// docs/image-service.md, "Moving from imgproxy / thumbor"
+///
+/// # Errors
+/// 400 a bad parameter, 404 no source or watermark, 415/422 a source that cannot be read, 429
+/// a full queue, 503 the store or the deadline.
+pub(crate) async fn serve_resize(
+    app: AppState,
+    path: object_store::path::Path,
+    pairs: Vec<(String, String)>,
+    limits: image_pipeline::Limits,
+    headers: &HeaderMap,
+    deadline: Deadline,
+) -> Result<Response, ApiError> {
+    let mut spec =
+        TransformSpec::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())), &limits)?;
     spec.fit_unsized_into(
         app.config.default_output_width,
         app.config.default_output_height,
@@ -189,7 +208,7 @@ async fn resize(
     if spec.format == Some(FormatParam::Format(Format::Auto)) {
         common.insert(header::VARY, HeaderValue::from_static("Accept"));
     }
-    if if_none_match_hits(&headers, &etag) {
+    if if_none_match_hits(headers, &etag) {
         return Ok((StatusCode::NOT_MODIFIED, common).into_response());
     }
 
@@ -204,7 +223,7 @@ async fn resize(
             };
             let out = app
                 .transforms
-                .resize(admitted, source, spec, format, mark, app.resize_limits)
+                .resize(admitted, source, spec, format, mark, limits)
                 .await?;
             Ok(CachedImage {
                 bytes: Bytes::from(out.bytes),
