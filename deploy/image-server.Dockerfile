@@ -1,8 +1,9 @@
-# image-server: build with the workspace, run on Debian 12 with libheif (HEIC) from apt.
+# image-server: build with the workspace, run on Debian 12 with libheif (HEIC) and libtiff (the
+# TIFF codings the tiff crate lacks) from apt.
 # Build from the repository root: docker build -f deploy/image-server.Dockerfile .
 FROM rust:1.95-bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libheif-dev cmake nasm pkg-config clang \
+ && apt-get install -y --no-install-recommends libheif-dev libtiff-dev cmake nasm pkg-config clang \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -11,9 +12,10 @@ RUN cargo build --release -p image-server --locked \
 
 FROM debian:bookworm-slim
 # libheif1 decodes HEIC through libde265 (pulled in as a dependency); libjpeg-turbo and
-# libwebp are linked statically by their crates.
+# libwebp are linked statically by their crates; libtiff6 reads the TIFF files the tiff crate
+# refuses.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libheif1 ca-certificates curl \
+ && apt-get install -y --no-install-recommends libheif1 libtiff6 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/image-server image \
  && mkdir -p /var/lib/image-server && chown image /var/lib/image-server

@@ -76,6 +76,13 @@ for (const [source, k] of [
   ["pil_sample_cmyk.jpg", 1],
   ["hopper_lzw.tif", 2],
   ["plum-blossom.svg", 15],
+  // libtiff's test pictures (from image-rs/image-tiff's tests/libtiffpic): YCbCr with 2x2
+  // subsampled chroma, LZW; CCITT Group 3 faxes, 1-D and 2-D.
+  ["ycbcr-cat.tif", 1],
+  // Pillow's hopper_webp.tif: WebP-compressed strips.
+  ["hopper_webp.tif", 2],
+  ["fax2d.tif", 8],
+  ["g3test.tif", 8],
 ]) {
   await write(at(source), k, `${source}.blocks${k}.png`);
 }

@@ -57,6 +57,11 @@ fn whole(bytes: &[u8]) -> Result<(DynamicImage, Option<Vec<u8>>), PipelineError>
 /// half-transparent pixel came out at a sixth of its brightness, Pillow's
 /// tiff_16bit_RGBa.tiff).
 pub(super) fn decode_tiff(bytes: &[u8]) -> Result<Decoded, PipelineError> {
+    // What the `tiff` crate refuses, libtiff reads (decode::libtiff).
+    if tiff_unsupported(bytes) {
+        let img = super::libtiff::decode(bytes)?;
+        return Ok((DynamicImage::ImageRgba8(img), (1.0, 1.0), None));
+    }
     if let Some(rgb) = cmyk_tiff(bytes)? {
         return Ok((DynamicImage::ImageRgb8(rgb), (1.0, 1.0), None));
     }
@@ -65,6 +70,26 @@ pub(super) fn decode_tiff(bytes: &[u8]) -> Result<Decoded, PipelineError> {
         img = unpremultiply(img);
     }
     Ok((normalise(img), (1.0, 1.0), icc))
+}
+
+/// Whether the `tiff` crate refuses the first image of this TIFF as unsupported (a coding,
+/// photometric interpretation or layout it lacks: CCITT Group 3, YCbCr with subsampled chroma
+/// outside JPEG, ...), which libtiff then reads (docs/image-service.md, "TIFF through libtiff").
+/// A broken file is not unsupported: it stays the crate's 422.
+pub(super) fn tiff_unsupported(bytes: &[u8]) -> bool {
+    let refused = |e: &tiff::TiffError| matches!(e, tiff::TiffError::UnsupportedError(_));
+    let mut decoder = match tiff::decoder::Decoder::new(Cursor::new(bytes)) {
+        Ok(d) => d,
+        Err(e) => return refused(&e),
+    };
+    if let Err(e) = decoder.colortype() {
+        return refused(&e);
+    }
+    // The layout is checked when the first chunk is read: read it (one strip or tile).
+    match decoder.read_chunk(0) {
+        Err(e) => refused(&e),
+        Ok(_) => false,
+    }
 }
 
 /// The sRGB pixels of a TIFF whose first image is 8-bit CMYK, converted through its embedded

@@ -60,6 +60,7 @@ pub(super) fn raster(
                 "an SVG has no raster header".into(),
             ));
         }
+        SourceFormat::Tiff if generic::tiff_unsupported(bytes) => super::libtiff::header(bytes)?,
         SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp | SourceFormat::Tiff => {
             let mut decoder = generic::decoder(bytes)?;
             let (w, h) = decoder.dimensions();

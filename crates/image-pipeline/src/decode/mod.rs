@@ -14,6 +14,7 @@ mod header;
 pub(crate) mod heif;
 pub(crate) mod icc;
 mod jpeg;
+mod libtiff;
 mod markers;
 mod png;
 mod probe;
