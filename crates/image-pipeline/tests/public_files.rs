@@ -473,6 +473,21 @@ fn tiff_codings_the_tiff_crate_refuses_are_read_through_libtiff() {
             "{file}: the flip is as close"
         );
     }
+    // A fax whose header claims 60000 x 60000 pixels is refused from libtiff's reading of the
+    // header, before anything is allocated for it.
+    let mut huge = fixture("fax2d.tif");
+    assert_eq!(&huge[..2], b"MM", "fax2d.tif is big-endian");
+    let u16_at = |b: &[u8], at: usize| usize::from(u16::from_be_bytes([b[at], b[at + 1]]));
+    let ifd = usize::try_from(u32::from_be_bytes(huge[4..8].try_into().unwrap())).unwrap();
+    for entry in (0..u16_at(&huge, ifd)).map(|i| ifd + 2 + 12 * i) {
+        if matches!(u16_at(&huge, entry), 256 | 257) {
+            huge[entry + 8..entry + 10].copy_from_slice(&60_000u16.to_be_bytes());
+        }
+    }
+    let limits = Limits::default();
+    let spec = TransformSpec::from_query([("width", "100")], &limits).unwrap();
+    let e = transform(&huge, &spec, spec.output_format(""), None, &limits).unwrap_err();
+    assert!(matches!(e, PipelineError::TooManyPixels { .. }), "{e:?}");
     // A cut file is a 422 naming libtiff's complaint, not a panic or a 415.
     let fax = fixture("fax2d.tif");
     for end in [100, 4000, fax.len() / 2] {
