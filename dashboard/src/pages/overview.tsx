@@ -7,21 +7,12 @@ import { q } from "../api/queries";
 import type { Budget, Charts, Filters, Stats } from "../api/client";
 import { FilterBar } from "../components/filters";
 import { DayChart, RankList, ShareBar, type Series } from "../components/chart";
+import { COLORS, LatencyChart, TopFiles } from "../components/stat-charts";
 import { TriageBand } from "../components/triage";
 import { Card, ErrorBox, Loading, ReviewTable, count, duration, money } from "../components/ui";
 
 const route = getRouteApi("/");
 
-export const COLORS = {
-  completed: "#1f9d74",
-  failed: "#d6455d",
-  inFlight: "#d08a16",
-  blocking: "#d6455d",
-  nit: "#7a8797",
-  question: "#3f7fd9",
-  primary: "#2f7de1",
-  secondary: "#9a5bd6",
-};
 
 /** Dollars for an axis: as few digits as the scale needs. */
 const axisMoney = (v: number) => `$${v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(2)}`;
@@ -210,14 +201,6 @@ function ChartGrid({ stats, charts, filters }: { stats: Stats; charts: Charts; f
     const cost: Series[] = [{ label: "cost", values: stats.daily.map((d) => d.cost), color: COLORS.secondary, bars: true }];
     return { days, reviews, cost };
   }, [stats.daily]);
-  const latency = useMemo(() => {
-    const days = charts.latency.map((d) => d.day);
-    const series: Series[] = [
-      { label: "p50", values: charts.latency.map((d) => d.p50 ?? null), color: COLORS.primary },
-      { label: "p95", values: charts.latency.map((d) => d.p95 ?? null), color: COLORS.inFlight },
-    ];
-    return { days, series };
-  }, [charts.latency]);
   const mix = charts.reliability.reduce(
     (a, r) => ({ completed: a.completed + r.completed, failed: a.failed + r.failed, inFlight: a.inFlight + r.in_flight }),
     { completed: 0, failed: 0, inFlight: 0 },
@@ -251,13 +234,7 @@ function ChartGrid({ stats, charts, filters }: { stats: Stats; charts: Charts; f
         />
       </Card>
       <Card>
-        <DayChart
-          title={`Latency per day${charts.latencyTruncated ? " (sampled: latest 5,000 reviews)" : ""}`}
-          days={latency.days}
-          series={latency.series}
-          format={duration}
-          durations
-        />
+        <LatencyChart charts={charts} title="Latency per day" />
       </Card>
       <Card>
         <RankList
@@ -270,18 +247,7 @@ function ChartGrid({ stats, charts, filters }: { stats: Stats; charts: Charts; f
         />
       </Card>
       <Card>
-        <RankList
-          title="Files with most findings"
-          rows={(scores?.topFiles ?? []).map((f) => ({
-            key: `${f.repo_full_name}/${f.path}`,
-            label: (
-              <span className="mono">
-                <span className="muted">{f.repo_full_name}:</span> {f.path}
-              </span>
-            ),
-            value: f.count,
-          }))}
-        />
+        <TopFiles files={scores?.topFiles ?? []} />
       </Card>
       <Card>
         <RankList

@@ -5,8 +5,8 @@ import { useMemo } from "react";
 import { repoParams, type Charts, type Filters, type OutcomeStats, type OutcomeStatsRow, type RepoScores, type Stats } from "../api/client";
 import { q } from "../api/queries";
 import { FilterBar } from "../components/filters";
-import { DayChart, RankList, ShareBar, type Series } from "../components/chart";
-import { COLORS } from "./overview";
+import { DayChart, ShareBar, type Series } from "../components/chart";
+import { COLORS, LatencyChart, TopFiles } from "../components/stat-charts";
 import { Card, Empty, Query, count, duration, money } from "../components/ui";
 
 const route = getRouteApi("/stats");
@@ -65,14 +65,6 @@ function StatsCharts({ charts, topFiles }: { charts: Charts; topFiles: RepoFile[
     ];
     return { days, series };
   }, [charts.reliability]);
-  const latency = useMemo(() => {
-    const days = charts.latency.map((d) => d.day);
-    const series: Series[] = [
-      { label: "p50", values: charts.latency.map((d) => d.p50 ?? null), color: COLORS.primary },
-      { label: "p95", values: charts.latency.map((d) => d.p95 ?? null), color: COLORS.inFlight },
-    ];
-    return { days, series };
-  }, [charts.latency]);
   const findings = useMemo(() => {
     const days = [...new Set(charts.findingsDaily.map((f) => f.day))].sort();
     const of = (severity: string) =>
@@ -90,30 +82,13 @@ function StatsCharts({ charts, topFiles }: { charts: Charts; topFiles: RepoFile[
         <DayChart title="Completed and failed per day" days={reliability.days} series={reliability.series} />
       </Card>
       <Card>
-        <DayChart
-          title={`Latency trend${charts.latencyTruncated ? " (sampled: latest 5,000 reviews)" : ""}`}
-          days={latency.days}
-          series={latency.series}
-          format={duration}
-          durations
-        />
+        <LatencyChart charts={charts} title="Latency trend" />
       </Card>
       <Card>
         <DayChart title="Findings per day" days={findings.days} series={findings.series} />
       </Card>
       <Card>
-        <RankList
-          title="Files with most findings"
-          rows={topFiles.map((f) => ({
-            key: `${f.repo_full_name}/${f.path}`,
-            label: (
-              <span className="mono">
-                <span className="muted">{f.repo_full_name}:</span> {f.path}
-              </span>
-            ),
-            value: f.count,
-          }))}
-        />
+        <TopFiles files={topFiles} />
       </Card>
     </div>
   );
