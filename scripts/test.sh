@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: the Rust suites (unit, integration, end-to-end against the
 # real binaries), the image-server suite once more against a real S3-compatible server (moto,
-# started here on loopback), and the TypeScript client's tests against a running image-server.
+# started here on loopback) and against Azurite (Azure Blob Storage's emulator), and the TypeScript client's tests against a running image-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rust-services-target}"
@@ -43,6 +43,26 @@ if [ -z "${IMAGE_TEST_S3_ENDPOINT:-}" ] && command -v moto_server >/dev/null 2>&
   done
   export IMAGE_TEST_S3_ENDPOINT="http://127.0.0.1:$port"
   echo "S3 tests use moto at $IMAGE_TEST_S3_ENDPOINT"
+fi
+
+# Azurite (Microsoft's Azure Storage emulator, npm) for the Azure Blob Storage variant of the
+# image-server suite, on loopback, in memory.
+emulators=apps/image-server/tests/emulators
+if [ -z "${IMAGE_TEST_AZURE_ENDPOINT:-}" ] && command -v npm >/dev/null 2>&1; then
+  [ -d "$emulators/node_modules" ] || (cd "$emulators" && npm ci --no-audit --no-fund)
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$emulators/node_modules/.bin/azurite-blob" --inMemoryPersistence --blobHost 127.0.0.1 \
+    --blobPort "$port" --skipApiVersionCheck --silent >"${TMPDIR:-/tmp}/azurite-$port.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    # Any answer (403 without a signature) means it listens.
+    curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+    sleep 0.1
+  done
+  export IMAGE_TEST_AZURE_ENDPOINT="http://127.0.0.1:$port/devstoreaccount1"
+  echo "Azure tests use Azurite at $IMAGE_TEST_AZURE_ENDPOINT"
+elif [ -z "${IMAGE_TEST_AZURE_ENDPOINT:-}" ]; then
+  skipped "npm not installed: Azurite is missing, the Azure variant of the image-server suite is skipped"
 fi
 
 # imgproxy's and thumbor's official URL builders for the image-server suite's compat_urls

@@ -774,8 +774,8 @@ async fn a_replaced_source_leaves_no_stale_results(storage: &Storage) {
     let s = TestServer::start(storage).await;
     let store = std::sync::Arc::clone(&s.store);
     s.upload("t/p.jpg", fixture("large_image.jpg")).await;
-    // S3 keys are flat: an object can sit "below" another one, and so can its results.
-    let nested = matches!(storage, Storage::S3(_));
+    // S3 and Azure keys are flat: an object can sit "below" another one, and so can its results.
+    let nested = matches!(storage, Storage::S3(_) | Storage::Azure(_));
     if nested {
         s.upload("t/p.jpg/below.jpg", fixture("large_image.jpg"))
             .await;
@@ -934,6 +934,30 @@ macro_rules! on_every_storage {
                         return;
                     };
                     super::$own(&super::Storage::S3(endpoint)).await;
+                }
+            )*
+        }
+        mod azure {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(endpoint) = super::common::azure_endpoint() else {
+                        eprintln!("skipped: IMAGE_TEST_AZURE_ENDPOINT is unset");
+                        return;
+                    };
+                    let s = super::TestServer::start(&super::Storage::Azure(endpoint)).await;
+                    super::$name(&s).await;
+                    s.stop().await;
+                }
+            )*
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $own() {
+                    let Some(endpoint) = super::common::azure_endpoint() else {
+                        eprintln!("skipped: IMAGE_TEST_AZURE_ENDPOINT is unset");
+                        return;
+                    };
+                    super::$own(&super::Storage::Azure(endpoint)).await;
                 }
             )*
         }

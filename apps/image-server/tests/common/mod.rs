@@ -1,4 +1,5 @@
-//! Starts the real server on 127.0.0.1:0 over local storage or a real S3-compatible server.
+//! Starts the real server on 127.0.0.1:0 over local storage, a real S3-compatible server or
+//! Azurite, Microsoft's Azure Blob Storage emulator.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::sync::Arc;
@@ -13,6 +14,8 @@ pub(crate) const KEY: &str = "test-key-0123456789";
 pub(crate) enum Storage {
     Local,
     S3(String),
+    /// Azurite's blob endpoint with its account, `http://127.0.0.1:PORT/devstoreaccount1`.
+    Azure(String),
 }
 
 pub(crate) struct TestServer {
@@ -38,6 +41,60 @@ pub(crate) fn s3_endpoint() -> Option<String> {
         "IMAGE_TEST_S3_ENDPOINT is unset under CI: the S3 suite would be skipped (scripts/test.sh starts moto)"
     );
     endpoint
+}
+
+/// The Azurite blob endpoint to test against, from IMAGE_TEST_AZURE_ENDPOINT
+/// (`http://127.0.0.1:PORT/devstoreaccount1`); under CI an unset one fails, as for S3.
+pub(crate) fn azure_endpoint() -> Option<String> {
+    let endpoint = std::env::var("IMAGE_TEST_AZURE_ENDPOINT")
+        .ok()
+        .filter(|s| !s.is_empty());
+    assert!(
+        endpoint.is_some() || !under_ci(),
+        "IMAGE_TEST_AZURE_ENDPOINT is unset under CI: the Azure suite would be skipped (scripts/test.sh starts Azurite)"
+    );
+    endpoint
+}
+
+/// Azurite's account and its published key (the same in every Azurite).
+const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// Creates `container` in Azurite with a Shared Key request, as Azure's REST API takes it
+/// (object_store reads and writes blobs but creates no container).
+async fn create_azure_container(endpoint: &str, container: &str) {
+    use base64::Engine;
+    use hmac::{Hmac, Mac};
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let version = "2021-08-06";
+    let url = reqwest::Url::parse(&format!("{endpoint}/{container}?restype=container")).unwrap();
+    let to_sign = format!(
+        "PUT\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:{date}\nx-ms-version:{version}\n/{AZURITE_ACCOUNT}{}\nrestype:container",
+        url.path()
+    );
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&b64.decode(AZURITE_KEY).unwrap()).unwrap();
+    mac.update(to_sign.as_bytes());
+    let signature = b64.encode(mac.finalize().into_bytes());
+    let r = reqwest::Client::new()
+        .put(url)
+        .header("x-ms-date", date)
+        .header("x-ms-version", version)
+        .header("content-length", "0")
+        .header(
+            "authorization",
+            format!("SharedKey {AZURITE_ACCOUNT}:{signature}"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        r.status().is_success(),
+        "creating container: {} {}",
+        r.status(),
+        r.text().await.unwrap_or_default()
+    );
 }
 
 /// Whether the tests run under CI (`CI` set to anything but empty, `0` or `false`), where a
@@ -77,6 +134,17 @@ pub(crate) async fn config_for(storage: &Storage, dir: &tempfile::TempDir) -> Co
                 ("aws_region".into(), "us-east-1".into()),
                 ("aws_access_key_id".into(), "test".into()),
                 ("aws_secret_access_key".into(), "test".into()),
+            ];
+        }
+        Storage::Azure(endpoint) => {
+            let container = format!("img-{}", rand_suffix());
+            create_azure_container(endpoint, &container).await;
+            config.storage_url = format!("az://{container}");
+            config.storage_options = vec![
+                ("azure_storage_account_name".into(), AZURITE_ACCOUNT.into()),
+                ("azure_storage_account_key".into(), AZURITE_KEY.into()),
+                ("azure_storage_endpoint".into(), endpoint.clone()),
+                ("azure_allow_http".into(), "true".into()),
             ];
         }
     }
