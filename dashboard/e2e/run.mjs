@@ -12,7 +12,7 @@
 import { chromium } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
 import { createHmac } from "node:crypto";
-import { mkdirSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const env = (name, fallback) => {
@@ -217,6 +217,7 @@ async function pages(seeded, totalReviews, budget, stats) {
     await sees(page, "Drop Node 18 support", "table");
   });
   await paging();
+  await liveTranscript();
   await failedReview();
   await repositoryNumbers();
   await visit("reviews-failed", "/reviews?status=failed", async (page) => {
@@ -312,6 +313,20 @@ async function pages(seeded, totalReviews, budget, stats) {
     await sees(page, "25%", '[aria-label="Finding outcomes by repository"], table');
   });
   await visit("settings", "/settings", async (page) => {
+    // What is in force and where it comes from (issue 30): the review model from AGENT_MODEL,
+    // the verifier following it, octo/docs' own model whose provider has no key; the OpenAI key
+    // set on this page, the Z.ai key missing although a model needs it.
+    const models = page.getByTestId("models-in-force");
+    await models.locator('tr[data-role="review"] [data-testid=source]').getByText("the environment").waitFor();
+    await models.locator('tr[data-role="verify"] [data-testid=source]').getByText("the review model").waitFor();
+    await models.locator('tr[data-role="review of octo/docs"]').getByText("no API key").waitFor();
+    const keys = page.getByTestId("keys-in-force");
+    await keys.locator('tr[data-key="third_api_key"] [data-testid=state]').getByText("set here").waitFor();
+    await keys.locator('tr[data-key="second_api_key"] [data-testid=state]').getByText("missing").waitFor();
+    await keys.locator('tr[data-key="second_api_key"]').getByText("review of octo/docs").waitFor();
+    for (const label of ["Most tokens one review may use", "Most one review may cost", "Answers per review thread", "Answers per pull request", "Monthly budget of the whole service"]) {
+      await page.getByLabel(label).waitFor();
+    }
     const key = page.getByLabel("OpenAI API key (third_api_key)");
     check((await key.getAttribute("type")) === "password", "keys must be masked");
     check((await key.inputValue()) === "sk-seeded-third-key-123456", "the stored key is not shown");
@@ -438,6 +453,51 @@ async function paging() {
   await sees(page, "Archived change 1", "main h1");
   await page.context().close();
   log(`ok: paging (${total} reviews)`);
+}
+
+/** A running review's transcript grows on the page without a reload while the agent writes it:
+ * the current step and tokens so far, per-step time and tokens, each tool call's arguments in
+ * its summary, and a diff in a tool result coloured; axe with every tool result open. */
+async function liveTranscript() {
+  const rows = await api("/api/reviews?status=running&limit=50");
+  const running = rows.find((r) => r.title === "Live transcript");
+  check(running, "the seeded running review is missing");
+  const file = join(env("E2E_DATA_DIR"), "sessions", "ses_running.json");
+  for (const scheme of ["light", "dark"]) {
+    step = `live transcript (${scheme})`;
+    const t = JSON.parse(readFileSync(file, "utf8"));
+    const first = t.items.slice(0, 3);
+    writeFileSync(file, JSON.stringify({ ...t, items: first }));
+    const page = await newPage(scheme);
+    await open(page, `/reviews/${running.id}`);
+    await page.evaluate(() => (window.__noReload = true));
+    const now = page.getByTestId("now-running");
+    await now.getByText("step 1, running git_diff").waitFor();
+    await now.getByText("1,280 tokens so far").waitFor();
+    // The agent writes step 2: a read_file call and its result, a diff.
+    const at = Math.floor(Date.now() / 1000);
+    const more = [
+      { type: "tool_result", at, step: 1, call_id: "c1", name: "git_diff", is_error: false, content: "diff --git a/src/lib.rs b/src/lib.rs\n@@ -8,3 +8,4 @@\n fn retry() {\n-    sleep(0);\n+    sleep(backoff);\n }" },
+      { type: "assistant", at: at + 3, step: 2, text: "Checking the caller.", tool_calls: [{ id: "c2", name: "read_file", arguments: { path: "src/lib.rs", start_line: 10, end_line: 40 } }], usage: { input_tokens: 3000, output_tokens: 120, cache_read_tokens: 0, cache_write_tokens: 0 } },
+      { type: "tool_call", at: at + 3, step: 2, id: "c2", name: "read_file", arguments: { path: "src/lib.rs", start_line: 10, end_line: 40 } },
+    ];
+    writeFileSync(file, JSON.stringify({ ...t, items: [...first, ...more], updated_at: at + 3 }));
+    await now.getByText("step 2, running read_file src/lib.rs 10 40").waitFor({ timeout: 20_000 });
+    await now.getByText("4,400 tokens so far").waitFor();
+    const call = page.locator('.turn.tool[data-tool="read_file"]');
+    await call.getByTestId("argument-preview").getByText("src/lib.rs 10 40").waitFor();
+    await page.locator(".turn.assistant", { hasText: "Checking the caller." }).getByTestId("step-cost").getByText("3,120 tokens").waitFor();
+    check(await page.evaluate(() => window.__noReload === true), "the page reloaded");
+    await page.locator('.turn.tool[data-tool="git_diff"] summary').click();
+    await page.locator('.turn.tool[data-tool="git_diff"] pre.diff .diff-add').getByText("+    sleep(backoff);").waitFor();
+    await page.locator('.turn.tool[data-tool="git_diff"] pre.diff .diff-del').getByText("-    sleep(0);").waitFor();
+    await page.evaluate(() => document.querySelectorAll(".conversation details").forEach((d) => (d.open = true)));
+    await settled(page);
+    await accessible(page, step);
+    await shot(page, `review-running-${scheme}`);
+    await page.context().close();
+  }
+  log("ok: live transcript");
 }
 
 /** A failed review names its class and what to do, next to Retry. */
@@ -649,6 +709,54 @@ async function scenarios() {
     check((await api("/api/skills")).length === 0, "delete did not reach the API");
     await page.context().close();
     log("ok: settings and skills");
+  }
+  await settingsChecks();
+}
+
+/** Model names are checked against the catalog, a warning and not a refusal (defect 11); chat
+ * says when nothing can answer and links to Settings. */
+async function settingsChecks() {
+  step = "model names against the catalog";
+  {
+    const page = await newPage();
+    await open(page, "/settings");
+    const field = page.getByLabel("Improver model (improver_model)");
+    const picker = page.locator(".model-picker", { has: field });
+    await field.fill("gpt");
+    await picker.getByTestId("model-warning").getByText("Not a `provider/model` spec").waitFor();
+    await field.fill("openai/gpt-nonexistent-9");
+    await picker.getByTestId("model-warning").getByText("Not in the model catalog").waitFor();
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await sees(page, "Saved.");
+    check((await api("/api/settings")).improver_model === "openai/gpt-nonexistent-9", "the unknown model was not saved");
+    await page.getByLabel("Improver model (improver_model)").waitFor();
+    await page.locator(".model-picker", { has: page.getByLabel("Improver model (improver_model)") }).getByTestId("model-warning").waitFor();
+    await accessible(page, "a model warning");
+    // A model the catalog lists has no warning.
+    const known = (await api("/api/models?all=1")).models[0].id;
+    await page.getByLabel("Improver model (improver_model)").fill(known);
+    await page.waitForFunction(() => !document.querySelector(".model-picker [data-testid=model-warning]"));
+    await page.getByLabel("Improver model (improver_model)").fill("");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await waitFor("the improver model cleared", async () => (await api("/api/settings")).improver_model === undefined);
+    await page.context().close();
+    log("ok: model names against the catalog");
+  }
+  step = "chat without a usable model";
+  {
+    await api("/api/settings", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ agent_model: "zai-coding-plan/glm-4.6" }) });
+    const page = await newPage();
+    await open(page, "/chat");
+    const notice = page.getByTestId("chat-unavailable");
+    await notice.getByText("no API key").waitFor();
+    await notice.getByRole("link", { name: "Fix it in Settings →" }).waitFor();
+    await accessible(page, step);
+    await api("/api/settings", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ agent_model: "" }) });
+    await open(page, "/chat");
+    await sees(page, "Try one of these");
+    check((await page.getByTestId("chat-unavailable").count()) === 0, "the notice stays with a usable model");
+    await page.context().close();
+    log("ok: chat without a usable model");
   }
 }
 

@@ -50,6 +50,8 @@ INSERT INTO reviews (repo_full_name, pr_number, title, session_id, status, error
    :now - 95, NULL),
   ('octo/docs', 61, 'Fix broken links', NULL, 'pending', NULL, 'opened', 0, NULL, NULL, NULL,
    :now - 30, NULL),
+  ('acme/gadgets', 63, 'Live transcript', 'ses_running', 'running', NULL, 'opened', 0, NULL, NULL,
+   NULL, :now - 50, NULL),
   ('acme/gadgets', 21, 'Bump serde', NULL, 'failed', 'running the agent: model provider answered 529: Overloaded',
    'opened', 0, NULL, NULL, NULL, :now - 2 * 3600, :now - 2 * 3600 + 40),
   ('octo/docs', 62, 'New tutorial', NULL, 'failed', 'timeout: no model progress for 120 s',

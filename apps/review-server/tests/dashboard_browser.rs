@@ -72,6 +72,28 @@ async fn seed(server: &Server) {
         sessions.join("ses_seed_transcript.json"),
     )
     .unwrap();
+    // The transcript of the seeded running review, as the agent has written it so far: the
+    // browser test appends to it (E2E_DATA_DIR) and watches the page follow.
+    let at = now();
+    let running = json!({
+        "session_id": "ses_running",
+        "model": "anthropic/claude-sonnet-4-5",
+        "started_at": at - 50,
+        "updated_at": at - 40,
+        "status": "running",
+        "items": [
+            {"type": "message", "at": at - 50, "role": "user", "text": "Review PR #63 of acme/gadgets."},
+            {"type": "assistant", "at": at - 45, "step": 1, "text": "Reading the diff.",
+             "tool_calls": [{"id": "c1", "name": "git_diff", "arguments": {}}],
+             "usage": {"input_tokens": 1200, "output_tokens": 80, "cache_read_tokens": 0, "cache_write_tokens": 0}},
+            {"type": "tool_call", "at": at - 45, "step": 1, "id": "c1", "name": "git_diff", "arguments": {}},
+        ],
+    });
+    std::fs::write(
+        sessions.join("ses_running.json"),
+        serde_json::to_vec(&running).unwrap(),
+    )
+    .unwrap();
     let r = server
         .http
         .put(format!("{}/api/settings", server.url))
@@ -136,6 +158,7 @@ async fn the_dashboard_works_in_a_real_browser() {
             ("E2E_WEBHOOK_SECRET", SECRET.to_owned()),
             ("E2E_PAYLOAD_PR1", pr1),
             ("E2E_PAYLOAD_PR2", pr2),
+            ("E2E_DATA_DIR", w.server.data_dir.display().to_string()),
         ],
     );
 

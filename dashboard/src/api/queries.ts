@@ -175,6 +175,8 @@ export interface TranscriptItem {
   tool_calls?: { id: string; name: string; arguments: unknown }[];
   /** `verification` items: what posting the verified review answered. */
   result?: string;
+  /** `assistant` items: the tokens of that model call. */
+  usage?: { input_tokens?: number; output_tokens?: number; cache_read_tokens?: number; cache_write_tokens?: number };
 }
 
 /** GET /api/reviews/:id/session: the transcript, or an object with an error key. */

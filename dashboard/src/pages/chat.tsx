@@ -2,7 +2,10 @@
 // the answer streams in and the SQL the model ran is shown (AI SDK useChat on POST /api/chat).
 import { useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type UIMessage } from "ai";
+import { useQuery } from "@tanstack/react-query";
+import { Link } from "@tanstack/react-router";
 import { useState } from "react";
+import { q } from "../api/queries";
 import { Card } from "../components/ui";
 
 // The server recomputes every answer from the user's questions only (docs/review-service.md §4, Chat,
@@ -35,12 +38,24 @@ export function ChatPage() {
     void sendMessage({ text: text.trim() });
     setInput("");
   };
+  // The configuration first: with no model that can answer, say so and where to fix it
+  // (docs/review-service.md, "Settings in force") instead of letting the question fail.
+  const effective = useQuery(q.effective());
+  const chatModel = effective.data?.models.find((m) => m.role === "chat");
   return (
     <>
       <header className="page-head">
         <h1>Chat</h1>
         <p className="muted">Ask about reviews, costs and findings; answers come from read-only queries on this server's database.</p>
       </header>
+      {chatModel?.problem && (
+        <div className="error-box" role="alert" data-testid="chat-unavailable">
+          <span>
+            Chat cannot answer: its model <span className="mono">{chatModel.model}</span> {chatModel.problem}.
+          </span>
+          <Link to="/settings">Fix it in Settings →</Link>
+        </div>
+      )}
       <Card>
         {messages.length === 0 && (
           <div className="stack">

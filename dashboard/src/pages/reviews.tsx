@@ -222,6 +222,7 @@ function ReviewDetail({ review: r }: { review: Review }) {
                       <strong>The agent stopped:</strong> {t.error}
                     </p>
                   )}
+                  {!done && <NowRunning items={t.items ?? []} />}
                   <Conversation items={t.items ?? []} />
                 </>
               )
@@ -368,7 +369,6 @@ function FindingBody({ body }: { body: string }) {
   );
 }
 
-/** The finding's line on GitHub: the comment itself when its id is known, else the PR's files. */
 /** The last three turns of a transcript as one line each, for a failed review's box. */
 function lastTurns(items: TranscriptItem[] | undefined): string[] {
   if (!items) return [];
@@ -386,6 +386,93 @@ function lineUrl(forgeUrl: string, review: Review, f: Finding): string {
   const base = `${forgeUrl}/${review.repo_full_name}/pull/${review.pr_number}`;
   if (f.github_comment_id) return `${base}#discussion_r${f.github_comment_id}`;
   return `${base}/files`;
+}
+
+/** The tokens of one model call, as its transcript item records them. */
+function stepTokens(it: TranscriptItem): number {
+  const u = it.usage;
+  return u ? (u.input_tokens ?? 0) + (u.output_tokens ?? 0) + (u.cache_read_tokens ?? 0) + (u.cache_write_tokens ?? 0) : 0;
+}
+
+/** The arguments a preview names first, in this order (the server stores objects with their
+ * keys sorted, which would put `end_line` before `path`). */
+const FIRST_ARGUMENTS = ["path", "file", "query", "pattern", "start_line", "line", "end_line"];
+const rank = (key: string) => {
+  const i = FIRST_ARGUMENTS.indexOf(key);
+  return i < 0 ? FIRST_ARGUMENTS.length : i;
+};
+
+/** A tool call's arguments in one short line for its summary: the values, strings unquoted,
+ * the path and line numbers first, cut at 80 characters (`src/lib.rs 10 40`). */
+export function argumentPreview(args: unknown): string {
+  let value = args;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      // a string argument is shown as it is
+    }
+  }
+  const parts =
+    value && typeof value === "object"
+      ? Object.entries(value as Record<string, unknown>)
+          .sort(([a], [b]) => rank(a) - rank(b))
+          .map(([, v]) => v)
+          .filter((v) => typeof v === "string" || typeof v === "number" || typeof v === "boolean")
+          .map((v) => String(v).replace(/\s+/g, " "))
+      : value === undefined || value === null
+        ? []
+        : [String(value)];
+  const line = parts.join(" ");
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+}
+
+/** Text shown with a diff's lines coloured (added, removed, hunk headers) when it is one. */
+function MaybeDiff({ text, label }: { text: string; label: string }) {
+  const lines = text.split("\n");
+  const isDiff = lines.some((l) => l.startsWith("@@") || l.startsWith("diff --git")) && lines.some((l) => /^[+-]/.test(l));
+  if (!isDiff) return <Pre label={label}>{text}</Pre>;
+  return (
+    <Pre label={label} className="diff">
+      {lines.map((l, i) => {
+        const cls = l.startsWith("+++") || l.startsWith("---") || l.startsWith("diff --git") ? "diff-file" : l.startsWith("@@") ? "diff-hunk" : l.startsWith("+") ? "diff-add" : l.startsWith("-") ? "diff-del" : undefined;
+        return (
+          <span key={i} className={cls}>
+            {l}
+            {"\n"}
+          </span>
+        );
+      })}
+    </Pre>
+  );
+}
+
+/** A running review's current step, what it is doing and its tokens so far, from the
+ * transcript it is writing (refreshed every few seconds while it runs). */
+function NowRunning({ items }: { items: TranscriptItem[] }) {
+  const last = items[items.length - 1];
+  if (!last) return null;
+  const step = Math.max(0, ...items.map((it) => it.step ?? 0));
+  const tokens = items.reduce((a, it) => a + stepTokens(it), 0);
+  const doing =
+    last.type === "tool_call"
+      ? `running ${last.name ?? "a tool"} ${argumentPreview(last.arguments)}`.trim()
+      : last.type === "tool_result"
+        ? "waiting for the model"
+        : last.type === "assistant"
+          ? "running its tool calls"
+          : "starting";
+  return (
+    <p className="now-running" role="status" data-testid="now-running">
+      <strong>Now:</strong> step {step}, {doing} · {count(tokens)} tokens so far
+      {last.at ? (
+        <>
+          {" "}
+          · last activity <Time at={last.at} />
+        </>
+      ) : null}
+    </p>
+  );
 }
 
 function Conversation({ items }: { items: TranscriptItem[] }) {
@@ -418,7 +505,13 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
           case "assistant":
             return it.text ? (
               <li key={i} className="turn assistant">
-                <p className="who">Agent · step {it.step}</p>
+                <p className="who">
+                  Agent · step {it.step}
+                  <span className="muted small" data-testid="step-cost">
+                    {it.at && items[i - 1]?.at ? ` · ${duration(it.at - (items[i - 1]?.at ?? it.at))}` : ""}
+                    {stepTokens(it) > 0 ? ` · ${count(stepTokens(it))} tokens` : ""}
+                  </span>
+                </p>
                 <p className="prewrap">{it.text}</p>
               </li>
             ) : null;
@@ -428,7 +521,10 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
               <li key={i} className="turn tool" data-tool={it.name}>
                 <details>
                   <summary>
-                    Tool call <span className="mono">{it.name}</span>
+                    Tool call <span className="mono">{it.name}</span>{" "}
+                    <span className="mono small muted" data-testid="argument-preview">
+                      {argumentPreview(it.arguments)}
+                    </span>
                     {result?.is_error ? <span className="badge status-failed">error</span> : null}
                   </summary>
                   <p className="small muted">Arguments</p>
@@ -436,7 +532,7 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
                   {result && (
                     <>
                       <p className="small muted">Result</p>
-                      <Pre label={`Result of ${it.name ?? "the tool call"}`}>{pretty(result.content)}</Pre>
+                      <MaybeDiff label={`Result of ${it.name ?? "the tool call"}`} text={pretty(result.content)} />
                     </>
                   )}
                 </details>

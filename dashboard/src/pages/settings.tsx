@@ -12,12 +12,20 @@ const KEYS: [string, string][] = [
   ["second_api_key", "Z.ai coding plan key (second_api_key)"],
   ["third_api_key", "OpenAI API key (third_api_key)"],
 ];
-const MODELS: [string, string][] = [
-  ["agent_model", "Review model (agent_model)"],
-  ["refine_model", "Refine model (refine_model)"],
-  ["implement_model", "Implement model (implement_model)"],
-  ["improver_model", "Improver model (improver_model)"],
-  ["verify_model", "Verifier model (verify_model)"],
+const MODELS: [string, string, string][] = [
+  ["agent_model", "Review model (agent_model)", "Reviews and chat; a repository's own model wins. Empty: AGENT_MODEL, else the built-in default."],
+  ["refine_model", "Refine model (refine_model)", "Stored for refine work; this server runs none. Empty: the review model."],
+  ["implement_model", "Implement model (implement_model)", "Stored for implement work; this server runs none. Empty: the review model."],
+  ["improver_model", "Improver model (improver_model)", "The prompt improver. Empty: the review model."],
+  ["verify_model", "Verifier model (verify_model)", "Checks each inline finding before it is posted. Empty: the review model."],
+];
+/** The number fields: setting, label, help line, the pattern the server accepts. */
+const NUMBERS: [string, string, string, string][] = [
+  ["review_max_tokens", "Most tokens one review may use (review_max_tokens)", "Input plus output tokens; the review stops and fails as `budget` when reached. Empty: REVIEW_MAX_TOKENS, else no limit.", "[1-9][0-9]{0,17}"],
+  ["review_max_cost", "Most one review may cost, USD (review_max_cost)", "Priced from the model catalog. Empty: REVIEW_MAX_COST, else no limit.", "[0-9]+(\\.[0-9]+)?"],
+  ["monthly_budget", "Monthly budget of the whole service, USD (monthly_budget)", "Reviews are skipped once the calendar month (UTC) reaches it; a repository's own budget replaces it there. Empty: MONTHLY_BUDGET, else none.", "[0-9]+(\\.[0-9]+)?"],
+  ["thread_max_answers", "Answers per review thread (thread_max_answers)", "Most replies the App posts in one review thread; 0: none. Empty: THREAD_MAX_ANSWERS (3).", "[0-9]{1,9}"],
+  ["pr_max_answers", "Answers per pull request (pr_max_answers)", "Most replies and /ask answers on one pull request; 0: none. Empty: PR_MAX_ANSWERS (20).", "[0-9]{1,9}"],
 ];
 
 export function SettingsPage() {
@@ -27,7 +35,10 @@ export function SettingsPage() {
   // (its key), and the "Saved." status must outlive that.
   const save = useMutation({
     mutationFn: async (body: Record<string, string>) => unwrap(await api.PUT("/api/settings", { body })),
-    onSuccess: (data) => client.setQueryData(q.settings().queryKey, data as Record<string, string>),
+    onSuccess: (data) => {
+      client.setQueryData(q.settings().queryKey, data as Record<string, string>);
+      return client.invalidateQueries({ queryKey: q.effective().queryKey });
+    },
   });
   return (
     <>
@@ -35,6 +46,7 @@ export function SettingsPage() {
         <h1>Settings</h1>
         <p className="muted">Empty a field to fall back to the environment or the built-in default.</p>
       </header>
+      <InForce />
       <Query q={settings} what="Loading settings">
         {(s) => <SettingsForm key={JSON.stringify(s)} stored={s} save={save} />}
       </Query>
@@ -49,7 +61,7 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
   const [draft, setDraft] = useState<Record<string, string>>(stored);
   const changed = () => {
     const body: Record<string, string> = {};
-    for (const [k] of [...KEYS, ...MODELS, ["default_prompt", ""], ["review_min_severity", ""], ["review_quiet", ""], ["review_verify", ""], ["review_passes", ""], ["monthly_budget", ""]]) {
+    for (const k of [...KEYS.map(([k]) => k), ...MODELS.map(([k]) => k), ...NUMBERS.map(([k]) => k), "default_prompt", "review_min_severity", "review_quiet", "review_verify", "review_passes"]) {
       if (k && (draft[k] ?? "") !== (stored[k] ?? "")) body[k] = draft[k] ?? "";
     }
     return body;
@@ -66,14 +78,17 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
       <Card title="Provider keys">
         <div className="stack">
           {KEYS.map(([k, label]) => (
-            <SecretField key={k} id={k} label={label} value={draft[k] ?? ""} onChange={set(k)} />
+            <div key={k}>
+              <SecretField id={k} label={label} value={draft[k] ?? ""} onChange={set(k)} />
+              <p className="muted small">Unlocks its provider's models. Empty: {k.toUpperCase()} from the environment, else the provider cannot be used.</p>
+            </div>
           ))}
         </div>
       </Card>
       <Card title="Models">
         <div className="grid two">
-          {MODELS.map(([k, label]) => (
-            <ModelPicker key={k} label={label} value={draft[k] ?? ""} onChange={set(k)} />
+          {MODELS.map(([k, label, help]) => (
+            <ModelPicker key={k} label={label} help={help} value={draft[k] ?? ""} onChange={set(k)} />
           ))}
         </div>
       </Card>
@@ -120,18 +135,18 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
             />{" "}
             <label htmlFor="review_verify">Check every inline finding with an independent verifier before posting (review_verify)</label>
           </div>
-          <div>
-            <label htmlFor="monthly_budget">Monthly budget of the whole service in USD (monthly_budget; empty: MONTHLY_BUDGET or none)</label>
-            <input
-              id="monthly_budget"
-              type="number"
-              min="0"
-              step="any"
-              inputMode="decimal"
-              value={draft.monthly_budget ?? ""}
-              onChange={(e) => set("monthly_budget")(e.target.value)}
-            />
-          </div>
+
+        </div>
+      </Card>
+      <Card title="Budgets and limits">
+        <div className="grid two">
+          {NUMBERS.map(([k, label, help, pattern]) => (
+            <div key={k}>
+              <label htmlFor={k}>{label}</label>
+              <input id={k} type="text" inputMode="decimal" pattern={pattern} value={draft[k] ?? ""} placeholder="not set" onChange={(e) => set(k)(e.target.value.trim())} />
+              <p className="muted small">{help}</p>
+            </div>
+          ))}
         </div>
       </Card>
       <div className="row">
@@ -142,6 +157,96 @@ function SettingsForm({ stored, save }: { stored: Record<string, string>; save: 
         {save.error && <span role="alert" className="error-text">{save.error.message}</span>}
       </div>
     </form>
+  );
+}
+
+/** Where each value in force comes from, in words. */
+const SOURCE: Record<string, string> = {
+  setting: "this page",
+  environment: "the environment",
+  default: "the built-in default",
+  inherited: "the review model",
+  repository: "the repository",
+  off: "off",
+  missing: "missing",
+};
+
+/** What the server runs with (docs/review-service.md, "Settings in force"): each role's model and
+ * where it comes from, each key's state, and what cannot run. */
+function InForce() {
+  const effective = useQuery(q.effective());
+  return (
+    <Card title="In force">
+      <Query q={effective} what="Loading what is in force">
+        {(e) => (
+          <div className="stack">
+            <div className="table-wrap">
+              <table className="in-force" data-testid="models-in-force">
+                <caption className="sr-only">The model of each role and where it comes from</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Role</th>
+                    <th scope="col">Model</th>
+                    <th scope="col">From</th>
+                    <th scope="col">Key</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {e.models.map((m) => (
+                    <tr key={m.role} data-role={m.role}>
+                      <td>{m.role}</td>
+                      <td className="mono small">
+                        {m.model ?? "—"}
+                        {m.model && !m.inCatalog && !m.problem && <div className="warn-text small">not in the model catalog</div>}
+                      </td>
+                      <td data-testid="source">{SOURCE[m.source] ?? m.source}</td>
+                      <td>
+                        {m.problem ? (
+                          <span className="error-text small" role="note">
+                            {m.problem}
+                          </span>
+                        ) : m.key ? (
+                          <span className="mono small">{m.key}</span>
+                        ) : (
+                          "—"
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <div className="table-wrap">
+              <table className="in-force" data-testid="keys-in-force">
+                <caption className="sr-only">Each provider key and where it is set</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Key</th>
+                    <th scope="col">Provider</th>
+                    <th scope="col">State</th>
+                    <th scope="col">Used by</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {e.keys.map((k) => (
+                    <tr key={k.setting} data-key={k.setting}>
+                      <td className="mono small">
+                        {k.setting} <span className="muted">/ {k.env}</span>
+                      </td>
+                      <td>{k.provider}</td>
+                      <td data-testid="state" className={k.source === "missing" && k.usedBy.length > 0 ? "error-text" : undefined}>
+                        {k.source === "setting" ? "set here" : k.source === "environment" ? "from the environment" : "missing"}
+                      </td>
+                      <td className="small">{k.usedBy.length > 0 ? k.usedBy.join(", ") : <span className="muted">no model in use</span>}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </div>
+        )}
+      </Query>
+    </Card>
   );
 }
 

@@ -301,11 +301,13 @@ fn own(stored: &BTreeMap<String, String>, key: &str) -> Option<String> {
 }
 
 /// The model of a setting with the environment's fallback: the stored value, else AGENT_MODEL
-/// when it differs from the built-in default, else the default.
+/// when it is set (in the environment, or as `--agent-model`, which makes it differ from the
+/// built-in default), else the default.
 fn chosen(stored: &BTreeMap<String, String>, key: &str, env: &str) -> (String, Source) {
+    let from_env = std::env::var("AGENT_MODEL").is_ok_and(|v| v.trim() == env);
     if let Some(v) = own(stored, key) {
         (v, Source::Setting)
-    } else if env != crate::config::BUILT_IN_MODEL {
+    } else if from_env || env != crate::config::BUILT_IN_MODEL {
         (env.to_owned(), Source::Environment)
     } else {
         (env.to_owned(), Source::Default)
