@@ -217,6 +217,7 @@ async function pages(seeded, totalReviews, budget, stats) {
     await sees(page, "Drop Node 18 support", "table");
   });
   await paging();
+  await searchAndShortcuts(seeded);
   await liveTranscript();
   await failedReview();
   await repositoryNumbers();
@@ -453,6 +454,55 @@ async function paging() {
   await sees(page, "Archived change 1", "main h1");
   await page.context().close();
   log(`ok: paging (${total} reviews)`);
+}
+
+/** Global search (a PR as owner/repo#123, a review by id) and the keyboard: `/` to search, j/k
+ * and Enter in a list, `?` for the list of shortcuts (an accessible dialog). */
+async function searchAndShortcuts(seeded) {
+  for (const scheme of ["light", "dark"]) {
+    step = `search and shortcuts (${scheme})`;
+    const page = await newPage(scheme);
+    await open(page, "/stats");
+    await page.locator("main h1").first().waitFor();
+    await page.keyboard.press("/");
+    check(await page.evaluate(() => document.activeElement?.id === "global-search"), "/ does not focus the search");
+    await page.keyboard.type("acme/gadgets#12");
+    await page.keyboard.press("Enter");
+    await page.waitForURL((url) => url.pathname === "/repos/acme/gadgets/pr/12");
+    await page.keyboard.press("/");
+    await page.keyboard.type(`#${seeded.id}`);
+    await page.keyboard.press("Enter");
+    await page.waitForURL((url) => url.pathname === `/reviews/${seeded.id}`);
+    await sees(page, "Add retry to HTTP client", "main h1");
+    await page.keyboard.press("/");
+    await page.keyboard.type("not a target");
+    await page.keyboard.press("Enter");
+    await page.locator(".global-search [role=alert]").getByText("owner/repo#123").waitFor();
+    await page.keyboard.press("Escape");
+    // j, j, Enter: the second row of the list opens.
+    await open(page, "/reviews?status=failed");
+    await page.locator("tr[data-review-id]").first().waitFor();
+    await page.locator("main h1").click();
+    await page.keyboard.press("j");
+    await page.keyboard.press("j");
+    const second = await page.locator("tr[data-review-id]").nth(1).getAttribute("data-review-id");
+    check((await page.locator("tr.kbd-row").getAttribute("data-review-id")) === second, "j does not move to the second row");
+    await page.keyboard.press("k");
+    await page.keyboard.press("j");
+    await page.keyboard.press("Enter");
+    await page.waitForURL((url) => url.pathname === `/reviews/${second}`);
+    // ? opens the list of shortcuts, a modal dialog; Escape closes it.
+    await page.locator("main h1").first().click();
+    await page.keyboard.press("?");
+    const dialog = page.getByTestId("shortcuts");
+    await dialog.getByText("Keyboard shortcuts").waitFor();
+    await accessible(page, `${step}, the shortcuts open`);
+    await shot(page, `shortcuts-${scheme}`);
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden" });
+    await page.context().close();
+  }
+  log("ok: search and shortcuts");
 }
 
 /** A running review's transcript grows on the page without a reload while the agent writes it:

@@ -6,6 +6,7 @@ import { useEffect } from "react";
 import { q } from "./api/queries";
 import { LiveBadge, LiveProvider } from "./live";
 import { SignInPage } from "./pages/signin";
+import { GlobalSearch } from "./components/search";
 import { ErrorBox, Loading } from "./components/ui";
 
 const NAV: [string, string][] = [
@@ -45,6 +46,7 @@ export function Layout() {
             </span>
             review-server
           </div>
+          <GlobalSearch />
           <nav aria-label="Main">
             <ul>
               {NAV.map(([to, label]) => (
