@@ -20,14 +20,13 @@ mod view;
 pub(crate) use replicas::EVENTS_CHANNEL;
 pub(crate) use view::StoreView;
 
-use events::{Event, EventBus};
+use events::{Event, EventBus, Payload};
 use repo_cache::RepoCache;
 use review_domain::{EpochMillis, EpochSeconds};
 use review_domain::{FindingRow, NewFinding, RepoRow, ReviewRow};
 use review_store::{
     ClaimedReview, Completion, HeldLease, NewReview, PromotedReview, Store, StoreError,
 };
-use serde_json::{Value, json};
 use std::sync::OnceLock;
 use tokio::sync::{broadcast, mpsc};
 
@@ -82,8 +81,8 @@ impl Records {
         }
     }
 
-    fn publish(&self, kind: &str, repo: Option<&str>, fields: Value) {
-        let event = self.events.publish(kind, repo, fields);
+    fn publish(&self, payload: &Payload<&ReviewRow, &RepoRow>) {
+        let event = self.events.publish_payload(payload);
         self.send_to_replicas(event);
     }
 
@@ -95,19 +94,18 @@ impl Records {
     /// Publishes `webhook:received` for a verified delivery (docs/review-service.md §6): no row
     /// changes, so it is the one event published without a write.
     pub fn webhook_received(&self, repo: Option<&str>, name: &str, delivery: Option<&str>) {
-        self.publish(
-            "webhook:received",
-            repo,
-            json!({ "repo": repo, "name": name, "delivery": delivery }),
-        );
+        self.publish(&Payload::WebhookReceived {
+            repo: repo.map(str::to_owned),
+            name: name.to_owned(),
+            delivery: delivery.map(str::to_owned),
+        });
     }
 
     fn repo_updated(&self, row: &RepoRow) {
-        self.publish(
-            "repo:updated",
-            Some(&row.full_name),
-            json!({ "repo": row.full_name, "row": row }),
-        );
+        self.publish(&Payload::RepoUpdated {
+            repo: row.full_name.clone(),
+            row,
+        });
     }
 
     /// The one registration function (docs/review-service.md §6 rule 2): a new repo is inserted
@@ -184,11 +182,9 @@ impl Records {
         let removed = self.db.delete_repo(full_name).await?;
         self.repo_cache.forget(full_name);
         if removed {
-            self.publish(
-                "repo:removed",
-                Some(full_name),
-                json!({ "repo": full_name }),
-            );
+            self.publish(&Payload::RepoRemoved {
+                repo: full_name.to_owned(),
+            });
         }
         Ok(removed)
     }
@@ -208,7 +204,7 @@ impl Records {
             .insert_delivered_review(delivery, new, job, now())
             .await?;
         if let Some(row) = &row {
-            self.review_event("review:created", row);
+            self.review_event(true, row);
         }
         Ok(row)
     }
@@ -219,7 +215,7 @@ impl Records {
     pub async fn promote_accepted(&self, limit: i64) -> Result<Vec<PromotedReview>, StoreError> {
         let promoted = self.db.promote_inbox(limit, now()).await?;
         for p in &promoted {
-            self.review_event("review:created", &p.row);
+            self.review_event(true, &p.row);
         }
         Ok(promoted)
     }
@@ -236,7 +232,7 @@ impl Records {
             .db
             .insert_queued_review(new, "{}", Some(owner), Some(lease_until), now())
             .await?;
-        self.review_event("review:created", &row);
+        self.review_event(true, &row);
         Ok(row)
     }
 
@@ -254,7 +250,7 @@ impl Records {
             .insert_retry_review(retry_id, owner, new, job, now())
             .await?;
         if let Some(row) = &row {
-            self.review_event("review:created", row);
+            self.review_event(true, row);
         }
         Ok(row)
     }
@@ -303,7 +299,7 @@ impl Records {
     pub async fn reap(&self, error: &str) -> Result<Vec<ReviewRow>, StoreError> {
         let lapsed = self.db.reap_lapsed(error, now_ms()).await?;
         for row in &lapsed {
-            self.review_event("review:updated", row);
+            self.review_event(false, row);
         }
         Ok(lapsed)
     }
@@ -378,17 +374,19 @@ impl Records {
 
     fn review_updated(&self, row: Option<ReviewRow>) -> Option<ReviewRow> {
         if let Some(row) = &row {
-            self.review_event("review:updated", row);
+            self.review_event(false, row);
         }
         row
     }
 
-    fn review_event(&self, kind: &str, row: &ReviewRow) {
-        self.publish(
-            kind,
-            Some(&row.repo_full_name),
-            json!({ "repo": row.repo_full_name, "review": row }),
-        );
+    /// Publishes review:created (`created`) or review:updated with `row`.
+    fn review_event(&self, created: bool, row: &ReviewRow) {
+        let repo = row.repo_full_name.clone();
+        self.publish(&if created {
+            Payload::ReviewCreated { repo, review: row }
+        } else {
+            Payload::ReviewUpdated { repo, review: row }
+        });
     }
 
     /// Records the candidates verification dropped from `review_id`, with the verifier's
@@ -409,11 +407,10 @@ impl Records {
         self.db
             .insert_dropped_findings(&review, dropped, now())
             .await?;
-        self.publish(
-            "review:findings",
-            Some(&review.repo_full_name),
-            json!({ "repo": review.repo_full_name, "reviewId": review.id }),
-        );
+        self.publish(&Payload::ReviewFindings {
+            repo: review.repo_full_name.clone(),
+            review_id: review.id,
+        });
         Ok(())
     }
 
@@ -436,11 +433,10 @@ impl Records {
             .await?
             .ok_or(FindingsError::UnknownReview(review_id))?;
         let rows = self.db.insert_findings(&review, findings, now()).await?;
-        self.publish(
-            "review:findings",
-            Some(&review.repo_full_name),
-            json!({ "repo": review.repo_full_name, "reviewId": review.id }),
-        );
+        self.publish(&Payload::ReviewFindings {
+            repo: review.repo_full_name.clone(),
+            review_id: review.id,
+        });
         Ok(rows)
     }
 
@@ -460,11 +456,10 @@ impl Records {
             .set_finding_outcome(id, outcome, sha, reason, now())
             .await?;
         if let Some(f) = &row {
-            self.publish(
-                "review:findings",
-                Some(&f.repo_full_name),
-                json!({ "repo": f.repo_full_name, "reviewId": f.review_id }),
-            );
+            self.publish(&Payload::ReviewFindings {
+                repo: f.repo_full_name.clone(),
+                review_id: f.review_id,
+            });
         }
         Ok(row)
     }

@@ -9,9 +9,10 @@
 //! they are (the tests hold payloads of earlier versions).
 
 use super::Records;
-use events::Event;
+use events::{Event, Payload};
+use review_domain::{RepoRow, ReviewRow};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 /// The PostgreSQL channel that carries every replica's events to the others
@@ -174,29 +175,34 @@ impl Records {
     async fn republish_repo(&self, repo: &str) {
         match self.db.repo(repo).await {
             Ok(Some(row)) => {
-                self.events.publish(
-                    "repo:updated",
-                    Some(repo),
-                    json!({ "repo": row.full_name, "row": row }),
-                );
+                self.events
+                    .publish_payload::<ReviewRow, _>(&Payload::RepoUpdated {
+                        repo: row.full_name.clone(),
+                        row: &row,
+                    });
             }
             Ok(None) => {
                 self.events
-                    .publish("repo:removed", Some(repo), json!({ "repo": repo }));
+                    .publish_payload::<ReviewRow, RepoRow>(&Payload::RepoRemoved {
+                        repo: repo.to_owned(),
+                    });
             }
             Err(e) => tracing::warn!(error = %e, "cannot read the repo of a remote event"),
         }
     }
 
-    /// Publishes `kind` with review `id` as read now; nothing when it is gone.
+    /// Publishes `kind` (review:created, else review:updated) with review `id` as read now;
+    /// nothing when it is gone.
     async fn republish_review(&self, kind: &str, id: i64) {
         match self.db.review(id).await {
             Ok(Some(row)) => {
-                self.events.publish(
-                    kind,
-                    Some(&row.repo_full_name),
-                    json!({ "repo": row.repo_full_name, "review": row }),
-                );
+                let repo = row.repo_full_name.clone();
+                let payload = if kind == "review:created" {
+                    Payload::ReviewCreated { repo, review: &row }
+                } else {
+                    Payload::ReviewUpdated { repo, review: &row }
+                };
+                self.events.publish_payload::<_, RepoRow>(&payload);
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "cannot read the review of a remote event"),
@@ -221,6 +227,7 @@ impl Records {
 mod tests {
     use super::*;
     use events::EventBus;
+    use serde_json::json;
 
     #[test]
     fn an_event_over_the_notify_limit_is_sent_as_a_reference_to_its_row() {
