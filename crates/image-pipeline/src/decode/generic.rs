@@ -57,11 +57,21 @@ fn whole(bytes: &[u8]) -> Result<(DynamicImage, Option<Vec<u8>>), PipelineError>
 /// half-transparent pixel came out at a sixth of its brightness, Pillow's
 /// tiff_16bit_RGBa.tiff).
 pub(super) fn decode_tiff(bytes: &[u8]) -> Result<Decoded, PipelineError> {
-    // What the `tiff` crate refuses, libtiff reads (decode::libtiff).
-    if tiff_unsupported(bytes) {
-        let img = super::libtiff::decode(bytes)?;
-        return Ok((DynamicImage::ImageRgba8(img), (1.0, 1.0), None));
+    // What the `tiff` crate refuses as unsupported (CCITT Group 3, YCbCr with subsampled chroma
+    // outside JPEG, WebP strips, ...), libtiff reads (docs/image-service.md, "TIFF through
+    // libtiff"). The crate refuses before it decodes pixels: at the header, the readout layout
+    // or the first strip's decompressor. A broken file stays the crate's 422.
+    match decode_tiff_with_crate(bytes) {
+        Err(PipelineError::Unsupported(_)) => {
+            let img = super::libtiff::decode(bytes)?;
+            Ok((DynamicImage::ImageRgba8(img), (1.0, 1.0), None))
+        }
+        other => other,
     }
+}
+
+/// [`decode_tiff`] through the `tiff` crate (by way of `image`).
+fn decode_tiff_with_crate(bytes: &[u8]) -> Result<Decoded, PipelineError> {
     if let Some(rgb) = cmyk_tiff(bytes)? {
         return Ok((DynamicImage::ImageRgb8(rgb), (1.0, 1.0), None));
     }
@@ -72,26 +82,6 @@ pub(super) fn decode_tiff(bytes: &[u8]) -> Result<Decoded, PipelineError> {
     Ok((normalise(img), (1.0, 1.0), icc))
 }
 
-/// Whether the `tiff` crate refuses the first image of this TIFF as unsupported (a coding,
-/// photometric interpretation or layout it lacks: CCITT Group 3, YCbCr with subsampled chroma
-/// outside JPEG, ...), which libtiff then reads (docs/image-service.md, "TIFF through libtiff").
-/// A broken file is not unsupported: it stays the crate's 422.
-pub(super) fn tiff_unsupported(bytes: &[u8]) -> bool {
-    let refused = |e: &tiff::TiffError| matches!(e, tiff::TiffError::UnsupportedError(_));
-    let mut decoder = match tiff::decoder::Decoder::new(Cursor::new(bytes)) {
-        Ok(d) => d,
-        Err(e) => return refused(&e),
-    };
-    if let Err(e) = decoder.colortype() {
-        return refused(&e);
-    }
-    // The layout is checked when the first chunk is read: read it (one strip or tile).
-    match decoder.read_chunk(0) {
-        Err(e) => refused(&e),
-        Ok(_) => false,
-    }
-}
-
 /// The sRGB pixels of a TIFF whose first image is 8-bit CMYK, converted through its embedded
 /// CMYK profile or libvips' built-in one as a CMYK JPEG is (`colour::cmyk_to_srgb`), where the
 /// `image` crate would subtract the inks from white (Pillow's tiff_strip_cmyk_jpeg.tif came out
@@ -99,7 +89,8 @@ pub(super) fn tiff_unsupported(bytes: &[u8]) -> bool {
 /// TIFF.
 fn cmyk_tiff(bytes: &[u8]) -> Result<Option<image::RgbImage>, PipelineError> {
     let mut tiff = tiff::decoder::Decoder::new(Cursor::new(bytes)).map_err(undecodable)?;
-    if tiff.colortype().map_err(undecodable)? != tiff::ColorType::CMYK(8) {
+    // A colour type the crate cannot name is no 8-bit CMYK: `whole` then says why.
+    if !matches!(tiff.colortype(), Ok(tiff::ColorType::CMYK(8))) {
         return Ok(None);
     }
     let (width, height) = tiff.dimensions().map_err(undecodable)?;

@@ -60,9 +60,16 @@ pub(super) fn raster(
                 "an SVG has no raster header".into(),
             ));
         }
-        SourceFormat::Tiff if generic::tiff_unsupported(bytes) => super::libtiff::header(bytes)?,
         SourceFormat::Png | SourceFormat::Gif | SourceFormat::Webp | SourceFormat::Tiff => {
-            let mut decoder = generic::decoder(bytes)?;
+            let mut decoder = match generic::decoder(bytes) {
+                // A TIFF header the `tiff` crate refuses is read by libtiff (decode::libtiff),
+                // still before anything is decoded.
+                Err(PipelineError::Unsupported(_)) if format == SourceFormat::Tiff => {
+                    let (w, h, o) = super::libtiff::header(bytes)?;
+                    return checked(format, (w, h), o, max_pixels);
+                }
+                other => other?,
+            };
             let (w, h) = decoder.dimensions();
             // A TIFF's orientation is a tag of its own IFD; PNG and WebP hold an EXIF chunk.
             let o = match format {
