@@ -99,7 +99,7 @@ export function GlobalSearch() {
           ref={input}
           type="search"
           value={text}
-          placeholder="owner/repo#123 or #id  ( / )"
+          placeholder="owner/repo#12, #id  ( / )"
           autoComplete="off"
           onChange={(e) => setText(e.target.value)}
           onKeyDown={(e) => {
