@@ -185,7 +185,16 @@ fn resolve(
         }
     };
     if !repo_path.exists() {
-        return Err(format!("repository {} not found", repo_path.display()));
+        let hint = if repo_path.extension().is_some_and(|e| e == "bundle") {
+            " (the committed cases' bundles are built by \
+             bench/review-quality/cases/fetch-upstreams.sh)"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "repository {} not found{hint}",
+            repo_path.display()
+        ));
     }
     let git_dir = if repo_path.is_file() {
         let clone = clones
