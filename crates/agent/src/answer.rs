@@ -378,6 +378,7 @@ pub async fn run_answer(
             writer.record(json!({
                 "type": "assistant", "step": steps, "text": response.text,
                 "tool_calls": response.tool_calls, "usage": response.usage,
+                "cost": catalog.cost(&job.model, &response.usage),
             }));
             if let Some(call) = response.tool_calls.iter().find(|c| c.name == ANSWER_TOOL) {
                 match serde_json::from_str::<AnswerArgs>(&call.arguments) {

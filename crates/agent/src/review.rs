@@ -323,6 +323,7 @@ pub async fn run_review(
             writer: &writer,
             protocol: crate::verify::RECHECK_PROTOCOL,
             intro: crate::verify::RECHECK_INTRO,
+            price: catalog.price(&recheck_model),
         });
         let over_budget = |u: &Usage| {
             job.budget
@@ -641,6 +642,7 @@ impl VerifyPass<'_> {
                         writer: self.writer,
                         protocol: crate::verify::VERIFY_PROTOCOL,
                         intro: crate::verify::VERIFY_INTRO,
+                        price: self.catalog.price(self.model),
                     };
                     let over_budget = |v: &Usage| {
                         self.job.budget.reached(
@@ -732,6 +734,7 @@ async fn tool_loop(
             "tool_calls": response.tool_calls,
             "stop_reason": response.stop.as_ref().map(|s| format!("{s:?}")),
             "usage": response.usage,
+            "cost": catalog.cost(&job.model, &response.usage),
         }));
         request.messages.push(Message::Assistant {
             text: response.text.clone(),

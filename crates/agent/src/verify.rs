@@ -157,6 +157,9 @@ pub(crate) struct Verifier<'a> {
     pub protocol: &'static str,
     /// The first line of each batch's message: [`VERIFY_INTRO`] or [`RECHECK_INTRO`].
     pub intro: &'static str,
+    /// The verifier model's catalog price, for each answer's `cost` in the transcript; None
+    /// when the catalog has none (the cost is then 0).
+    pub price: Option<crate::catalog::Cost>,
 }
 
 impl Verifier<'_> {
@@ -250,6 +253,7 @@ impl Verifier<'_> {
             self.writer.record(json!({
                 "type": "verify", "role": "assistant", "text": response.text,
                 "tool_calls": response.tool_calls, "usage": response.usage,
+                "cost": self.price.as_ref().map_or(0.0, |p| p.of(&response.usage)),
             }));
             if let Some(call) = response.tool_calls.iter().find(|c| c.name == REPORT_TOOL) {
                 return match serde_json::from_str::<Report>(&call.arguments) {
