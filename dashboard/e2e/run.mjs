@@ -506,7 +506,7 @@ async function searchAndShortcuts(seeded) {
 }
 
 /** A running review's transcript grows on the page without a reload while the agent writes it:
- * the current step and tokens so far, per-step time and tokens, each tool call's arguments in
+ * the current step and tokens and cost so far, per-step time and tokens, each tool call's arguments in
  * its summary, and a diff in a tool result coloured; axe with every tool result open. */
 async function liveTranscript() {
   const rows = await api("/api/reviews?status=running&limit=50");
@@ -523,17 +523,19 @@ async function liveTranscript() {
     await page.evaluate(() => (window.__noReload = true));
     const now = page.getByTestId("now-running");
     await now.getByText("step 1, running git_diff").waitFor();
-    await now.getByText("1,280 tokens so far").waitFor();
+    await now.getByText("1,280 tokens and $0.0048 so far").waitFor();
     // The agent writes step 2: a read_file call and its result, a diff.
     const at = Math.floor(Date.now() / 1000);
+    // Arguments are JSON text, as the agent records them.
+    const readArgs = JSON.stringify({ path: "src/lib.rs", start_line: 10, end_line: 40 });
     const more = [
       { type: "tool_result", at, step: 1, call_id: "c1", name: "git_diff", is_error: false, content: "diff --git a/src/lib.rs b/src/lib.rs\n@@ -8,3 +8,4 @@\n fn retry() {\n-    sleep(0);\n+    sleep(backoff);\n }" },
-      { type: "assistant", at: at + 3, step: 2, text: "Checking the caller.", tool_calls: [{ id: "c2", name: "read_file", arguments: { path: "src/lib.rs", start_line: 10, end_line: 40 } }], usage: { input_tokens: 3000, output_tokens: 120, cache_read_tokens: 0, cache_write_tokens: 0 } },
-      { type: "tool_call", at: at + 3, step: 2, id: "c2", name: "read_file", arguments: { path: "src/lib.rs", start_line: 10, end_line: 40 } },
+      { type: "assistant", at: at + 3, step: 2, text: "Checking the caller.", tool_calls: [{ id: "c2", name: "read_file", arguments: readArgs }], usage: { input_tokens: 3000, output_tokens: 120, cache_read_tokens: 0, cache_write_tokens: 0 }, cost: 0.0108 },
+      { type: "tool_call", at: at + 3, step: 2, id: "c2", name: "read_file", arguments: readArgs },
     ];
     writeFileSync(file, JSON.stringify({ ...t, items: [...first, ...more], updated_at: at + 3 }));
     await now.getByText("step 2, running read_file src/lib.rs 10 40").waitFor({ timeout: 20_000 });
-    await now.getByText("4,400 tokens so far").waitFor();
+    await now.getByText("4,400 tokens and $0.0156 so far").waitFor();
     const call = page.locator('.turn.tool[data-tool="read_file"]');
     await call.getByTestId("argument-preview").getByText("src/lib.rs 10 40").waitFor();
     await page.locator(".turn.assistant", { hasText: "Checking the caller." }).getByTestId("step-cost").getByText("3,120 tokens").waitFor();

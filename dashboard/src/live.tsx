@@ -3,16 +3,14 @@
 // REST stays the source of truth, so every page works with the stream down.
 import { useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
+import type { Schemas } from "./api/client";
 
 export type LiveState = "connecting" | "live" | "offline";
 const LiveContext = createContext<LiveState>("connecting");
 
-interface LiveEvent {
-  type?: string;
-  repo?: string | null;
-  reviewId?: number;
-  review?: { id?: number };
-}
+/** One event's payload, as the OpenAPI document's `LiveEvent` names it (the server's
+ * `events::Payload`). */
+export type LiveEvent = Schemas["LiveEvent"];
 
 /** Invalidate the queries one event concerns (query keys in api/queries.ts). */
 export function invalidateFor(client: QueryClient, event: LiveEvent) {
@@ -24,10 +22,10 @@ export function invalidateFor(client: QueryClient, event: LiveEvent) {
       inv(["stats"]);
       inv(["charts"]);
       inv(["budget"]);
-      if (event.review?.id !== undefined) inv(["transcript", event.review.id]);
+      inv(["transcript", event.review.id]);
       break;
     case "review:findings":
-      if (event.reviewId !== undefined) inv(["findings", event.reviewId]);
+      inv(["findings", event.reviewId]);
       inv(["stats"]);
       inv(["charts"]);
       break;
@@ -37,7 +35,7 @@ export function invalidateFor(client: QueryClient, event: LiveEvent) {
       inv(["budget"]);
       inv(["models"]);
       break;
-    default:
+    case "webhook:received":
       break;
   }
 }

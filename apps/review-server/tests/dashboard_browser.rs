@@ -84,9 +84,10 @@ async fn seed(server: &Server) {
         "items": [
             {"type": "message", "at": at - 50, "role": "user", "text": "Review PR #63 of acme/gadgets."},
             {"type": "assistant", "at": at - 45, "step": 1, "text": "Reading the diff.",
-             "tool_calls": [{"id": "c1", "name": "git_diff", "arguments": {}}],
-             "usage": {"input_tokens": 1200, "output_tokens": 80, "cache_read_tokens": 0, "cache_write_tokens": 0}},
-            {"type": "tool_call", "at": at - 45, "step": 1, "id": "c1", "name": "git_diff", "arguments": {}},
+             "tool_calls": [{"id": "c1", "name": "git_diff", "arguments": "{}"}],
+             "usage": {"input_tokens": 1200, "output_tokens": 80, "cache_read_tokens": 0, "cache_write_tokens": 0},
+             "cost": 0.0048},
+            {"type": "tool_call", "at": at - 45, "step": 1, "id": "c1", "name": "git_diff", "arguments": "{}"},
         ],
     });
     std::fs::write(

@@ -83,6 +83,12 @@ async fn a_members_intended_reply_is_answered_in_the_thread_and_the_finding_stay
     deliver_review_comment(&w, reply).await;
     let rows = w.server.wait_reviews(&full, 1, 2).await;
     assert_answer_row(&rows[0], "reply");
+    // Its transcript (the answerer's conversation and its `answer`) fits the API's schema.
+    let session = w
+        .server
+        .transcript_fitting_schema(rows[0]["id"].as_i64().unwrap())
+        .await;
+    assert!(session["items"].to_string().contains(r#""type":"answer""#));
 
     // The answer sits in the thread, after reading the finding's file.
     let answers = answers_in(&w, thread);

@@ -147,6 +147,12 @@ async fn a_fixed_finding_is_resolved_with_its_thread_and_an_unfixed_one_stays_op
     w.deliver_pull_request("synchronize").await;
     let rows = w.server.wait_reviews(&w.full_name(), 1, 2).await;
     assert_eq!(rows[0]["status"], "completed", "{}", w.server.log());
+    // The recheck is an item the API's schema names.
+    let session = w
+        .server
+        .transcript_fitting_schema(rows[0]["id"].as_i64().unwrap())
+        .await;
+    assert!(session["items"].to_string().contains(r#""type":"recheck""#));
 
     let after = findings(&w, first_id).await;
     let fixed = finding(&after, "src/lib.rs", "unwrap()");

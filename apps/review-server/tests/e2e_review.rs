@@ -165,12 +165,23 @@ async fn opened_then_synchronized(w: World, model_spec: &str, database: Option<&
         clone.display()
     );
     assert_eq!(w.leftover_worktrees(), Vec::<std::path::PathBuf>::new());
-    // The transcript is served.
-    let session = w
-        .server
-        .get_json(&format!("/api/reviews/{id}/session"))
-        .await;
+    // The transcript is served, every item as the API's schema names it.
+    let session = w.server.transcript_fitting_schema(id).await;
     assert!(session.get("error").is_none(), "{session}");
+    // Summed over the run, the model answers' costs are the row's cost: what the dashboard
+    // shows as the cost so far while a review runs.
+    let cost: f64 = session["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["cost"].as_f64())
+        .sum();
+    let row_cost = review["cost"].as_f64().unwrap();
+    assert!(row_cost > 0.0, "{review}");
+    assert!(
+        (cost - row_cost).abs() < 1e-9,
+        "items {cost} against the row's {row_cost}"
+    );
     // `review-server session export <id>` prints the same transcript.
     let session_id = review["session_id"].as_str().unwrap();
     let out = session_export(&w.server, session_id);
@@ -727,4 +738,26 @@ async fn two_passes_merge_their_candidates_before_verification() {
         .count();
     assert_eq!(diffs, 2, "two passes start afresh");
     assert_eq!(verifier_requests(&w).len(), 2);
+    // The passes and the verifier's conversation are items the API's schema names.
+    let rows = w.server.reviews_of(&w.full_name(), 1).await;
+    let session = w
+        .server
+        .transcript_fitting_schema(rows[0]["id"].as_i64().unwrap())
+        .await;
+    let kinds: Vec<&str> = session["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    for kind in [
+        "pass",
+        "passes",
+        "verify",
+        "verification",
+        "tool_call",
+        "tool_result",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
 }

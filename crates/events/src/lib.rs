@@ -45,6 +45,7 @@ pub fn heartbeat_frame() -> &'static str {
 /// row as the server serializes them; [`Value`] by default, for code that only relays them.
 /// The wire format is pinned by the `payload_json_is_the_spec_wire_format` test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type")]
 pub enum Payload<R = Value, P = Value> {
     /// A review row was inserted (webhook, review command, retry, improver).

@@ -1,7 +1,7 @@
 // Query keys and fetchers, one per resource. Keys start with the resource name so that a live
 // event invalidates exactly the queries it concerns (see live.tsx).
 import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
-import { api, unwrap, repoParams, type Filters } from "./client";
+import { api, unwrap, repoParams, type Filters, type Schemas } from "./client";
 
 export const q = {
   authStatus: () =>
@@ -85,9 +85,9 @@ export const q = {
     queryOptions({
       queryKey: ["transcript", id],
       queryFn: async () =>
-        unwrap(
-          await api.GET("/api/reviews/{id}/session", { params: { path: { id: String(id) } } }),
-        ) as Transcript,
+        transcriptOf(
+          unwrap(await api.GET("/api/reviews/{id}/session", { params: { path: { id: String(id) } } })),
+        ),
     }),
   repos: () =>
     queryOptions({
@@ -157,35 +157,22 @@ export const q = {
     }),
 };
 
-/** One item of an agent transcript (crates/agent/src/transcript.rs). */
-export interface TranscriptItem {
-  type: string;
-  at?: number;
-  role?: string;
-  text?: string | null;
-  step?: number;
-  id?: string;
-  call_id?: string;
-  name?: string;
-  arguments?: unknown;
-  content?: unknown;
-  is_error?: boolean;
-  message?: string;
-  nudge?: boolean;
-  tool_calls?: { id: string; name: string; arguments: unknown }[];
-  /** `verification` items: what posting the verified review answered. */
-  result?: string;
-  /** `assistant` items: the tokens of that model call. */
-  usage?: { input_tokens?: number; output_tokens?: number; cache_read_tokens?: number; cache_write_tokens?: number };
-}
+/** One item of an agent transcript, as the OpenAPI document's `TranscriptItem` names it. */
+export type TranscriptItem = Schemas["TranscriptItem"];
 
-/** GET /api/reviews/:id/session: the transcript, or an object with an error key. */
+/** GET /api/reviews/:id/session as one shape: the transcript's items and the agent's own
+ * `error`, or an `error` code (`session-unavailable`, `session-unparseable`) with its `detail`
+ * or `raw` text and no items. */
 export interface Transcript {
-  session_id?: string;
-  model?: string;
+  items: TranscriptItem[];
   status?: string;
   error?: string;
   detail?: string;
   raw?: string;
-  items?: TranscriptItem[];
+}
+
+function transcriptOf(body: Schemas["SessionBody"]): Transcript {
+  if ("items" in body) return { items: body.items, status: body.status, error: body.error };
+  if ("detail" in body) return { items: [], error: body.error, detail: body.detail };
+  return { items: [], error: body.error, raw: body.raw };
 }

@@ -190,13 +190,13 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description server-sent events */
+                /** @description server-sent events: each unnamed frame's `data` is one LiveEvent (docs/review-service.md §6); named `heartbeat` frames carry `{}` */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "text/event-stream": unknown;
+                        "text/event-stream": components["schemas"]["LiveEvent"];
                     };
                 };
                 /** @description the query string cannot be read */
@@ -2045,6 +2045,186 @@ export interface components {
             /** Format: int64 */
             p95?: number | null;
         };
+        /**
+         * @description The payload of every live event (docs/review-service.md §6): one variant per `type`, the
+         *     `type` tag inside the JSON object beside the fields. `R` is the review row and `P` the repo
+         *     row as the server serializes them; [`Value`] by default, for code that only relays them.
+         *     The wire format is pinned by the `payload_json_is_the_spec_wire_format` test.
+         */
+        LiveEvent: {
+            /** @description `owner/name`. */
+            repo: string;
+            /** @description One review run (docs/review-service.md §2, ReviewRow). */
+            review: {
+                /**
+                 * Format: int64
+                 * @description 0 for a first run, 1 for the single automatic retry.
+                 */
+                attempt: number;
+                /** Format: int64 */
+                check_run_id?: number | null;
+                /** Format: int64 */
+                completed_at?: number | null;
+                /**
+                 * Format: double
+                 * @description USD, from the model catalog's prices.
+                 */
+                cost?: number | null;
+                /** Format: int64 */
+                created_at: number;
+                error?: string | null;
+                /**
+                 * @description Failed rows: overloaded, timeout, configuration, budget, cancelled, interrupted, limit, forge or other; null otherwise.
+                 * @enum {string|null}
+                 */
+                failure_class?: "overloaded" | "timeout" | "configuration" | "budget" | "cancelled" | "interrupted" | "limit" | "forge" | "other" | null;
+                /** Format: int64 */
+                id: number;
+                model?: string | null;
+                patch_id?: string | null;
+                /**
+                 * Format: int64
+                 * @description 0 for improver runs.
+                 */
+                pr_number: number;
+                repo_full_name: string;
+                session_id?: string | null;
+                /**
+                 * @description pending, running, completed, failed or skipped (docs/review-service.md §3).
+                 * @enum {string}
+                 */
+                status: "pending" | "running" | "completed" | "failed" | "skipped";
+                title?: string | null;
+                /** Format: int64 */
+                tokens?: number | null;
+                /**
+                 * @description What started the run; null for improver runs.
+                 * @enum {string|null}
+                 */
+                trigger?: "opened" | "synchronize" | "reopened" | "command" | "retry" | "improve" | "ready_for_review" | "reply" | "ask" | null;
+            };
+            /** @enum {string} */
+            type: "review:created";
+        } | {
+            /** @description `owner/name`. */
+            repo: string;
+            /** @description One review run (docs/review-service.md §2, ReviewRow). */
+            review: {
+                /**
+                 * Format: int64
+                 * @description 0 for a first run, 1 for the single automatic retry.
+                 */
+                attempt: number;
+                /** Format: int64 */
+                check_run_id?: number | null;
+                /** Format: int64 */
+                completed_at?: number | null;
+                /**
+                 * Format: double
+                 * @description USD, from the model catalog's prices.
+                 */
+                cost?: number | null;
+                /** Format: int64 */
+                created_at: number;
+                error?: string | null;
+                /**
+                 * @description Failed rows: overloaded, timeout, configuration, budget, cancelled, interrupted, limit, forge or other; null otherwise.
+                 * @enum {string|null}
+                 */
+                failure_class?: "overloaded" | "timeout" | "configuration" | "budget" | "cancelled" | "interrupted" | "limit" | "forge" | "other" | null;
+                /** Format: int64 */
+                id: number;
+                model?: string | null;
+                patch_id?: string | null;
+                /**
+                 * Format: int64
+                 * @description 0 for improver runs.
+                 */
+                pr_number: number;
+                repo_full_name: string;
+                session_id?: string | null;
+                /**
+                 * @description pending, running, completed, failed or skipped (docs/review-service.md §3).
+                 * @enum {string}
+                 */
+                status: "pending" | "running" | "completed" | "failed" | "skipped";
+                title?: string | null;
+                /** Format: int64 */
+                tokens?: number | null;
+                /**
+                 * @description What started the run; null for improver runs.
+                 * @enum {string|null}
+                 */
+                trigger?: "opened" | "synchronize" | "reopened" | "command" | "retry" | "improve" | "ready_for_review" | "reply" | "ask" | null;
+            };
+            /** @enum {string} */
+            type: "review:updated";
+        } | {
+            /** @description `owner/name`. */
+            repo: string;
+            /**
+             * Format: int64
+             * @description The review whose findings changed.
+             */
+            reviewId: number;
+            /** @enum {string} */
+            type: "review:findings";
+        } | {
+            /** @description `owner/name`. */
+            repo: string;
+            /** @description A registered repository (docs/review-service.md §2, RepoRow). */
+            row: {
+                /**
+                 * Format: int64
+                 * @description Epoch seconds.
+                 */
+                created_at: number;
+                /**
+                 * Format: int64
+                 * @description 0 (disabled) or 1 (active); an integer on the wire, never a JSON boolean.
+                 */
+                enabled: number;
+                /** @description `owner/repo`, the primary key. */
+                full_name: string;
+                /**
+                 * Format: int64
+                 * @description Forge app installation id.
+                 */
+                installation_id: number;
+                /**
+                 * @description nit, question or blocking; null: the review_min_severity setting applies.
+                 * @enum {string|null}
+                 */
+                min_severity?: "blocking" | "nit" | "question" | null;
+                /** @description Per-repo model override, `<provider>/<model>`. */
+                model?: string | null;
+                /**
+                 * Format: double
+                 * @description **Added.** This repository's own monthly budget, in the units of ReviewRow.cost (USD);
+                 *     null: the repository falls under the global `monthly_budget` setting, which caps the
+                 *     whole service (docs/review-service.md, "Monthly budget").
+                 */
+                monthly_budget?: number | null;
+                /** @description Per-repo review prompt (the replaceable focus). */
+                prompt?: string | null;
+            };
+            /** @enum {string} */
+            type: "repo:updated";
+        } | {
+            /** @description `owner/name`. */
+            repo: string;
+            /** @enum {string} */
+            type: "repo:removed";
+        } | {
+            /** @description The delivery id header, or None (JSON null) when absent. */
+            delivery?: string | null;
+            /** @description The forge's event name (`pull_request`, `ping`, ...). */
+            name: string;
+            /** @description `owner/name`, or None (JSON null) when the payload has no repository. */
+            repo?: string | null;
+            /** @enum {string} */
+            type: "webhook:received";
+        };
         /** @description One model of the answer. */
         ModelEntry: {
             /** @description Whether the provider is configured. */
@@ -2575,8 +2755,8 @@ export interface components {
          */
         Transcript: {
             error?: string;
-            /** @description Every message, tool call, tool result and usage, in order: `{type, at, ...}`. */
-            items: unknown[];
+            /** @description Every message, tool call, tool result and usage, in order. */
+            items: components["schemas"]["TranscriptItem"][];
             /** @description `<provider>/<model>`. */
             model: string;
             outcome?: unknown;
@@ -2587,6 +2767,131 @@ export interface components {
             status: string;
             /** Format: int64 */
             updated_at: number;
+        };
+        /**
+         * @description One item of a transcript (crates/agent/src/transcript.rs). Every item has `type` and
+         *     `at`; the other fields are present only on the types named in their description. Holds
+         *     every field the agent writes (an end-to-end test checks real transcripts against this
+         *     schema), so clients need no casts.
+         */
+        TranscriptItem: {
+            /** @description `error`: the review was already on the forge when it failed. */
+            after_post?: boolean;
+            /** @description `tool_call`: the arguments as JSON text, exactly as the model wrote them. */
+            arguments?: string;
+            /**
+             * Format: int64
+             * @description When it was recorded, epoch seconds.
+             */
+            at: number;
+            /** @description `answer`: the text posted in the thread. */
+            body?: string;
+            /** @description `tool_result`: the id of the call it answers. */
+            call_id?: string;
+            /**
+             * @description `passes`: each merged candidate's place and how many passes found it:
+             *     `{path, line, found_by}`.
+             */
+            candidates?: unknown[];
+            /** @description `tool_result`: what the model was sent back. */
+            content?: string;
+            /**
+             * Format: double
+             * @description `assistant`, `verify`: that model call's cost in USD at the catalog's prices (0 when
+             *     the catalog has no price), the units of ReviewRow.cost; their sum is the cost so far.
+             */
+            cost?: number;
+            /** @description `pass`: why the pass failed. */
+            error?: string;
+            /** @description `tool_call`: the provider's call id. */
+            id?: string;
+            /** @description `tool_result`: the tool failed (its content says why). */
+            is_error?: boolean;
+            /** @description `error`, `verify`: what failed. */
+            message?: string;
+            /** @description `tool_call`, `tool_result`, `verify` results: the tool's name. */
+            name?: string;
+            /** @description `message`: the reminder sent when the model answered without posting. */
+            nudge?: boolean;
+            /**
+             * Format: int64
+             * @description `pass`: how many passes the review makes.
+             */
+            of?: number;
+            /**
+             * Format: int64
+             * @description `pass`: this pass's number, from 1 (of `of`); `passes`: how many passes ran.
+             */
+            pass?: number;
+            /**
+             * Format: int64
+             * @description `passes`: how many passes made candidates.
+             */
+            passes?: number;
+            /** @description `budget`: the limit that was reached. */
+            reason?: string;
+            /** @description `recheck`: each earlier finding rechecked, `{finding_id, verdict, ...}`. */
+            rechecked?: unknown[];
+            /** @description `verification`: what posting the verified review answered. */
+            result?: string;
+            /** @description `message`, `verify`: `user`, `assistant` or `tool`. */
+            role?: string;
+            /**
+             * Format: int64
+             * @description `assistant`, `tool_call`, `tool_result`, `budget`: the model call it belongs to, from 1.
+             */
+            step?: number;
+            /** @description `assistant`: why the model stopped (`EndTurn`, `ToolUse`, `MaxTokens`, ...). */
+            stop_reason?: string | null;
+            /** @description Prompts and model answers: the text (empty for an answer of tool calls only). */
+            text?: string;
+            /** @description `assistant`, `verify`: the tool calls of that answer. */
+            tool_calls?: components["schemas"]["TranscriptToolCall"][];
+            type: components["schemas"]["TranscriptItemType"];
+            /** @description `assistant`, `verify`: the tokens of that model call. */
+            usage?: components["schemas"]["TranscriptUsage"];
+            /** @description `answer`: `explain`, `agree_intended` or `suggest`. */
+            verdict?: string;
+        };
+        /**
+         * @description What a transcript item records (its `type`): the prompts (`system`, `message`, `user`),
+         *     each model answer (`assistant`, with its usage and cost), each tool call and its result,
+         *     the verifier's conversation (`verify`), and the review's milestones (`budget`, `error`,
+         *     `pass`, `passes`, `verification`, `recheck`, `answer`). crates/agent writes them.
+         * @enum {string}
+         */
+        TranscriptItemType: "system" | "message" | "user" | "assistant" | "tool_call" | "tool_result" | "verify" | "verification" | "budget" | "error" | "pass" | "passes" | "recheck" | "answer";
+        /** @description One tool call of a model answer. */
+        TranscriptToolCall: {
+            /** @description The arguments as JSON text, exactly as received (may be invalid JSON). */
+            arguments: string;
+            /** @description The provider's call id. */
+            id: string;
+            /** @description The tool's name as the model wrote it. */
+            name: string;
+        };
+        /** @description The tokens of one model call. */
+        TranscriptUsage: {
+            /**
+             * Format: int64
+             * @description Input tokens read from the provider's prompt cache.
+             */
+            cache_read_tokens: number;
+            /**
+             * Format: int64
+             * @description Input tokens written to the provider's prompt cache (Anthropic only).
+             */
+            cache_write_tokens: number;
+            /**
+             * Format: int64
+             * @description Uncached input tokens.
+             */
+            input_tokens: number;
+            /**
+             * Format: int64
+             * @description Output tokens (including reasoning).
+             */
+            output_tokens: number;
         };
         /** @description Reviews per trigger, `unknown` for null (docs/review-service.md §2, TriggerStatsRow). */
         TriggerStatsRow: {

@@ -222,8 +222,8 @@ function ReviewDetail({ review: r }: { review: Review }) {
                       <strong>The agent stopped:</strong> {t.error}
                     </p>
                   )}
-                  {!done && <NowRunning items={t.items ?? []} />}
-                  <Conversation items={t.items ?? []} />
+                  {!done && <NowRunning items={t.items} />}
+                  <Conversation items={t.items} />
                 </>
               )
             }
@@ -447,13 +447,15 @@ function MaybeDiff({ text, label }: { text: string; label: string }) {
   );
 }
 
-/** A running review's current step, what it is doing and its tokens so far, from the
- * transcript it is writing (refreshed every few seconds while it runs). */
+/** A running review's current step, what it is doing and its tokens and cost so far, from the
+ * transcript it is writing (refreshed every few seconds while it runs): each model answer
+ * records its tokens and its cost at the catalog's prices. */
 function NowRunning({ items }: { items: TranscriptItem[] }) {
   const last = items[items.length - 1];
   if (!last) return null;
   const step = Math.max(0, ...items.map((it) => it.step ?? 0));
   const tokens = items.reduce((a, it) => a + stepTokens(it), 0);
+  const cost = items.reduce((a, it) => a + (it.cost ?? 0), 0);
   const doing =
     last.type === "tool_call"
       ? `running ${last.name ?? "a tool"} ${argumentPreview(last.arguments)}`.trim()
@@ -464,7 +466,7 @@ function NowRunning({ items }: { items: TranscriptItem[] }) {
           : "starting";
   return (
     <p className="now-running" role="status" data-testid="now-running">
-      <strong>Now:</strong> step {step}, {doing} · {count(tokens)} tokens so far
+      <strong>Now:</strong> step {step}, {doing} · {count(tokens)} tokens and {money(cost)} so far
       {last.at ? (
         <>
           {" "}

@@ -36,7 +36,8 @@ pub(crate) struct EventsQuery {
 /// GET /api/events: `text/event-stream`; 400 `invalid_query` when the query string cannot be
 /// read (a repeated `repo`).
 #[utoipa::path(get, path = "/api/events", params(EventsQuery),
-    responses((status = 200, description = "server-sent events", content_type = "text/event-stream"),
+    responses((status = 200, description = "server-sent events: each unnamed frame's `data` is one LiveEvent (docs/review-service.md §6); named `heartbeat` frames carry `{}`",
+            content_type = "text/event-stream", body = events::Payload<review_domain::ReviewRow, review_domain::RepoRow>),
         (status = 400, description = "the query string cannot be read", body = crate::error::ErrorBody)))]
 pub(crate) async fn stream(
     State(app): State<AppState>,

@@ -5,7 +5,7 @@ use crate::state::AppState;
 use axum::routing::get;
 use axum::{Json, Router};
 use utoipa::openapi::path::Operation;
-use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 /// The document.
@@ -51,9 +51,42 @@ use utoipa::{Modify, OpenApi};
         super::skills::delete_skill,
         super::chat::chat,
     ),
-    modifiers(&BodyLimit)
+    modifiers(&BodyLimit, &LiveEventName)
 )]
 pub struct ApiDoc;
+
+/// The schema of a live event's payload is generated from `events::Payload<ReviewRow,
+/// RepoRow>`, which utoipa names `Payload_ReviewRow_RepoRow`; clients know it as `LiveEvent`
+/// (docs/review-service.md §6), so the component is renamed and its reference follows.
+struct LiveEventName;
+
+/// The name utoipa gives the generic payload.
+const GENERATED_LIVE_EVENT: &str = "Payload_ReviewRow_RepoRow";
+
+impl Modify for LiveEventName {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let Some(schema) = components.schemas.remove(GENERATED_LIVE_EVENT) else {
+            return;
+        };
+        components.schemas.insert("LiveEvent".to_owned(), schema);
+        let Some(get) = openapi
+            .paths
+            .paths
+            .get_mut("/api/events")
+            .and_then(|item| item.get.as_mut())
+        else {
+            return;
+        };
+        if let Some(RefOr::T(ok)) = get.responses.responses.get_mut("200") {
+            for content in ok.content.values_mut() {
+                content.schema = Some(Ref::from_schema_name("LiveEvent").into());
+            }
+        }
+    }
+}
 
 /// Adds the request guard's 413 `payload_too_large` and 408 `body_timeout` to every operation
 /// that takes a body: the guard refuses an over-limit or stalled body before any handler runs

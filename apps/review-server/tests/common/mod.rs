@@ -573,6 +573,40 @@ impl Server {
             .unwrap()
     }
 
+    /// The transcript of review `id` (GET /api/reviews/:id/session), after checking every item
+    /// against the OpenAPI document's `TranscriptItem`: a known `type`, `type` and `at`
+    /// present, and no field the schema does not name, so the dashboard's generated types
+    /// hold every item the agent writes.
+    pub(crate) async fn transcript_fitting_schema(&self, id: i64) -> Value {
+        let doc = self.get_json("/api/openapi.json").await;
+        let schema = &doc["components"]["schemas"]["TranscriptItem"];
+        let known: Vec<&str> = doc["components"]["schemas"]["TranscriptItemType"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let fields = schema["properties"].as_object().unwrap();
+        let session = self.get_json(&format!("/api/reviews/{id}/session")).await;
+        let items = session["items"].as_array().expect("a transcript");
+        assert!(!items.is_empty());
+        for item in items {
+            let kind = item["type"].as_str().unwrap_or_default();
+            assert!(
+                known.contains(&kind),
+                "type {kind:?} is not in the schema: {item}"
+            );
+            assert!(item["at"].is_i64(), "{item}");
+            for key in item.as_object().unwrap().keys() {
+                assert!(
+                    fields.contains_key(key),
+                    "{key} is not in the schema: {item}"
+                );
+            }
+        }
+        session
+    }
+
     /// Register (POST /api/repos) and enable (PUT) a repo, as an operator would.
     pub(crate) async fn enable(&self, full_name: &str, model: Option<&str>) {
         let r = self
