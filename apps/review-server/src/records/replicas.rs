@@ -153,7 +153,17 @@ impl Records {
         }
         match &notice {
             Notice::Event { data, .. } => {
-                self.events.publish_value(repo, data.clone());
+                // Read as the one payload type, as every local write site builds it; an event
+                // type this version does not know (a newer replica's, during a rolling
+                // upgrade) is relayed as it came rather than dropped.
+                match Payload::<Value, Value>::deserialize(data) {
+                    Ok(payload) => {
+                        self.events.publish_payload(&payload);
+                    }
+                    Err(_) => {
+                        self.events.publish_value(repo, data.clone());
+                    }
+                }
             }
             Notice::Reference {
                 kind, review_id, ..
@@ -228,6 +238,27 @@ mod tests {
     use super::*;
     use events::EventBus;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn a_relayed_event_is_republished_as_its_payload_and_an_unknown_one_as_it_came() {
+        let store = review_store::Store::open("sqlite::memory:").await.unwrap();
+        let bus = EventBus::new();
+        let records = Records::new(store, bus.clone());
+        let mut rx = bus.subscribe();
+        let known = json!({"type": "review:findings", "repo": "o/r", "reviewId": 7});
+        let newer = json!({"type": "review:transcript", "repo": "o/r", "reviewId": 7, "items": 3});
+        for data in [&known, &newer] {
+            let notice = json!({"d": data, "i": 1, "o": "other", "r": "o/r"}).to_string();
+            records.receive_remote("here", &notice).await;
+            let event = rx.recv().await.unwrap();
+            assert_eq!(&event.data, data);
+            assert_eq!(event.repo.as_deref(), Some("o/r"));
+        }
+        // A notice this replica sent itself is not published again.
+        let own = json!({"d": known, "i": 2, "o": "here", "r": "o/r"}).to_string();
+        records.receive_remote("here", &own).await;
+        assert!(rx.try_recv().is_err());
+    }
 
     #[test]
     fn an_event_over_the_notify_limit_is_sent_as_a_reference_to_its_row() {
