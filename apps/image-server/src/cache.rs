@@ -8,11 +8,12 @@
 //! in the object store, so restarts and replicas share them.
 //!
 //! A clear holds for every replica sharing the store (docs/image-service.md §4, Cache clear):
-//! the replica that clears rewrites the marker object [`CLEAR_MARKER`] after deleting the
-//! persisted tier, and every replica looks at the marker's ETag at most once per
-//! SOURCE_ETAG_TTL_MS, before serving from memory; a new ETag empties its memory tier. So
-//! another replica stops serving a cleared result within the time it notices a replaced
-//! source, not after CACHE_TTL_SECS.
+//! the replica that clears adds its pattern to the purge log [`PURGE_LOG`] and rewrites the
+//! marker object [`CLEAR_MARKER`] after deleting the persisted tier, and every replica looks at
+//! the marker's ETag at most once per SOURCE_ETAG_TTL_MS, before serving from memory; a new
+//! ETag makes it read the log and drop the memory entries of the sources each new pattern
+//! matches (everything when it cannot tell). So another replica stops serving a purged result
+//! within the time it notices a replaced source, not after CACHE_TTL_SECS, and keeps the rest.
 //!
 //! [`TransformSpec`]: image_pipeline::TransformSpec
 
@@ -82,6 +83,28 @@ impl CacheKey {
 /// The object whose ETag changes with every clear, on any replica: `cache/.clear-marker`.
 pub(crate) const CLEAR_MARKER: &str = "cache/.clear-marker";
 
+/// The purge log: one small object per clear, named `<epoch nanoseconds, 20 digits>-<random>`
+/// so names sort by time, holding the clear's pattern (`*`: everything). It lives under
+/// `cache/cache/`, the results folder of a source `cache/...`, which no source can have
+/// (the `cache/` prefix is refused for sources), so no result can collide with it.
+pub(crate) const PURGE_LOG: &str = "cache/cache/purges";
+
+/// The name of the newest purge pruned from the log, so that a replica can tell a purge it
+/// never read from none at all.
+const PURGE_PRUNED: &str = "cache/cache/purges-pruned";
+
+/// How long a purge stays in the log. A replica that has not looked for longer (an idle one)
+/// finds its last-seen purge gone and empties its whole memory tier instead.
+const PURGE_LOG_KEEP: Duration = Duration::from_secs(3600);
+
+/// Epoch nanoseconds as 20 digits, the sortable head of a purge's name.
+fn purge_stamp(at: std::time::SystemTime) -> String {
+    let nanos = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:020}")
+}
+
 /// Both tiers.
 pub(crate) struct ResultCache {
     memory: Option<moka::future::Cache<String, Arc<CachedImage>>>,
@@ -91,6 +114,12 @@ pub(crate) struct ResultCache {
     /// The marker ETag this replica's memory tier is consistent with; `None` before the first
     /// look.
     seen_marker: Mutex<Option<String>>,
+    /// The newest purge of the log this replica has applied: at first a stamp of its start
+    /// less a minute (purges before it cannot concern its memory; the minute absorbs clock
+    /// skew between replicas), then the name of the newest purge read.
+    seen_purge: Mutex<String>,
+    /// The purges this replica wrote itself: already applied to its memory when written.
+    own_purges: Mutex<std::collections::HashSet<String>>,
     /// When the marker was last looked at, in milliseconds since `started` (plus one, so 0 is
     /// "never"): a cache hit between looks costs one atomic load, not a lookup and a lock.
     marker_looked: AtomicU64,
@@ -122,6 +151,7 @@ impl ResultCache {
                     u32::try_from(v.bytes.len() + k.len()).unwrap_or(u32::MAX)
                 })
                 .time_to_live(ttl)
+                .support_invalidation_closures()
                 .build()
         });
         Self {
@@ -131,6 +161,10 @@ impl ResultCache {
                 .time_to_live(marker_ttl)
                 .build(),
             seen_marker: Mutex::new(None),
+            seen_purge: Mutex::new(purge_stamp(
+                std::time::SystemTime::now() - Duration::from_secs(60),
+            )),
+            own_purges: Mutex::new(std::collections::HashSet::new()),
             marker_looked: AtomicU64::new(0),
             marker_ttl_ms: u64::try_from(marker_ttl.as_millis())
                 .unwrap_or(u64::MAX)
@@ -176,21 +210,117 @@ impl ResultCache {
                 return;
             }
         };
-        let mut seen = self
-            .seen_marker
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match seen.as_deref() {
-            Some(known) if known == marker => {}
-            Some(_) => {
-                memory.invalidate_all();
-                tracing::info!(
-                    "the cache was cleared through another replica: memory tier emptied"
-                );
-                *seen = Some(marker);
+        let changed = {
+            let mut seen = self
+                .seen_marker
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let changed = seen.as_deref().is_some_and(|known| known != marker);
+            *seen = Some(marker);
+            changed
+        };
+        if changed {
+            self.apply_purges(memory).await;
+        }
+    }
+
+    /// Drops from `memory` the entries of the sources each purge of the log newer than the
+    /// last one applied here matches (docs/image-service.md, "Cache clear"). Everything goes
+    /// when the log cannot be read, when a purge is `*`, or when purges may have been missed
+    /// (the newest one applied here has left the log).
+    async fn apply_purges(&self, memory: &moka::future::Cache<String, Arc<CachedImage>>) {
+        let mut names = Vec::new();
+        let mut listing = self.store.list(Some(&Path::from(PURGE_LOG)));
+        while let Some(meta) = listing.next().await {
+            match meta {
+                Ok(meta) => {
+                    if let Some(name) = meta.location.filename() {
+                        names.push(name.to_owned());
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the purge log failed: memory tier emptied");
+                    memory.invalidate_all();
+                    return;
+                }
             }
-            // The first look: this replica's memory holds nothing from before it.
-            None => *seen = Some(marker),
+        }
+        names.sort();
+        let seen = self
+            .seen_purge
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        // Purges are pruned oldest first, so one this replica never read can be gone only when
+        // the oldest left is newer than its last read; then the prune record says.
+        let missed = match names.first() {
+            Some(oldest) if *oldest <= seen => false,
+            _ => self.pruned_after(&seen).await,
+        };
+        let fresh: Vec<&String> = names.iter().filter(|n| **n > seen).collect();
+        let own = self
+            .own_purges
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut patterns = Vec::new();
+        let mut everything = missed;
+        for name in &fresh {
+            if own.contains(*name) || everything {
+                continue;
+            }
+            let path = Path::from(format!("{PURGE_LOG}/{name}"));
+            match self.store.get(&path).await {
+                Ok(got) => match got.bytes().await {
+                    Ok(bytes) => {
+                        let pattern = String::from_utf8_lossy(&bytes).into_owned();
+                        everything |= pattern == "*";
+                        patterns.push(pattern);
+                    }
+                    Err(_) => everything = true,
+                },
+                // Pruned meanwhile: it was older than the log keeps, so this replica missed it.
+                Err(_) => everything = true,
+            }
+        }
+        if everything {
+            memory.invalidate_all();
+            tracing::info!("the cache was cleared through another replica: memory tier emptied");
+        } else if !patterns.is_empty() {
+            let count = patterns.len();
+            let dropped = memory.invalidate_entries_if(move |key, _| {
+                let source = key.split_once('|').map_or(key.as_str(), |(path, _)| path);
+                patterns.iter().any(|p| glob(p, source))
+            });
+            if let Err(e) = dropped {
+                tracing::warn!(error = %e, "a selective purge failed: memory tier emptied");
+                memory.invalidate_all();
+            }
+            tracing::info!(
+                purges = count,
+                "results purged through another replica dropped from memory"
+            );
+        }
+        // Read up to now: a purge written from here on is named after now, less the minute of
+        // clock skew allowed between replicas.
+        let read_to = purge_stamp(std::time::SystemTime::now() - Duration::from_secs(60));
+        let newest = fresh.last().map(|n| (*n).clone()).unwrap_or_default();
+        *self
+            .seen_purge
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = newest.max(read_to).max(seen);
+    }
+
+    /// Whether a purge newer than `seen` has been pruned from the log (or the record of
+    /// prunes cannot be read).
+    async fn pruned_after(&self, seen: &str) -> bool {
+        match self.store.get(&Path::from(PURGE_PRUNED)).await {
+            Ok(got) => got
+                .bytes()
+                .await
+                .map_or(true, |b| String::from_utf8_lossy(&b).as_ref() > seen),
+            Err(object_store::Error::NotFound { .. }) => false,
+            Err(_) => true,
         }
     }
 
@@ -318,15 +448,47 @@ impl ResultCache {
     /// [`ApiError::Storage`] when listing or deleting fails.
     pub(crate) async fn clear(&self, pattern: Option<&str>) -> Result<u64, ApiError> {
         if let Some(m) = &self.memory {
-            m.invalidate_all();
+            match pattern {
+                None => m.invalidate_all(),
+                Some(p) => {
+                    let p = p.to_owned();
+                    if m.invalidate_entries_if(move |key, _| {
+                        glob(
+                            &p,
+                            key.split_once('|').map_or(key.as_str(), |(path, _)| path),
+                        )
+                    })
+                    .is_err()
+                    {
+                        m.invalidate_all();
+                    }
+                }
+            }
         }
-        let prefix = Path::from(CACHE_PREFIX);
+        // Only the folder of the pattern's literal head is listed: `photos/2024/*` lists
+        // `cache/photos/2024/`, not the whole cache.
+        let head = pattern
+            .map(|p| p.split('*').next().unwrap_or_default())
+            .and_then(|literal| {
+                if pattern.is_some_and(|p| !p.contains('*')) {
+                    Some(literal)
+                } else {
+                    literal.rsplit_once('/').map(|(dir, _)| dir)
+                }
+            })
+            .filter(|dir| !dir.is_empty());
+        let prefix = Path::from(match head {
+            Some(dir) => format!("{CACHE_PREFIX}/{dir}"),
+            None => CACHE_PREFIX.to_owned(),
+        });
         let mut listing = self.store.list(Some(&prefix));
         let mut doomed = Vec::new();
+        // The marker, the purge log and its prune record are the cache's own, not results.
+        let own = format!("{CACHE_PREFIX}/{CACHE_PREFIX}/");
         while let Some(meta) = listing.next().await {
             let meta = meta.map_err(ApiError::Storage)?;
             let full = meta.location.as_ref();
-            if full == CLEAR_MARKER {
+            if full == CLEAR_MARKER || full.starts_with(&own) {
                 continue;
             }
             let source = full
@@ -344,6 +506,7 @@ impl ResultCache {
                 Err(e) => return Err(ApiError::Storage(e)),
             }
         }
+        self.log_purge(pattern.unwrap_or("*")).await?;
         // Unique content, so that every store gives the marker a new ETag.
         let stamp = format!(
             "{} {}",
@@ -369,6 +532,47 @@ impl ResultCache {
             self.marker.insert((), etag).await;
         }
         Ok(count)
+    }
+
+    /// Adds `pattern` to the purge log (before the marker changes, so a replica that sees the
+    /// new marker finds it) and prunes purges older than [`PURGE_LOG_KEEP`].
+    async fn log_purge(&self, pattern: &str) -> Result<(), ApiError> {
+        let now = std::time::SystemTime::now();
+        let name = format!("{}-{:08x}", purge_stamp(now), rand::random::<u32>());
+        self.store
+            .put(
+                &Path::from(format!("{PURGE_LOG}/{name}")),
+                PutPayload::from(pattern.as_bytes().to_vec()),
+            )
+            .await
+            .map_err(ApiError::Storage)?;
+        self.own_purges
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name);
+        let cutoff = purge_stamp(now - PURGE_LOG_KEEP);
+        let mut listing = self.store.list(Some(&Path::from(PURGE_LOG)));
+        let mut pruned: Option<String> = None;
+        while let Some(Ok(meta)) = listing.next().await {
+            let Some(name) = meta.location.filename().map(str::to_owned) else {
+                continue;
+            };
+            if name < cutoff && self.store.delete(&meta.location).await.is_ok() {
+                pruned = pruned.max(Some(name));
+            }
+        }
+        // Written after the deletes; two replicas pruning at once may leave the lower of
+        // their records, which only matters to a replica idle for the whole PURGE_LOG_KEEP.
+        if let Some(pruned) = pruned {
+            let _ = self
+                .store
+                .put(
+                    &Path::from(PURGE_PRUNED),
+                    PutPayload::from(pruned.into_bytes()),
+                )
+                .await;
+        }
+        Ok(())
     }
 }
 

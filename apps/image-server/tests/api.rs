@@ -1122,26 +1122,59 @@ async fn presets_expand_and_presets_only_refuses_the_rest() {
     s.stop().await;
 }
 
+/// The environment of one of two server processes sharing the store under `dir`: a look at
+/// the clear marker holds 200 ms (SOURCE_ETAG_TTL_MS), a memory entry an hour.
+fn replica_env(dir: &std::path::Path, data: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "STORAGE_URL",
+            format!("file://{}", dir.join("images").display()),
+        ),
+        ("DATA_DIR", dir.join(data).display().to_string()),
+        ("API_KEY", KEY.to_owned()),
+        ("SOURCE_ETAG_TTL_MS", "200".to_owned()),
+        ("CACHE_TTL_SECS", "3600".to_owned()),
+    ]
+}
+
+fn x_cache(r: reqwest::Response) -> String {
+    r.headers()["x-cache"].to_str().unwrap().to_owned()
+}
+
+/// GETs `url` every 50 ms until it is answered MISS (at most 5 s): the X-Cache answers.
+async fn until_miss(url: &str) -> Vec<String> {
+    let mut answers = Vec::new();
+    for _ in 0..100 {
+        let answer = x_cache(reqwest::get(url).await.unwrap());
+        let done = answer == "MISS";
+        answers.push(answer);
+        if done {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    answers
+}
+
+async fn clear_through(replica: &str, pattern: Option<&str>) {
+    let query = pattern.map_or(String::new(), |p| format!("?pattern={p}"));
+    let cleared = reqwest::Client::new()
+        .post(format!("{replica}/admin/cache/storage/clear{query}"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status(), 200);
+}
+
 /// Two server processes on one store: a clear through one stops the other serving the result
 /// it holds in memory (within SOURCE_ETAG_TTL_MS; CACHE_TTL_SECS is an hour here), and the
 /// replica that cleared keeps serving without emptying its memory again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cache_clear_through_one_process_holds_for_the_other() {
     let dir = tempfile::tempdir().unwrap();
-    let env = |data: &str| {
-        vec![
-            (
-                "STORAGE_URL",
-                format!("file://{}", dir.path().join("images").display()),
-            ),
-            ("DATA_DIR", dir.path().join(data).display().to_string()),
-            ("API_KEY", KEY.to_owned()),
-            ("SOURCE_ETAG_TTL_MS", "200".to_owned()),
-            ("CACHE_TTL_SECS", "3600".to_owned()),
-        ]
-    };
-    let (_a, a) = common::spawn_binary(&env("a"));
-    let (_b, b) = common::spawn_binary(&env("b"));
+    let (_a, a) = common::spawn_binary(&replica_env(dir.path(), "a"));
+    let (_b, b) = common::spawn_binary(&replica_env(dir.path(), "b"));
     assert!(common::wait_healthy(&a).await && common::wait_healthy(&b).await);
     assert_eq!(
         common::upload_to(&a, "shared/lake.jpg", fixture("lake.jpg"))
@@ -1150,32 +1183,16 @@ async fn a_cache_clear_through_one_process_holds_for_the_other() {
         200
     );
     let url = format!("{b}/images/resize/shared/lake.jpg?width=64&format=png");
-    let x_cache = |r: reqwest::Response| r.headers()["x-cache"].to_str().unwrap().to_owned();
     assert_eq!(x_cache(reqwest::get(&url).await.unwrap()), "MISS");
     assert_eq!(x_cache(reqwest::get(&url).await.unwrap()), "HIT");
     // B's result reached the storage tier (written after its answer), so the clear removes it.
-    let store = image_server::open_store(&env("a")[0].1, &[]).unwrap();
+    let store = image_server::open_store(&replica_env(dir.path(), "a")[0].1, &[]).unwrap();
     await_persisted_at_least(&store, "shared/lake.jpg", 1).await;
 
-    let cleared = reqwest::Client::new()
-        .post(format!("{a}/admin/cache/storage/clear"))
-        .header("x-api-key", KEY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cleared.status(), 200);
+    clear_through(&a, None).await;
     // B notices the clear at its next look at the marker; until then it may still answer from
     // memory. Without the marker it would answer HIT for CACHE_TTL_SECS.
-    let mut answers = Vec::new();
-    for _ in 0..100 {
-        let answer = x_cache(reqwest::get(&url).await.unwrap());
-        let done = answer == "MISS";
-        answers.push(answer);
-        if done {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let answers = until_miss(&url).await;
     assert_eq!(
         answers.last().map(String::as_str),
         Some("MISS"),
@@ -1186,6 +1203,63 @@ async fn a_cache_clear_through_one_process_holds_for_the_other() {
         "HIT",
         "cached again after"
     );
+}
+
+/// A purge of one source path, or of a prefix, through one process drops only the matching
+/// results from the other's memory (docs/image-service.md, "Cache clear"): the rest stays
+/// served from memory, and a later clear of everything drops everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purge_by_path_or_prefix_through_one_process_drops_only_those_on_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_a, a) = common::spawn_binary(&replica_env(dir.path(), "a"));
+    let (_b, b) = common::spawn_binary(&replica_env(dir.path(), "b"));
+    assert!(common::wait_healthy(&a).await && common::wait_healthy(&b).await);
+    for path in ["shared/lake.jpg", "shared/kept.jpg", "team/x/lake.jpg"] {
+        let uploaded = common::upload_to(&a, path, fixture("lake.jpg")).await;
+        assert_eq!(uploaded.status(), 200);
+    }
+    let url = |path: &str| format!("{b}/images/resize/{path}?width=64&format=png");
+    let (lake, kept, team) = (
+        url("shared/lake.jpg"),
+        url("shared/kept.jpg"),
+        url("team/x/lake.jpg"),
+    );
+    for u in [&lake, &kept, &team] {
+        assert_eq!(x_cache(reqwest::get(u).await.unwrap()), "MISS");
+        assert_eq!(x_cache(reqwest::get(u).await.unwrap()), "HIT");
+    }
+
+    // One path: B drops that source's result within its look at the marker, keeps the others.
+    clear_through(&a, Some("shared/lake.jpg")).await;
+    let answers = until_miss(&lake).await;
+    assert_eq!(
+        answers.last().map(String::as_str),
+        Some("MISS"),
+        "{answers:?}"
+    );
+    assert_eq!(x_cache(reqwest::get(&kept).await.unwrap()), "HIT");
+    assert_eq!(x_cache(reqwest::get(&team).await.unwrap()), "HIT");
+
+    // A prefix: everything under team/ goes, shared/ stays.
+    clear_through(&a, Some("team/*")).await;
+    let answers = until_miss(&team).await;
+    assert_eq!(
+        answers.last().map(String::as_str),
+        Some("MISS"),
+        "{answers:?}"
+    );
+    assert_eq!(x_cache(reqwest::get(&kept).await.unwrap()), "HIT");
+    assert_eq!(x_cache(reqwest::get(&lake).await.unwrap()), "HIT");
+
+    // Everything.
+    clear_through(&a, None).await;
+    let answers = until_miss(&kept).await;
+    assert_eq!(
+        answers.last().map(String::as_str),
+        Some("MISS"),
+        "{answers:?}"
+    );
+    assert_eq!(x_cache(reqwest::get(&lake).await.unwrap()), "MISS");
 }
 
 /// `GET /images/info/{path}` describes a stored image with the key: format, size, orientation,
