@@ -523,6 +523,16 @@ fn thumbor_cases() -> Vec<(&'static str, Value, Expect)> {
             expect((200, 100), PNG).at(5, 5, YELLOW).at(195, 95, YELLOW),
         ),
         (
+            "orig width (the source's own)",
+            json!({"image_url": img, "width": "orig", "height": 100}),
+            expect((400, 100), PNG).at(5, 5, RED).at(395, 95, YELLOW),
+        ),
+        (
+            "orig height after a manual crop (the crop's own)",
+            json!({"image_url": img, "crop": [[200, 100], [400, 200]], "width": 50, "height": "orig"}),
+            expect((50, 100), PNG).at(25, 50, YELLOW),
+        ),
+        (
             "trim",
             json!({"image_url": "pics/framed.png", "trim": true}),
             expect((50, 50), PNG).at(25, 25, RED),
@@ -712,6 +722,24 @@ async fn thumbor_urls_from_its_own_builder_are_answered_as_thumbor_would() {
         }
         s.stop().await;
     }
+}
+
+/// thumbor takes `orig` after trimming; the trimmed size is known only once decoded, so
+/// `orig` with `trim` is refused naming it rather than answered with another size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thumbor_orig_with_trim_is_400_naming_orig() {
+    if !builders_installed() {
+        return;
+    }
+    let s = server(false).await;
+    let url = thumbor_urls(
+        false,
+        &[json!({"image_url": "pics/framed.png", "trim": true, "width": "orig", "height": 10})],
+    );
+    let (status, body) = error(&s.client, &s.url(&format!("/thumbor{}", url[0]))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("orig"), "{body}");
+    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

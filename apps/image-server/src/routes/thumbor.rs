@@ -66,8 +66,8 @@ pub(crate) async fn read(
         None => false,
     };
     let url = parse(path)?;
-    let (source, mut pairs, size) =
-        compat::prepare(app, &url.image, url.focal.is_some() || url.adaptive).await?;
+    let needs_size = url.focal.is_some() || url.adaptive || url.width_orig || url.height_orig;
+    let (source, mut pairs, size) = compat::prepare(app, &url.image, needs_size).await?;
     url.apply(&mut pairs, size);
     Ok((signed, source, pairs))
 }
@@ -85,6 +85,9 @@ struct Url {
     full: bool,
     width: u32,
     height: u32,
+    /// `orig` width or height: the source's own (after the crop), read from its header.
+    width_orig: bool,
+    height_orig: bool,
     flip: bool,
     flop: bool,
     halign: Option<&'static str>,
@@ -132,13 +135,23 @@ fn rect(part: &str, v: &str) -> Option<Result<[u32; 4], ApiError>> {
     Some(Ok(out))
 }
 
-/// `[-]W x [-]H` (either side may be empty or `orig`... only digits here).
+/// `[-]W x [-]H`: each side digits, empty (proportional) or `orig` (the source's own, after
+/// the crop), as thumbor's URL pattern takes them.
 fn size(v: &str) -> Option<(bool, &str, bool, &str)> {
     let (w, h) = v.split_once('x')?;
     let (fw, w) = w.strip_prefix('-').map_or((false, w), |w| (true, w));
     let (fh, h) = h.strip_prefix('-').map_or((false, h), |h| (true, h));
-    (w.bytes().all(|c| c.is_ascii_digit()) && h.bytes().all(|c| c.is_ascii_digit()))
-        .then_some((fw, w, fh, h))
+    let side = |s: &str| s == "orig" || s.bytes().all(|c| c.is_ascii_digit());
+    (side(w) && side(h)).then_some((fw, w, fh, h))
+}
+
+/// A side of a size: `orig` is `None` (the source's own), else its pixels (0: proportional).
+fn side(part: &str, v: &str) -> Result<Option<u32>, ApiError> {
+    if v == "orig" {
+        Ok(None)
+    } else {
+        pixels(part, v).map(Some)
+    }
 }
 
 /// Parses the parts in thumbor's order; the first segment that is no part starts the image.
@@ -199,8 +212,8 @@ fn parse(path: &str) -> Result<Url, ApiError> {
         } else if let Some((fw, w, fh, h)) = (stage <= 4).then(|| size(s)).flatten() {
             url.flip = fw;
             url.flop = fh;
-            url.width = pixels("width", w)?;
-            url.height = pixels("height", h)?;
+            (url.width, url.width_orig) = side("width", w)?.map_or((0, true), |w| (w, false));
+            (url.height, url.height_orig) = side("height", h)?.map_or((0, true), |h| (h, false));
             5
         } else if stage <= 5 && matches!(s, "left" | "center" | "right") {
             url.halign = Some(match s {
@@ -235,6 +248,12 @@ fn parse(path: &str) -> Result<Url, ApiError> {
         .into_owned();
     if url.image.is_empty() {
         return Err(ApiError::BadRequest("thumbor URL has no image".into()));
+    }
+    if url.trim.is_some() && (url.width_orig || url.height_orig) {
+        return Err(unsupported(
+            "orig",
+            "`orig` with trim (the trimmed size is known only after decoding)",
+        ));
     }
     Ok(url)
 }
@@ -393,6 +412,16 @@ impl Url {
             ]
         });
         let (mut w, mut h) = (self.width, self.height);
+        // `orig`: the size after the crop, as thumbor takes it (its manual crop comes first).
+        if let Some((sw, sh)) = size {
+            let [_, _, cw, ch] = crop.unwrap_or([0, 0, sw, sh]);
+            if self.width_orig {
+                w = cw;
+            }
+            if self.height_orig {
+                h = ch;
+            }
+        }
         if let (true, Some((sw, sh))) = (self.adaptive, size)
             && w > 0
             && h > 0
