@@ -1,6 +1,7 @@
 // Reference server for the benchmark: the same URL shape as image-server, built on sharp the
 // way the original service does it (read the source per request, auto-orient, fit inside
-// without enlargement, encode). No cache. Usage: node sharp-server.mjs PORT DIR
+// without enlargement, encode; `fit=cover` crops to fill the box from its centre, as
+// image-server's and thumbor's default crop). No cache. Usage: node sharp-server.mjs PORT DIR
 import http from "node:http";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -28,11 +29,12 @@ const server = http.createServer(async (req, res) => {
     const height = q.has("height") ? Number(q.get("height")) : undefined;
     const format = q.get("format") ?? "webp";
     const quality = Number(q.get("quality") ?? 80);
+    const fit = q.get("fit") === "cover" ? "cover" : "inside";
     // Animated sources stay animated, as image-server keeps them (sharp's `animated` option).
     const animated = /\.(gif|webp)$/i.test(file) && q.get("animated") !== "false";
     const encode = (q80) => {
       let img = sharp(input, { animated }).rotate();
-      if (width || height) img = img.resize({ width, height, fit: "inside", withoutEnlargement: true });
+      if (width || height) img = img.resize({ width, height, fit, withoutEnlargement: true });
       return img.toFormat(format === "jpg" ? "jpeg" : format, { quality: q80 }).toBuffer();
     };
     let out = await encode(quality);
