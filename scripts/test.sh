@@ -73,11 +73,13 @@ if command -v npm >/dev/null 2>&1; then
 else
   skipped "npm not installed: imgproxy's URL builder is missing, compat_urls is skipped"
 fi
-if [ ! -x "$clients/.venv/bin/python" ]; then
-  if ! { python3 -m venv "$clients/.venv" >/dev/null 2>&1 &&
+# The venv holds libthumbor and thumbor itself (the reference compat_urls checks thumbor's
+# cases against); a venv made before thumbor was listed gets it now.
+if [ ! -x "$clients/.venv/bin/thumbor" ]; then
+  if ! { { [ -x "$clients/.venv/bin/python" ] || python3 -m venv "$clients/.venv" >/dev/null 2>&1; } &&
     "$clients/.venv/bin/pip" install --quiet -r "$clients/requirements.txt"; }; then
     rm -rf "$clients/.venv"
-    skipped "no venv with libthumbor (apt-get install python3-venv; PyPI reachable?): compat_urls is skipped"
+    skipped "no venv with libthumbor and thumbor (apt-get install python3-venv; PyPI reachable?): compat_urls is skipped"
   fi
 fi
 

@@ -242,14 +242,22 @@ async fn server(signed: bool) -> TestServer {
     })
     .await;
     drop(presets);
-    s.put_raw("pics/q.png", samples::png(&quadrants())).await;
-    s.put_raw("pics/framed.png", samples::png(&framed())).await;
-    s.put_raw(
-        "marks/wm.png",
-        samples::png(&RgbaImage::from_pixel(20, 20, Rgba([0, 0, 0, 255]))),
-    )
-    .await;
+    for (path, bytes) in pictures() {
+        s.put_raw(path, bytes).await;
+    }
     s
+}
+
+/// The pictures every case reads: the quadrants, the framed square and a 20x20 black mark.
+fn pictures() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("pics/q.png", samples::png(&quadrants())),
+        ("pics/framed.png", samples::png(&framed())),
+        (
+            "marks/wm.png",
+            samples::png(&RgbaImage::from_pixel(20, 20, Rgba([0, 0, 0, 255]))),
+        ),
+    ]
 }
 
 const PNG: &str = "image/png";
@@ -721,6 +729,80 @@ async fn thumbor_urls_from_its_own_builder_are_answered_as_thumbor_would() {
             assert_eq!(error(&s.client, &tampered).await.0, 403);
         }
         s.stop().await;
+    }
+}
+
+/// thumbor itself (7.x from PyPI, installed beside libthumbor in the builders' venv) answers
+/// every thumbor case, signed and unsigned, with what the case expects of us: size, crop,
+/// format and colours. So the expectations our answers are held to are thumbor's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thumbor_itself_answers_every_thumbor_case_as_the_case_expects() {
+    let thumbor = clients().join(".venv/bin/thumbor");
+    if !thumbor.exists() || !builders_installed() {
+        assert!(
+            !common::under_ci(),
+            "thumbor is missing under CI: {} (pip install -r requirements.txt in tests/url-clients)",
+            thumbor.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("images");
+    for (path, bytes) in pictures() {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, bytes).unwrap();
+    }
+    let conf = dir.path().join("thumbor.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "LOADER = 'thumbor.loaders.file_loader'\nFILE_LOADER_ROOT_PATH = '{}'\n\
+             STORAGE = 'thumbor.storages.no_storage'\nRESULT_STORAGE = None\n\
+             SECURITY_KEY = '{THUMBOR_KEY}'\nALLOW_UNSAFE_URL = True\nQUALITY = 80\n\
+             AUTO_WEBP = False\nMAX_AGE = 0\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _thumbor = tokio::process::Command::new(&thumbor)
+        .args(["--ip", "127.0.0.1", "--port", &port.to_string(), "--conf"])
+        .arg(&conf)
+        .args(["-l", "error"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..300 {
+        if client
+            .get(format!("{base}/healthcheck"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(up, "thumbor did not start");
+    let cases = thumbor_cases();
+    let options: Vec<Value> = cases.iter().map(|(_, o, _)| o.clone()).collect();
+    for signed in [false, true] {
+        let paths = thumbor_urls(signed, &options);
+        for ((label, _, want), path) in cases.iter().zip(&paths) {
+            let label = format!("thumbor: {label} (signed: {signed})");
+            check(&client, &label, &format!("{base}{path}"), want).await;
+        }
     }
 }
 
