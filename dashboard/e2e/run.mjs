@@ -538,7 +538,7 @@ async function liveTranscript() {
     await now.getByText("4,400 tokens and $0.0156 so far").waitFor();
     const call = page.locator('.turn.tool[data-tool="read_file"]');
     await call.getByTestId("argument-preview").getByText("src/lib.rs 10 40").waitFor();
-    await page.locator(".turn.assistant", { hasText: "Checking the caller." }).getByTestId("step-cost").getByText("3,120 tokens").waitFor();
+    await page.locator(".turn.assistant", { hasText: "Checking the caller." }).getByTestId("step-cost").getByText("3,120 tokens · $0.0108").waitFor();
     check(await page.evaluate(() => window.__noReload === true), "the page reloaded");
     await page.locator('.turn.tool[data-tool="git_diff"] summary').click();
     await page.locator('.turn.tool[data-tool="git_diff"] pre.diff .diff-add').getByText("+    sleep(backoff);").waitFor();

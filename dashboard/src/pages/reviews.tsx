@@ -512,6 +512,7 @@ function Conversation({ items }: { items: TranscriptItem[] }) {
                   <span className="muted small" data-testid="step-cost">
                     {it.at && items[i - 1]?.at ? ` · ${duration(it.at - (items[i - 1]?.at ?? it.at))}` : ""}
                     {stepTokens(it) > 0 ? ` · ${count(stepTokens(it))} tokens` : ""}
+                    {it.cost ? ` · ${money(it.cost)}` : ""}
                   </span>
                 </p>
                 <p className="prewrap">{it.text}</p>
