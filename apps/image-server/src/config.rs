@@ -243,6 +243,41 @@ pub struct Config {
     #[arg(long, env = "THUMBOR_ALLOW_UNSAFE", default_value_t = false, action = ArgAction::Set)]
     pub thumbor_allow_unsafe: bool,
 
+    /// Remote `http(s)://` sources the server may fetch, comma-separated: hosts
+    /// (`img.example.com`, `img.example.com:8080`) or URL prefixes
+    /// (`https://cdn.example.com/photos/`), as imgproxy's ALLOWED_SOURCES. Default empty:
+    /// remote sources are off (docs/image-service.md, "Remote sources").
+    #[arg(long, env = "ALLOWED_SOURCES", value_delimiter = ',', value_parser = allowed_source)]
+    pub allowed_sources: Vec<String>,
+
+    /// Fetch remote sources whose host resolves to a loopback address (127.0.0.0/8, ::1).
+    /// Default false.
+    #[arg(long, env = "ALLOW_LOOPBACK_SOURCE_ADDRESSES", default_value_t = false, action = ArgAction::Set)]
+    pub allow_loopback_source_addresses: bool,
+
+    /// Fetch remote sources whose host resolves to a private address (10/8, 172.16/12,
+    /// 192.168/16, 100.64/10, fc00::/7). Default false.
+    #[arg(long, env = "ALLOW_PRIVATE_SOURCE_ADDRESSES", default_value_t = false, action = ArgAction::Set)]
+    pub allow_private_source_addresses: bool,
+
+    /// Fetch remote sources whose host resolves to a link-local address (169.254/16, where
+    /// cloud metadata services answer, and fe80::/10). Default false.
+    #[arg(long, env = "ALLOW_LINK_LOCAL_SOURCE_ADDRESSES", default_value_t = false, action = ArgAction::Set)]
+    pub allow_link_local_source_addresses: bool,
+
+    /// Most redirects followed for one remote source, each to an allowed source. Default 3.
+    #[arg(long, env = "SOURCE_MAX_REDIRECTS", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=10))]
+    pub source_max_redirects: u8,
+
+    /// Longest wait to connect to a remote source's host, in milliseconds. Default 3000.
+    #[arg(long, env = "SOURCE_CONNECT_TIMEOUT_MS", default_value_t = 3000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub source_connect_timeout_ms: u64,
+
+    /// Longest a remote source's whole download may take (every redirect, headers and body),
+    /// in milliseconds; a slower one is cut off. Default 10000.
+    #[arg(long, env = "SOURCE_DOWNLOAD_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub source_download_timeout_ms: u64,
+
     /// Extra object_store options for the store (tests point S3 at a local server with these,
     /// e.g. `aws_endpoint`); not settable from the command line.
     #[arg(skip)]
@@ -282,6 +317,34 @@ fn url_prefix(v: &str) -> Result<String, String> {
         return Err(format!("/{first} holds image-server's own routes"));
     }
     Ok(trimmed.to_owned())
+}
+
+/// An ALLOWED_SOURCES entry: a host with an optional port, or an `http(s)` URL prefix with a
+/// host; kept lowercase where case does not matter (the scheme and host).
+fn allowed_source(v: &str) -> Result<String, String> {
+    let v = v.trim();
+    if v.contains("://") {
+        let parsed = url::Url::parse(v).map_err(|e| format!("{v:?}: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(format!("{v:?}: a URL prefix must be http(s) with a host"));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(format!("{v:?}: a URL prefix cannot carry credentials"));
+        }
+        return Ok(parsed.as_str().to_owned());
+    }
+    let host = v.to_ascii_lowercase();
+    let valid = !host.is_empty()
+        && host.len() <= 260
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    if !valid {
+        return Err(format!(
+            "{v:?}: expected a host (img.example.com, img.example.com:8080) or an http(s) URL prefix"
+        ));
+    }
+    Ok(host)
 }
 
 /// PUBLIC_BASE_URL: an absolute `http` or `https` URL without query or fragment; a trailing

@@ -26,6 +26,9 @@ pub enum ErrorCode {
     InvalidApiKey,
     /// 403: URL_SIGNING_KEY is set and the resize URL's `signature` is missing or wrong.
     InvalidUrlSignature,
+    /// 403: a remote source off ALLOWED_SOURCES, at a refused address, or redirected too often
+    /// (docs/image-service.md, "Remote sources").
+    SourceNotAllowed,
     /// 404: no image at that path, or no such endpoint.
     NotFound,
     /// 405: the endpoint exists, but not for this method.
@@ -44,10 +47,14 @@ pub enum ErrorCode {
     /// 422: an animation over MAX_ANIMATION_FRAMES, or whose frames hold more than
     /// MAX_SOURCE_PIXELS together.
     TooManyFrames,
+    /// 422: a remote source larger than MAX_UPLOAD_BYTES.
+    SourceTooLarge,
     /// 429: TRANSFORM_QUEUE_SIZE misses are already waiting; sent with `Retry-After: 1`.
     QueueFull,
     /// 500: an unexpected failure, logged.
     InternalError,
+    /// 502: a remote source's origin could not be reached, answered an error, or was too slow.
+    SourceUnavailable,
     /// 503: the object store failed or did not answer.
     StorageUnavailable,
     /// 503: the request took longer than its deadline, or its transformation was cancelled.
@@ -56,11 +63,12 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order of the table in docs/image-service.md §7.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 19] = [
         Self::InvalidParameter,
         Self::InvalidRequest,
         Self::InvalidApiKey,
         Self::InvalidUrlSignature,
+        Self::SourceNotAllowed,
         Self::NotFound,
         Self::MethodNotAllowed,
         Self::PayloadTooLarge,
@@ -69,8 +77,10 @@ impl ErrorCode {
         Self::UndecodableImage,
         Self::TooManyPixels,
         Self::TooManyFrames,
+        Self::SourceTooLarge,
         Self::QueueFull,
         Self::InternalError,
+        Self::SourceUnavailable,
         Self::StorageUnavailable,
         Self::RequestTimeout,
     ];
@@ -80,16 +90,18 @@ impl ErrorCode {
         match self {
             Self::InvalidParameter | Self::InvalidRequest => StatusCode::BAD_REQUEST,
             Self::InvalidApiKey => StatusCode::UNAUTHORIZED,
-            Self::InvalidUrlSignature => StatusCode::FORBIDDEN,
+            Self::InvalidUrlSignature | Self::SourceNotAllowed => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotAnImage | Self::UnsupportedImage => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::UndecodableImage | Self::TooManyPixels | Self::TooManyFrames => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            Self::UndecodableImage
+            | Self::TooManyPixels
+            | Self::TooManyFrames
+            | Self::SourceTooLarge => StatusCode::UNPROCESSABLE_ENTITY,
             Self::QueueFull => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::SourceUnavailable => StatusCode::BAD_GATEWAY,
             Self::StorageUnavailable | Self::RequestTimeout => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -101,6 +113,7 @@ impl ErrorCode {
             Self::InvalidRequest => "invalid_request",
             Self::InvalidApiKey => "invalid_api_key",
             Self::InvalidUrlSignature => "invalid_url_signature",
+            Self::SourceNotAllowed => "source_not_allowed",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::PayloadTooLarge => "payload_too_large",
@@ -109,8 +122,10 @@ impl ErrorCode {
             Self::UndecodableImage => "undecodable_image",
             Self::TooManyPixels => "too_many_pixels",
             Self::TooManyFrames => "too_many_frames",
+            Self::SourceTooLarge => "source_too_large",
             Self::QueueFull => "queue_full",
             Self::InternalError => "internal_error",
+            Self::SourceUnavailable => "source_unavailable",
             Self::StorageUnavailable => "storage_unavailable",
             Self::RequestTimeout => "request_timeout",
         }
@@ -200,6 +215,17 @@ pub enum ApiError {
     /// 503: the request took longer than the server's deadline (in seconds).
     #[error("the request took longer than {0} s")]
     Timeout(u64),
+    /// 403 `source_not_allowed`: a remote source the allow-list or the address rules refuse
+    /// (docs/image-service.md, "Remote sources"); the message names why.
+    #[error("{0}")]
+    SourceNotAllowed(String),
+    /// 422 `source_too_large`: a remote source over MAX_UPLOAD_BYTES.
+    #[error("{0}")]
+    SourceTooLarge(String),
+    /// 502 `source_unavailable`: a remote source's origin failed, answered an error or was too
+    /// slow; the message says which.
+    #[error("{0}")]
+    SourceUnavailable(String),
     /// 500: anything else; the cause is logged, not sent.
     #[error("internal error")]
     Internal(String),
@@ -230,6 +256,9 @@ impl ApiError {
             Self::Storage(_) => ErrorCode::StorageUnavailable,
             Self::Timeout(_) => ErrorCode::RequestTimeout,
             Self::Internal(_) => ErrorCode::InternalError,
+            Self::SourceNotAllowed(_) => ErrorCode::SourceNotAllowed,
+            Self::SourceTooLarge(_) => ErrorCode::SourceTooLarge,
+            Self::SourceUnavailable(_) => ErrorCode::SourceUnavailable,
         }
     }
 }
@@ -247,6 +276,18 @@ impl From<PipelineError> for ApiError {
             // Only a job under the transform service is cancelled, and it answers
             // `Failure::Timeout` with its request's deadline; anything else is a bug.
             PipelineError::Cancelled => Self::Internal("cancelled outside a request".into()),
+        }
+    }
+}
+
+impl From<crate::remote::RemoteError> for ApiError {
+    fn from(e: crate::remote::RemoteError) -> Self {
+        use crate::remote::RemoteError;
+        match e {
+            RemoteError::NotAllowed(m) => Self::SourceNotAllowed(m),
+            RemoteError::NotFound(m) => Self::NotFound(m),
+            RemoteError::TooLarge(m) => Self::SourceTooLarge(m),
+            RemoteError::Unavailable(m) => Self::SourceUnavailable(m),
         }
     }
 }
@@ -286,6 +327,9 @@ mod tests {
             ApiError::Storage(object_store::Error::NotImplemented),
             ApiError::Timeout(120),
             ApiError::Internal("encoder".into()),
+            ApiError::SourceNotAllowed("off the list".into()),
+            ApiError::SourceTooLarge("too large".into()),
+            ApiError::SourceUnavailable("down".into()),
         ]
     }
 

@@ -33,6 +33,9 @@ pub(crate) enum Failure {
     /// 500: anything else; the message is logged, not sent.
     #[error("{0}")]
     Internal(String),
+    /// A remote source refused or not fetched (403, 404, 422 or 502).
+    #[error(transparent)]
+    Remote(#[from] crate::remote::RemoteError),
 }
 
 impl From<Failure> for ApiError {
@@ -47,6 +50,7 @@ impl From<Failure> for ApiError {
             }),
             Failure::Timeout(secs) => Self::Timeout(secs),
             Failure::Internal(m) => Self::Internal(m),
+            Failure::Remote(e) => e.into(),
         }
     }
 }

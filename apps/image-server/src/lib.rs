@@ -11,8 +11,10 @@ mod error;
 mod failure;
 mod metrics;
 mod presets;
+mod remote;
 mod routes;
 mod signing;
+mod source;
 mod storage;
 mod transform;
 
@@ -57,6 +59,9 @@ pub(crate) struct App {
     pub metrics: Arc<metrics::Metrics>,
     /// Short-lived memory of source ETags (path -> etag), so cache hits skip the store.
     pub etags: moka::future::Cache<String, String>,
+    /// The remote source fetcher, when ALLOWED_SOURCES names some (docs/image-service.md,
+    /// "Remote sources").
+    pub remote: Option<remote::RemoteSources>,
     /// Named parameter sets of PRESETS_FILE, and whether URLs may name only them.
     pub presets: presets::Presets,
     /// `Cache-Control` of an answer whose URL does not pin its source: `public,
@@ -157,6 +162,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         .max_capacity(100_000)
         .time_to_live(Duration::from_millis(config.source_etag_ttl_ms.max(1)))
         .build();
+    let remote = remote::RemoteSources::new(&config).context("ALLOWED_SOURCES")?;
     // Base64 JSON bodies are 4/3 of the image; the handler enforces the decoded limit (413).
     let body_limit = routes::images::raw_body_limit(config.max_upload_bytes);
     let timeout_secs = config.request_timeout_secs;
@@ -174,6 +180,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         transforms: transform::Transforms::new(workers, queue_size, Arc::clone(&metrics)),
         metrics,
         etags,
+        remote,
         presets,
         cache_control,
     });

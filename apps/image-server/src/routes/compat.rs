@@ -24,22 +24,21 @@ pub(crate) const MAX_URL_PATH: usize = 8192;
 /// Most options (imgproxy) or parts and filters (thumbor) one URL may hold.
 pub(crate) const MAX_OPTIONS: usize = 64;
 
-/// Where a source named in an imgproxy or thumbor URL lives. Only our store for now; remote
-/// `http(s)` sources are a variant to add here, with their own fetcher.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Source {
-    /// An object of our store.
-    Stored(object_store::path::Path),
-}
+pub(crate) use crate::source::Source;
 
-/// Maps a source as the URL names it onto our store: `local:///a/b.jpg` (imgproxy's local
-/// files, rooted at the store), `s3://BUCKET/a/b.jpg` when STORAGE_URL is `s3://BUCKET`, or a
-/// plain path `a/b.jpg` (a leading `/` is dropped).
+/// Maps a source as the URL names it: `local:///a/b.jpg` (imgproxy's local files, rooted at
+/// the store), `s3://BUCKET/a/b.jpg` when STORAGE_URL is `s3://BUCKET`, a plain path `a/b.jpg`
+/// (a leading `/` is dropped), or an `http(s)` URL when `remote` (ALLOWED_SOURCES) is set.
 ///
 /// # Errors
-/// 400 `invalid_request`: an `http(s)` source ("remote sources are not enabled"), another
-/// bucket or scheme, or a path our store refuses (docs/image-service.md §2).
-pub(crate) fn source(storage_url: &str, raw: &str) -> Result<Source, ApiError> {
+/// 400 `invalid_request`: an `http(s)` source without ALLOWED_SOURCES ("remote sources are
+/// not enabled"), another bucket or scheme, or a path our store refuses (docs/image-service.md
+/// §2); 403 `source_not_allowed`: a remote source the allow-list or the address rules refuse.
+pub(crate) fn source(
+    remote: Option<&crate::remote::RemoteSources>,
+    storage_url: &str,
+    raw: &str,
+) -> Result<Source, ApiError> {
     let path = if let Some(rest) = raw.strip_prefix("local://") {
         rest
     } else if let Some(rest) = raw.strip_prefix("s3://") {
@@ -54,10 +53,17 @@ pub(crate) fn source(storage_url: &str, raw: &str) -> Result<Source, ApiError> {
         }
         key
     } else if raw.starts_with("http://") || raw.starts_with("https://") {
-        return Err(ApiError::BadRequest(
-            "remote sources are not enabled: the source must be a path in this server's store"
-                .into(),
-        ));
+        let Some(remote) = remote else {
+            return Err(ApiError::BadRequest(
+                "remote sources are not enabled (ALLOWED_SOURCES): the source must be a path in \
+                 this server's store"
+                    .into(),
+            ));
+        };
+        return remote
+            .check(raw)
+            .map(Source::Remote)
+            .map_err(ApiError::from);
     } else if let Some((scheme, _)) = raw.split_once("://") {
         return Err(ApiError::BadRequest(format!(
             "source scheme {:?} is not supported (local://, s3:// or a path)",
@@ -138,14 +144,13 @@ pub(crate) async fn prepare(
     raw_source: &str,
     needs_size: bool,
 ) -> Result<(Source, Pairs, Option<(u32, u32)>), ApiError> {
-    let source = source(&app.config.storage_url, raw_source)?;
-    let Source::Stored(path) = &source;
+    let source = source(app.remote.as_ref(), &app.config.storage_url, raw_source)?;
     let mut pairs = Pairs::default();
-    if let Some(f) = format_of_source(path.as_ref()) {
+    if let Some(f) = format_of_source(source.file_name()) {
         pairs.imply(Name::Format, f.name());
     }
     let size = if needs_size {
-        Some(source_size(app, path).await?)
+        Some(source_size(app, &source).await?)
     } else {
         None
     };
@@ -257,11 +262,17 @@ pub(crate) fn number(
 ///
 /// # Errors
 /// 404 no source, 415/422 not a readable image, 503 the store.
-pub(crate) async fn source_size(
-    app: &AppState,
-    path: &object_store::path::Path,
-) -> Result<(u32, u32), ApiError> {
-    let bytes = super::images::fetch(app, path, "image not found:").await?;
+pub(crate) async fn source_size(app: &AppState, source: &Source) -> Result<(u32, u32), ApiError> {
+    let bytes = match source {
+        Source::Stored(path) => super::images::fetch(app, path, "image not found:").await?,
+        Source::Remote(url) => {
+            let remote = app
+                .remote
+                .as_ref()
+                .ok_or_else(|| ApiError::BadRequest("remote sources are not enabled".into()))?;
+            remote.body(url).await.map_err(ApiError::from)?
+        }
+    };
     let max = app.limits.max_source_pixels;
     let info = tokio::task::spawn_blocking(move || image_pipeline::probe(&bytes, max))
         .await
@@ -322,8 +333,7 @@ pub(crate) async fn serve(
             expanded.push((name.as_str().to_owned(), value));
         }
     }
-    let Source::Stored(path) = source;
-    serve_resize(app, path, expanded, limits, headers, deadline).await
+    serve_resize(app, source, expanded, limits, headers, deadline).await
 }
 
 /// Deterministic strings of `tokens` for the parsers' no-panic tests: `count` of them, each of
@@ -352,6 +362,7 @@ mod tests {
     #[test]
     fn sources_map_onto_the_store_and_remote_ones_are_refused() {
         let stored = |s: &str| object_path(s).map(Source::Stored).ok();
+        let source = |store: &str, raw: &str| source(None, store, raw);
         assert_eq!(
             source("file://x", "local:///a/b.jpg").ok(),
             stored("a/b.jpg")

@@ -19,6 +19,7 @@ use serde_json::json;
 use crate::cache::{CacheKey, CachedImage};
 use crate::error::ApiError;
 use crate::failure::Failure;
+use crate::source::Source;
 use crate::storage::{is_unusable_path, object_path};
 use crate::transform::Deadline;
 use crate::{App, AppState, auth};
@@ -26,6 +27,7 @@ use crate::{App, AppState, auth};
 pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/images/resize/{*path}", get(resize))
+        .route("/images/resize", get(resize_url))
         .route("/images/upload", post(upload))
 }
 
@@ -150,8 +152,47 @@ async fn resize(
     let pairs = app.presets.expand(pairs)?;
     let path = object_path(&raw_path)?;
     let limits = app.resize_limits;
-    serve_resize(app, path, pairs, limits, &headers, deadline).await
+    serve_resize(app, Source::Stored(path), pairs, limits, &headers, deadline).await
 }
+
+/// `GET /images/resize?url=<http(s) URL>&...`: a resize of a remote source, with the same
+/// parameters and answers as a stored one (docs/image-service.md, "Remote sources"). Errors:
+/// 400 without `url=` or without ALLOWED_SOURCES, 403 a wrong signature (checked first) or a
+/// source the allow-list or the address rules refuse, then what a stored source's resize
+/// answers, and 422 `source_too_large` / 502 `source_unavailable` for the download.
+async fn resize_url(
+    State(app): State<AppState>,
+    uri: Uri,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    headers: HeaderMap,
+    extensions: axum::http::Extensions,
+) -> Result<Response, ApiError> {
+    let deadline = Deadline::of(&extensions, app.config.request_timeout_secs);
+    if let Some(signer) = &app.signer {
+        signer.verify("", uri.query())?;
+    }
+    let Query(mut pairs) =
+        query.map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
+    let mut urls = pairs.iter().filter(|(k, _)| k == URL_PARAM).map(|(_, v)| v);
+    let (Some(raw), None) = (urls.next(), urls.next()) else {
+        return Err(ApiError::BadRequest(
+            "name one source: /images/resize/{path}, or /images/resize?url=<http(s) URL>".into(),
+        ));
+    };
+    let source = crate::routes::compat::source(app.remote.as_ref(), "", raw)?;
+    if !matches!(source, Source::Remote(_)) {
+        return Err(ApiError::BadRequest(
+            "url= takes an http(s) URL; a stored image is /images/resize/{path}".into(),
+        ));
+    }
+    pairs.retain(|(k, _)| k != URL_PARAM);
+    let pairs = app.presets.expand(pairs)?;
+    let limits = app.resize_limits;
+    serve_resize(app, source, pairs, limits, &headers, deadline).await
+}
+
+/// The query parameter that names a remote source on our own API.
+const URL_PARAM: &str = "url";
 
 /// Answers a resize of the stored image at `path` with our parameter `pairs` (presets
 /// expanded) under `limits`: the one path from parameters to an image that `/images/resize`
@@ -164,7 +205,7 @@ async fn resize(
 /// a full queue, 503 the store or the deadline.
 pub(crate) async fn serve_resize(
     app: AppState,
-    path: object_store::path::Path,
+    source: Source,
     pairs: Vec<(String, String)>,
     limits: image_pipeline::Limits,
     headers: &HeaderMap,
@@ -186,13 +227,36 @@ pub(crate) async fn serve_resize(
         .unwrap_or("");
     let format = spec.output_format(accept);
 
-    let source_tag = source_etag(&app, &path, "image not found:").await?;
+    // A remote source whose origin must be asked (first seen, or not confirmed within
+    // SOURCE_ETAG_TTL_MS) takes its admission ticket before the download: fetching is work the
+    // transform queue bounds, and the transformation then runs on that ticket.
+    let (source_tag, prefetched, admitted) = match &source {
+        Source::Stored(path) => (
+            source_etag(&app, path, "image not found:").await?,
+            None,
+            None,
+        ),
+        Source::Remote(url) => {
+            let remote = app
+                .remote
+                .as_ref()
+                .ok_or_else(|| ApiError::BadRequest("remote sources are not enabled".into()))?;
+            match remote.fresh_version(url).await {
+                Some(version) => (version, None, None),
+                None => {
+                    let admitted = app.transforms.admit(deadline)?;
+                    let found = remote.version(url).await.map_err(ApiError::from)?;
+                    (found.version, found.bytes, Some(admitted))
+                }
+            }
+        }
+    };
     let mark_tag = match &watermark_path {
         Some(p) => source_etag(&app, p, "watermark not found:").await?,
         None => String::new(),
     };
     let key = CacheKey {
-        path: path.to_string(),
+        path: source.cache_path(),
         variant: format!("{spec}|{}|{source_tag}|{mark_tag}", format.name()),
         ext: format.name(),
     };
@@ -215,8 +279,18 @@ pub(crate) async fn serve_resize(
     let make = {
         let app = Arc::clone(&app);
         async move {
-            let admitted = app.transforms.admit(deadline)?;
-            let source = fetch(&app, &path, "image not found:").await?;
+            let admitted = match admitted {
+                Some(admitted) => admitted,
+                None => app.transforms.admit(deadline)?,
+            };
+            let source = match (prefetched, &source) {
+                (Some(bytes), _) => bytes,
+                (None, Source::Stored(path)) => fetch(&app, path, "image not found:").await?,
+                (None, Source::Remote(url)) => match &app.remote {
+                    Some(remote) => remote.body(url).await?,
+                    None => return Err(Failure::Internal("remote sources are off".into())),
+                },
+            };
             let mark = match &watermark_path {
                 Some(p) => Some(fetch(&app, p, "watermark not found:").await?),
                 None => None,
