@@ -278,6 +278,12 @@ pub struct Config {
     #[arg(long, env = "SOURCE_DOWNLOAD_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub source_download_timeout_ms: u64,
 
+    /// Most remote source downloads in flight at once; more wait for a turn (within their
+    /// request's deadline). With MAX_UPLOAD_BYTES it bounds the memory downloads hold: 8 x
+    /// 25 MiB by default. Default 8.
+    #[arg(long, env = "SOURCE_DOWNLOAD_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub source_download_concurrency: u32,
+
     /// Extra object_store options for the store (tests point S3 at a local server with these,
     /// e.g. `aws_endpoint`); not settable from the command line.
     #[arg(skip)]

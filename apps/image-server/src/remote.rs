@@ -10,7 +10,8 @@
 //!   are refused unless allowed, and unspecified, multicast, broadcast and reserved ones always;
 //! - redirects are followed by hand, at most SOURCE_MAX_REDIRECTS;
 //! - the body is held to MAX_UPLOAD_BYTES, from Content-Length before reading and while
-//!   streaming, and the whole download to SOURCE_DOWNLOAD_TIMEOUT_MS;
+//!   streaming, the whole download to SOURCE_DOWNLOAD_TIMEOUT_MS, and at most
+//!   SOURCE_DOWNLOAD_CONCURRENCY downloads run at once, so their memory is bounded;
 //! - a source seen before is revalidated with its ETag and Last-Modified after
 //!   SOURCE_ETAG_TTL_MS instead of being fetched again.
 
@@ -274,6 +275,9 @@ pub(crate) struct RemoteSources {
     timeout: Duration,
     fresh_for: Duration,
     meta: moka::future::Cache<String, Arc<Meta>>,
+    /// SOURCE_DOWNLOAD_CONCURRENCY turns: a download holds one from its first request to its
+    /// last byte, so at most that many bodies of MAX_UPLOAD_BYTES are held at once.
+    turns: tokio::sync::Semaphore,
 }
 
 impl RemoteSources {
@@ -312,6 +316,7 @@ impl RemoteSources {
             timeout: Duration::from_millis(config.source_download_timeout_ms),
             fresh_for: Duration::from_millis(config.source_etag_ttl_ms),
             meta: moka::future::Cache::builder().max_capacity(100_000).build(),
+            turns: tokio::sync::Semaphore::new(config.source_download_concurrency as usize),
         }))
     }
 
@@ -441,6 +446,12 @@ impl RemoteSources {
     /// GETs `url`, following at most SOURCE_MAX_REDIRECTS redirects, each checked like the
     /// first URL; conditional on `known`'s validators when given.
     async fn fetch(&self, url: &Url, known: Option<&Meta>) -> Result<Fetched, RemoteError> {
+        self.check_url(url)?;
+        let _turn = self
+            .turns
+            .acquire()
+            .await
+            .map_err(|_| RemoteError::Unavailable("the server is shutting down".into()))?;
         let started = Instant::now();
         let mut current = url.clone();
         for _ in 0..=self.max_redirects {
