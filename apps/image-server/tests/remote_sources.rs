@@ -393,3 +393,28 @@ async fn a_remote_source_is_revalidated_with_its_etag_not_fetched_again() {
     assert_eq!(size_of(&body), (100, 33), "the new 300x100 picture");
     s.stop().await;
 }
+
+/// With URL_SIGNING_KEY, a `url=` resize is signed like any other: the signature covers the
+/// query, the source URL included, so a signed URL cannot be pointed at another source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_source_url_is_signed_like_any_resize() {
+    const SIGNING: &str = "remote-signing-key";
+    let (port, _) = origin().await;
+    let s = TestServer::start_local_with(move |c| {
+        c.allowed_sources = vec![format!("127.0.0.1:{port}")];
+        c.allow_loopback_source_addresses = true;
+        c.url_signing_key = Some(SIGNING.to_owned().into());
+    })
+    .await;
+    let query = format!("url=http://127.0.0.1:{port}/photo.png&width=80&format=png");
+    let signed = common::signature(SIGNING, &format!("?{query}"));
+    let (status, _, body) = fetch(&s, &format!("/images/resize?{query}&signature={signed}")).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(size_of(&body), (80, 20));
+    let (status, code, _) = fetch(&s, &format!("/images/resize?{query}")).await;
+    assert_eq!((status, code.as_str()), (403, "invalid_url_signature"));
+    let other = query.replace("photo.png", "moved.png");
+    let (status, code, _) = fetch(&s, &format!("/images/resize?{other}&signature={signed}")).await;
+    assert_eq!((status, code.as_str()), (403, "invalid_url_signature"));
+    s.stop().await;
+}
