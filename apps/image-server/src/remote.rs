@@ -168,6 +168,14 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
+/// The refusal of a host name whose resolved address is refused: the same words whatever the
+/// address and its kind, so that the answer tells nothing of the server's network
+/// (docs/image-service.md, "Remote sources").
+const RESOLVES_TO_REFUSED: &str = "the source host resolves to an address remote sources may \
+     not use (loopback, private and link-local addresses need \
+     ALLOW_LOOPBACK_SOURCE_ADDRESSES, ALLOW_PRIVATE_SOURCE_ADDRESSES or \
+     ALLOW_LINK_LOCAL_SOURCE_ADDRESSES)";
+
 /// The only resolver reqwest asks: it resolves with the system's resolver and hands reqwest
 /// the addresses only when every one is allowed, so the connection goes to a checked address.
 struct CheckedResolver {
@@ -182,11 +190,10 @@ impl reqwest::dns::Resolve for CheckedResolver {
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if let Some(bad) = addrs.iter().find(|a| !policy.allows(a.ip())) {
-                let ip = bad.ip();
-                return Err(Box::new(Refused(format!(
-                    "the source host {host} resolves to {ip}, an address remote sources may not use{}",
-                    AddressPolicy::setting_for(ip)
-                )))
+                // The client is told the rule, never the address: an answer naming it would map
+                // the server's internal names to addresses for whoever asks. The log keeps it.
+                tracing::info!(host = %host, address = %bad.ip(), "a remote source's host resolves to a refused address");
+                return Err(Box::new(Refused(format!("{RESOLVES_TO_REFUSED} ({host})")))
                     as Box<dyn std::error::Error + Send + Sync>);
             }
             if addrs.is_empty() {
@@ -284,14 +291,24 @@ impl RemoteSources {
     /// The fetcher for `config`, or `None` when ALLOWED_SOURCES is empty (remote sources off).
     ///
     /// # Errors
-    /// The HTTP client cannot be built (no TLS roots).
+    /// An ALLOWED_SOURCES entry that is neither a host nor a URL prefix, or the HTTP client
+    /// cannot be built (no TLS roots).
     pub(crate) fn new(config: &Config) -> anyhow::Result<Option<Self>> {
-        let allowed: Vec<Allowed> = config
+        // An entry that cannot be read stops the server rather than being dropped: dropping
+        // it would silently narrow the list, or turn remote sources off altogether.
+        let allowed = config
             .allowed_sources
             .iter()
             .filter(|e| !e.is_empty())
-            .filter_map(|e| Allowed::parse(e))
-            .collect();
+            .map(|e| {
+                Allowed::parse(e).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "ALLOWED_SOURCES entry {e:?} is neither a host (img.example.com, \
+                         img.example.com:8080, [::1]:8080) nor an http(s) URL prefix"
+                    )
+                })
+            })
+            .collect::<anyhow::Result<Vec<Allowed>>>()?;
         if allowed.is_empty() {
             return Ok(None);
         }
@@ -641,6 +658,12 @@ mod tests {
         let port = Allowed::parse("localhost:8080").unwrap();
         assert!(port.matches(&url("http://localhost:8080/a.jpg")));
         assert!(!port.matches(&url("http://localhost:8081/a.jpg")));
+        let v6 = Allowed::parse("[::1]:8080").unwrap();
+        assert!(v6.matches(&url("http://[::1]:8080/a.jpg")));
+        assert!(
+            Allowed::parse("a:b:c").is_none(),
+            "refused at start, not dropped"
+        );
         let prefix = Allowed::parse("https://cdn.example.com/photos/").unwrap();
         assert!(prefix.matches(&url("https://cdn.example.com/photos/a.jpg")));
         assert!(!prefix.matches(&url("https://cdn.example.com/private/a.jpg")));

@@ -65,6 +65,29 @@ async fn photo(State(o): State<Arc<Origin>>, headers: HeaderMap) -> Response {
         .into_response()
 }
 
+/// The photo of the lake (a real JPEG of the repository's fixtures) with a Last-Modified and
+/// no ETag, as many static origins send it; If-Modified-Since of that date is a 304.
+async fn lake(State(o): State<Arc<Origin>>, headers: HeaderMap) -> Response {
+    const MODIFIED: &str = "Wed, 21 Oct 2026 07:28:00 GMT";
+    if headers.get(header::IF_MODIFIED_SINCE).is_some() {
+        o.conditional.fetch_add(1, Ordering::SeqCst);
+        if headers[header::IF_MODIFIED_SINCE] == MODIFIED {
+            o.not_modified.fetch_add(1, Ordering::SeqCst);
+            return StatusCode::NOT_MODIFIED.into_response();
+        }
+    } else {
+        o.full.fetch_add(1, Ordering::SeqCst);
+    }
+    (
+        [
+            (header::LAST_MODIFIED, MODIFIED),
+            (header::CONTENT_TYPE, "image/jpeg"),
+        ],
+        common::fixture("lake.jpg"),
+    )
+        .into_response()
+}
+
 /// Starts the origin on 127.0.0.1; answers its port.
 async fn origin() -> (u16, Arc<Origin>) {
     let state = Arc::new(Origin::default());
@@ -120,6 +143,7 @@ async fn origin() -> (u16, Arc<Origin>) {
                 Body::from_stream(futures::StreamExt::chain(head, rest))
             }),
         )
+        .route("/lake.jpg", get(lake))
         .route("/missing.png", get(|| async { StatusCode::NOT_FOUND }))
         .with_state(Arc::clone(&state));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -313,6 +337,13 @@ async fn hosts_off_the_list_private_metadata_and_loopback_addresses_and_redirect
             error_text(&body).contains("ALLOW_LOOPBACK_SOURCE_ADDRESSES"),
             "{src}: {text}"
         );
+        if src.contains("localhost") {
+            // The rule, not what the name resolved to: no address of the server's network.
+            assert!(
+                !text.contains("127.0.0.1") && !text.contains("::1"),
+                "{src}: {text}"
+            );
+        }
     }
     assert_eq!(
         o.full.load(Ordering::SeqCst),
@@ -416,5 +447,65 @@ async fn a_remote_source_url_is_signed_like_any_resize() {
     let other = query.replace("photo.png", "moved.png");
     let (status, code, _) = fetch(&s, &format!("/images/resize?{other}&signature={signed}")).await;
     assert_eq!((status, code.as_str()), (403, "invalid_url_signature"));
+    s.stop().await;
+}
+
+/// A real photo (the lake JPEG) through imgproxy's base64 source form and thumbor's URL, with
+/// the sizes the photo's aspect gives; its origin sends Last-Modified only, and after
+/// SOURCE_ETAG_TTL_MS the server asks with If-Modified-Since and a 304 keeps the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_photo_is_served_from_a_base64_imgproxy_source_and_revalidated_by_date() {
+    use base64::Engine;
+    let (port, o) = origin().await;
+    let prefix = format!("http://127.0.0.1:{port}/lake");
+    // The photo is over the 200 kB of the other tests: the default MAX_UPLOAD_BYTES here.
+    let s = TestServer::start_local_with(move |c| {
+        c.allowed_sources = vec![prefix];
+        c.allow_loopback_source_addresses = true;
+        c.source_etag_ttl_ms = 150;
+    })
+    .await;
+    let (w, h) = size_of(&common::fixture("lake.jpg"));
+    let src = format!("http://127.0.0.1:{port}/lake.jpg");
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&src);
+    let path = format!("/imgproxy/unsafe/rs:fit:320:0/{b64}.png");
+    let (status, _, body) = fetch(&s, &path).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let expected_h = (f64::from(h) * 320.0 / f64::from(w)).round() as u32;
+    let (got_w, got_h) = size_of(&body);
+    assert_eq!(got_w, 320);
+    assert!(got_h.abs_diff(expected_h) <= 1, "{got_h} vs {expected_h}");
+    let (status, _, body) = fetch(&s, &format!("/thumbor/unsafe/0x90/{src}")).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(size_of(&body).1, 90);
+    assert_eq!(
+        &body[..2],
+        &[0xff, 0xd8],
+        "thumbor answers in the source's format, JPEG"
+    );
+
+    // The prefix entry admits /lake.jpg and nothing else of the origin.
+    let (status, code, _) = fetch(
+        &s,
+        &format!("/images/resize?url=http://127.0.0.1:{port}/photo.png&width=10"),
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (403, "source_not_allowed"));
+
+    let downloads = o.full.load(Ordering::SeqCst);
+    let not_modified = o.not_modified.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = s.client.get(s.url(&path)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-cache"], "HIT");
+    assert_eq!(size_of(&r.bytes().await.unwrap()).0, 320);
+    assert_eq!(
+        (
+            o.full.load(Ordering::SeqCst),
+            o.not_modified.load(Ordering::SeqCst)
+        ),
+        (downloads, not_modified + 1),
+        "revalidated with If-Modified-Since, not downloaded again"
+    );
     s.stop().await;
 }
