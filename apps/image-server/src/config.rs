@@ -60,7 +60,8 @@ pub struct Config {
     #[arg(long, env = "CACHE_TTL_SECS", default_value_t = 3600)]
     pub cache_ttl_secs: u64,
 
-    /// Largest accepted upload, in bytes (decoded size); larger: 413. Default 26214400 (25 MiB).
+    /// Largest accepted upload, in bytes (decoded size); larger: 413. Also the largest remote
+    /// source (docs/image-service.md, "Remote sources"); larger: 422. Default 26214400 (25 MiB).
     #[arg(long, env = "MAX_UPLOAD_BYTES", default_value_t = 26_214_400)]
     pub max_upload_bytes: usize,
 
@@ -155,7 +156,8 @@ pub struct Config {
     pub request_timeout_secs: u64,
 
     /// How long a source's ETag is remembered before the store is asked again, in
-    /// milliseconds; uploads through this server invalidate it at once. Default 1000.
+    /// milliseconds; uploads through this server invalidate it at once. A remote source's ETag
+    /// or Last-Modified likewise, then revalidated with its origin. Default 1000.
     #[arg(long, env = "SOURCE_ETAG_TTL_MS", default_value_t = 1000)]
     pub source_etag_ttl_ms: u64,
 

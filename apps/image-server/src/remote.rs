@@ -103,7 +103,9 @@ fn kind_v6(ip: Ipv6Addr) -> Kind {
             octets[12], octets[13], octets[14], octets[15],
         ));
     }
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+    // IPv4-translated (::ffff:0:a.b.c.d, SIIT) carries one in its last 32 bits as well: a
+    // translator on the path would reach that IPv4 address.
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..6] == [0, 0, 0, 0, 0xffff, 0] {
         return kind_v4(Ipv4Addr::new(
             octets[12], octets[13], octets[14], octets[15],
         ));
@@ -115,8 +117,13 @@ fn kind_v6(ip: Ipv6Addr) -> Kind {
         Kind::Loopback
     } else if ip.is_unspecified() || ip.is_multicast() || s[0] == 0x2001 && s[1] == 0xdb8 {
         Kind::Never
-    } else if s[0] & 0xfe00 == 0xfc00 || s[0] & 0xffc0 == 0xfec0 || s[0] == 0x2001 && s[1] == 0 {
-        // Unique local (where AWS's IPv6 metadata answers), site-local, Teredo.
+    } else if s[0] & 0xfe00 == 0xfc00
+        || s[0] & 0xffc0 == 0xfec0
+        || s[0] == 0x2001 && s[1] == 0
+        || s[..3] == [0x64, 0xff9b, 1]
+    {
+        // Unique local (where AWS's IPv6 metadata answers), site-local, Teredo, and local-use
+        // NAT64 (64:ff9b:1::/48, which embeds its IPv4 address where its prefix length says).
         Kind::Private
     } else if s[0] & 0xffc0 == 0xfe80 {
         Kind::LinkLocal
@@ -626,6 +633,8 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::a00:1",
+            "::ffff:0:7f00:1",
             "2002:7f00:1::",
         ];
         for ip in refused_by_default {

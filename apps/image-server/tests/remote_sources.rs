@@ -484,6 +484,13 @@ async fn a_real_photo_is_served_from_a_base64_imgproxy_source_and_revalidated_by
         "thumbor answers in the source's format, JPEG"
     );
 
+    // On our API, a source URL with a query of its own is percent-encoded whole.
+    let encoded: String =
+        url::form_urlencoded::byte_serialize(format!("{src}?v=2").as_bytes()).collect();
+    let (status, _, body) = fetch(&s, &format!("/images/resize?url={encoded}&width=64")).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(size_of(&body).0, 64);
+
     // The prefix entry admits /lake.jpg and nothing else of the origin.
     let (status, code, _) = fetch(
         &s,
