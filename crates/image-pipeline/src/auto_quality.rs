@@ -240,6 +240,44 @@ pub(crate) fn search(
     })
 }
 
+/// The search on a finished picture, as `transform` runs it for `quality=auto` (for the
+/// benchmark, bench/image/auto-quality.sh): `img` encoded as `format` (RGB or RGBA 8-bit;
+/// opaque for JPEG) at the quality found for `target`, with libwebp at `webp_effort`.
+///
+/// # Errors
+/// As the encoders and the scoring ([`PipelineError::Encode`]).
+pub fn encode_auto(
+    img: &DynamicImage,
+    format: OutputFormat,
+    target: f64,
+    webp_effort: u8,
+) -> Result<Found, PipelineError> {
+    search(img, format, plain(DEFAULT_QUALITY, webp_effort), target)
+}
+
+/// `img` encoded as `format` at `quality` (1..=100), as `transform` encodes it (for the
+/// benchmark's fixed-quality column).
+///
+/// # Errors
+/// As the encoders ([`PipelineError::Encode`]).
+pub fn encode_at(
+    img: &DynamicImage,
+    format: OutputFormat,
+    quality: u8,
+    webp_effort: u8,
+) -> Result<Vec<u8>, PipelineError> {
+    encode::encode(img, format, plain(quality, webp_effort))
+}
+
+fn plain(quality: u8, webp_effort: u8) -> Settings {
+    Settings {
+        quality: quality.clamp(1, 100),
+        progressive: false,
+        gray: false,
+        webp_effort,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
