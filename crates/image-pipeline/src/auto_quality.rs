@@ -352,6 +352,73 @@ mod tests {
         assert_eq!((tiny.encodes, tiny.quality, tiny.score), (1, 80, None));
     }
 
+    /// `transform` with `query` (pairs `k=v` joined by `&`) as `format`.
+    fn run(
+        source: &[u8],
+        query: &str,
+        format: OutputFormat,
+        limits: &crate::Limits,
+    ) -> Result<crate::Output, PipelineError> {
+        let pairs: Vec<(&str, &str)> = query
+            .split('&')
+            .map(|kv| kv.split_once('=').unwrap())
+            .collect();
+        let spec = crate::TransformSpec::from_query(pairs, limits)?;
+        crate::transform(source, &spec, format, None, limits)
+    }
+
+    #[test]
+    fn max_bytes_starts_from_the_searched_quality_and_best_is_the_smallest_candidate() {
+        let img = corpus_photo().unwrap_or_else(|| photo(320, 240));
+        let source = crate::samples::jpeg(&img.to_rgb8(), 95);
+        let limits = crate::Limits::default();
+        let webp = OutputFormat::Webp;
+        let auto = run(&source, "width=400&format=webp&quality=auto", webp, &limits).unwrap();
+        let roomy = format!("width=400&format=webp&quality=auto&max_bytes={}", auto.bytes.len());
+        assert_eq!(run(&source, &roomy, webp, &limits).unwrap().bytes, auto.bytes);
+        let budget = auto.bytes.len() * 2 / 3;
+        let tight = format!("width=400&format=webp&quality=auto&max_bytes={budget}");
+        assert!(run(&source, &tight, webp, &limits).unwrap().bytes.len() <= budget);
+
+        let mut sizes = Vec::new();
+        for (f, name) in [
+            (OutputFormat::Avif, "avif"),
+            (OutputFormat::Webp, "webp"),
+            (OutputFormat::Jpeg, "jpeg"),
+        ] {
+            let q = format!("width=400&format={name}&quality=auto");
+            sizes.push((run(&source, &q, f, &limits).unwrap().bytes.len(), f));
+        }
+        let best = run(&source, "width=400&format=best", OutputFormat::Avif, &limits).unwrap();
+        let smallest = sizes.iter().min_by_key(|(n, _)| *n).unwrap();
+        assert_eq!((best.bytes.len(), best.format), *smallest, "{sizes:?}");
+        // A client without AVIF: WebP or JPEG, whichever is smaller.
+        let best = run(&source, "width=400&format=best", OutputFormat::Webp, &limits).unwrap();
+        let smallest = sizes
+            .iter()
+            .filter(|(_, f)| *f != OutputFormat::Avif)
+            .min_by_key(|(n, _)| *n)
+            .unwrap();
+        assert_eq!((best.bytes.len(), best.format), *smallest, "{sizes:?}");
+    }
+
+    #[test]
+    fn the_cost_model_charges_the_search_before_decoding() {
+        let img = photo(1600, 1200);
+        let source = crate::samples::jpeg(&img.to_rgb8(), 90);
+        let limits = crate::Limits {
+            max_request_pixel_ops: 150_000_000,
+            ..crate::Limits::default()
+        };
+        let q = "width=800&format=webp";
+        assert!(run(&source, &format!("{q}&quality=80"), OutputFormat::Webp, &limits).is_ok());
+        let refused = run(&source, &format!("{q}&quality=auto"), OutputFormat::Webp, &limits);
+        assert!(
+            matches!(&refused, Err(PipelineError::BadParam { reason, .. }) if reason.contains("MAX_REQUEST_PIXEL_OPS")),
+            "{refused:?}"
+        );
+    }
+
     #[test]
     fn large_pictures_are_scored_scaled_down() {
         assert_eq!(scored_size((800, 600)), (800, 600));
