@@ -437,7 +437,10 @@ mod tests {
                 image_pipeline::OutputFormat::Jpeg
             ]
         );
-        for bad in [["--auto-quality-target", "99"], ["--auto-quality-formats", "png"]] {
+        for bad in [
+            ["--auto-quality-target", "99"],
+            ["--auto-quality-formats", "png"],
+        ] {
             assert!(Config::try_parse_from(["image-server", bad[0], bad[1]]).is_err());
         }
     }

@@ -1954,7 +1954,11 @@ async fn quality_auto_and_format_best_pick_the_fewest_bytes_the_client_accepts()
         let body = r.bytes().await.unwrap();
         assert_eq!(magic(&body), *f, "{q}");
         let again = s.get(&q).await;
-        assert_eq!(again.headers()["x-cache"], "HIT", "the search's result is cached");
+        assert_eq!(
+            again.headers()["x-cache"],
+            "HIT",
+            "the search's result is cached"
+        );
         assert_eq!(again.bytes().await.unwrap(), body);
         let fixed = s.get(&format!("{base}&format={f}&quality=80")).await;
         assert_ne!(fixed.headers()["etag"], etag, "q=auto has its own key");
@@ -1978,7 +1982,11 @@ async fn quality_auto_and_format_best_pick_the_fewest_bytes_the_client_accepts()
         let picked = magic(&body);
         let smallest = allowed.iter().map(|f| auto_len[f]).min().unwrap();
         assert!(allowed.contains(&picked), "{accept}: {picked}");
-        assert_eq!(body.len(), smallest, "{accept}: {picked} is the smallest allowed");
+        assert_eq!(
+            body.len(),
+            smallest,
+            "{accept}: {picked} is the smallest allowed"
+        );
     }
     for (q, name) in [
         ("quality=autom", "quality"),
@@ -2005,7 +2013,9 @@ async fn auto_quality_formats_make_auto_the_default_quality() {
     let get = |q: &'static str| {
         let s = &s;
         async move {
-            let r = s.get(&format!("/images/resize/q/lake.jpg?width=300&{q}")).await;
+            let r = s
+                .get(&format!("/images/resize/q/lake.jpg?width=300&{q}"))
+                .await;
             assert_eq!(r.status(), 200, "{q}");
             let etag = r.headers()["etag"].to_str().unwrap().to_owned();
             (etag, r.bytes().await.unwrap())

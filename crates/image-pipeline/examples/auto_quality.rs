@@ -17,7 +17,12 @@ use std::time::Instant;
 use image_pipeline::image::DynamicImage;
 use image_pipeline::{Limits, OutputFormat, TransformSpec, auto_quality, transform};
 
-fn run(source: &[u8], query: &str, format: OutputFormat, limits: &Limits) -> (Vec<u8>, f64, OutputFormat) {
+fn run(
+    source: &[u8],
+    query: &str,
+    format: OutputFormat,
+    limits: &Limits,
+) -> (Vec<u8>, f64, OutputFormat) {
     let pairs: Vec<(&str, &str)> = query
         .split('&')
         .map(|kv| kv.split_once('=').unwrap())
@@ -25,7 +30,11 @@ fn run(source: &[u8], query: &str, format: OutputFormat, limits: &Limits) -> (Ve
     let spec = TransformSpec::from_query(pairs, limits).unwrap();
     let started = Instant::now();
     let out = transform(source, &spec, format, None, limits).unwrap();
-    (out.bytes, started.elapsed().as_secs_f64() * 1000.0, out.format)
+    (
+        out.bytes,
+        started.elapsed().as_secs_f64() * 1000.0,
+        out.format,
+    )
 }
 
 fn ms(started: Instant) -> f64 {
@@ -33,7 +42,10 @@ fn ms(started: Instant) -> f64 {
 }
 
 fn main() {
-    let width: u32 = std::env::var("WIDTH").ok().and_then(|v| v.parse().ok()).unwrap_or(800);
+    let width: u32 = std::env::var("WIDTH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(800);
     let limits = Limits::default();
     let target: f64 = std::env::var("TARGET")
         .ok()
@@ -51,7 +63,9 @@ fn main() {
     ];
     println!("SSIMULACRA2 target {target}, {width} px wide");
     println!();
-    println!("| photo | format | bytes q80 | score q80 | bytes auto | q auto | score auto | encodes | saved | extra ms |");
+    println!(
+        "| photo | format | bytes q80 | score q80 | bytes auto | q auto | score auto | encodes | saved | extra ms |"
+    );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     // Per format: bytes at 80, bytes auto, ms at 80, ms auto, images, auto below target,
     // photos where q80 meets the target and auto is larger.
@@ -65,7 +79,12 @@ fn main() {
             .to_string_lossy()
             .into_owned();
         let base = format!("width={width}");
-        let (png, _, _) = run(&source, &format!("{base}&format=png"), OutputFormat::Png, &limits);
+        let (png, _, _) = run(
+            &source,
+            &format!("{base}&format=png"),
+            OutputFormat::Png,
+            &limits,
+        );
         let rgba = image_pipeline::decode_to_rgba(&png, u64::MAX).unwrap();
         let picture = DynamicImage::ImageRgb8(DynamicImage::ImageRgba8(rgba).to_rgb8());
         for (i, (format, fname)) in formats.iter().enumerate() {
@@ -113,7 +132,9 @@ fn main() {
         }
     }
     println!();
-    println!("| format | photos | bytes q80 | bytes auto | saved | ms q80 (mean) | ms auto (mean) | extra ms (mean) | auto below target | larger than a passing q80 |");
+    println!(
+        "| format | photos | bytes q80 | bytes auto | saved | ms q80 (mean) | ms auto (mean) | extra ms (mean) | auto below target | larger than a passing q80 |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (i, (_, fname)) in formats.iter().enumerate() {
         let (b80, bauto, t80, tauto, n, below, larger) = totals[i];

@@ -176,7 +176,14 @@ pub(crate) fn search(
     let mut trial = |quality: u8| -> Result<(Vec<u8>, f64), PipelineError> {
         crate::cancel::check()?;
         encodes += 1;
-        let bytes = encode::encode(img, format, Settings { quality, ..settings })?;
+        let bytes = encode::encode(
+            img,
+            format,
+            Settings {
+                quality,
+                ..settings
+            },
+        )?;
         let score = score_against(&reference, &bytes, size)?;
         Ok((bytes, score))
     };
@@ -319,7 +326,11 @@ mod tests {
                 let score = score_encoded(&img, &found.bytes).unwrap();
                 assert_eq!(Some(score), found.score, "{format:?} at {target}");
                 if found.quality < HIGH {
-                    assert!(score >= target, "{format:?} q{}: {score} < {target}", found.quality);
+                    assert!(
+                        score >= target,
+                        "{format:?} q{}: {score} < {target}",
+                        found.quality
+                    );
                 }
             }
         }
@@ -374,8 +385,14 @@ mod tests {
         let limits = crate::Limits::default();
         let webp = OutputFormat::Webp;
         let auto = run(&source, "width=400&format=webp&quality=auto", webp, &limits).unwrap();
-        let roomy = format!("width=400&format=webp&quality=auto&max_bytes={}", auto.bytes.len());
-        assert_eq!(run(&source, &roomy, webp, &limits).unwrap().bytes, auto.bytes);
+        let roomy = format!(
+            "width=400&format=webp&quality=auto&max_bytes={}",
+            auto.bytes.len()
+        );
+        assert_eq!(
+            run(&source, &roomy, webp, &limits).unwrap().bytes,
+            auto.bytes
+        );
         let budget = auto.bytes.len() * 2 / 3;
         let tight = format!("width=400&format=webp&quality=auto&max_bytes={budget}");
         assert!(run(&source, &tight, webp, &limits).unwrap().bytes.len() <= budget);
@@ -389,11 +406,23 @@ mod tests {
             let q = format!("width=400&format={name}&quality=auto");
             sizes.push((run(&source, &q, f, &limits).unwrap().bytes.len(), f));
         }
-        let best = run(&source, "width=400&format=best", OutputFormat::Avif, &limits).unwrap();
+        let best = run(
+            &source,
+            "width=400&format=best",
+            OutputFormat::Avif,
+            &limits,
+        )
+        .unwrap();
         let smallest = sizes.iter().min_by_key(|(n, _)| *n).unwrap();
         assert_eq!((best.bytes.len(), best.format), *smallest, "{sizes:?}");
         // A client without AVIF: WebP or JPEG, whichever is smaller.
-        let best = run(&source, "width=400&format=best", OutputFormat::Webp, &limits).unwrap();
+        let best = run(
+            &source,
+            "width=400&format=best",
+            OutputFormat::Webp,
+            &limits,
+        )
+        .unwrap();
         let smallest = sizes
             .iter()
             .filter(|(_, f)| *f != OutputFormat::Avif)
@@ -411,8 +440,21 @@ mod tests {
             ..crate::Limits::default()
         };
         let q = "width=800&format=webp";
-        assert!(run(&source, &format!("{q}&quality=80"), OutputFormat::Webp, &limits).is_ok());
-        let refused = run(&source, &format!("{q}&quality=auto"), OutputFormat::Webp, &limits);
+        assert!(
+            run(
+                &source,
+                &format!("{q}&quality=80"),
+                OutputFormat::Webp,
+                &limits
+            )
+            .is_ok()
+        );
+        let refused = run(
+            &source,
+            &format!("{q}&quality=auto"),
+            OutputFormat::Webp,
+            &limits,
+        );
         assert!(
             matches!(&refused, Err(PipelineError::BadParam { reason, .. }) if reason.contains("MAX_REQUEST_PIXEL_OPS")),
             "{refused:?}"
@@ -423,8 +465,14 @@ mod tests {
     fn large_pictures_are_scored_scaled_down() {
         assert_eq!(scored_size((800, 600)), (800, 600));
         let (w, h) = scored_size((4000, 3000));
-        assert!(u64::from(w) * u64::from(h) <= SCORE_MAX_PIXELS + 4000, "{w}x{h}");
-        assert!(u64::from(w) * u64::from(h) >= SCORE_MAX_PIXELS - 4000, "{w}x{h}");
+        assert!(
+            u64::from(w) * u64::from(h) <= SCORE_MAX_PIXELS + 4000,
+            "{w}x{h}"
+        );
+        assert!(
+            u64::from(w) * u64::from(h) >= SCORE_MAX_PIXELS - 4000,
+            "{w}x{h}"
+        );
         assert_eq!(w * 3 / 4, h);
     }
 }

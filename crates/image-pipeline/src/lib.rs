@@ -105,9 +105,7 @@ pub fn transform(
     }
     let moving_format = match format {
         OutputFormat::Avif if spec.negotiated() => OutputFormat::Webp,
-        OutputFormat::Jpeg | OutputFormat::Png if spec.negotiated() => {
-            OutputFormat::Gif
-        }
+        OutputFormat::Jpeg | OutputFormat::Png if spec.negotiated() => OutputFormat::Gif,
         other => other,
     };
     let animate = frames > 1
@@ -228,8 +226,7 @@ pub fn transform(
     // gets PNG for a picture with a transparent pixel (as Cloudinary's f_auto does), and JPEG
     // for an opaque one, alpha channel or not.
     let transparent = spec.negotiated() && has_transparency(&img);
-    let format = if format == OutputFormat::Jpeg && transparent
-    {
+    let format = if format == OutputFormat::Jpeg && transparent {
         OutputFormat::Png
     } else {
         format

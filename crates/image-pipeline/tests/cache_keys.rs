@@ -506,7 +506,11 @@ fn queries() -> Vec<Case> {
         &[("format", "best")],
         &[("f", "BEST"), ("q", "auto")],
         &[("format", "best"), ("quality", "70")],
-        &[("format", "webp"), ("quality", "auto"), ("max_bytes", "5000")],
+        &[
+            ("format", "webp"),
+            ("quality", "auto"),
+            ("max_bytes", "5000"),
+        ],
         &[("width", "400"), ("format", "auto"), ("quality", "auto")],
         &[("quality", "autom")],
     ] {
