@@ -17,26 +17,6 @@ use std::time::Instant;
 use image_pipeline::image::DynamicImage;
 use image_pipeline::{Limits, OutputFormat, TransformSpec, auto_quality, transform};
 
-fn run(
-    source: &[u8],
-    query: &str,
-    format: OutputFormat,
-    limits: &Limits,
-) -> (Vec<u8>, f64, OutputFormat) {
-    let pairs: Vec<(&str, &str)> = query
-        .split('&')
-        .map(|kv| kv.split_once('=').unwrap())
-        .collect();
-    let spec = TransformSpec::from_query(pairs, limits).unwrap();
-    let started = Instant::now();
-    let out = transform(source, &spec, format, None, limits).unwrap();
-    (
-        out.bytes,
-        started.elapsed().as_secs_f64() * 1000.0,
-        out.format,
-    )
-}
-
 fn ms(started: Instant) -> f64 {
     started.elapsed().as_secs_f64() * 1000.0
 }
@@ -71,6 +51,7 @@ fn main() {
     // photos where q80 meets the target and auto is larger.
     let mut totals = [(0usize, 0usize, 0.0f64, 0.0f64, 0u32, 0u32, 0u32); 3];
     let mut best_rows = Vec::new();
+    let mut skipped = Vec::new();
     for path in std::env::args().skip(1) {
         let source = std::fs::read(&path).unwrap();
         let name = std::path::Path::new(&path)
@@ -78,13 +59,17 @@ fn main() {
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        let base = format!("width={width}");
-        let (png, _, _) = run(
-            &source,
-            &format!("{base}&format=png"),
-            OutputFormat::Png,
-            &limits,
-        );
+        let pairs = [("width", width.to_string()), ("format", "png".to_owned())];
+        let spec = TransformSpec::from_query(pairs.iter().map(|(k, v)| (*k, v.as_str())), &limits)
+            .unwrap();
+        let png = match transform(&source, &spec, OutputFormat::Png, None, &limits) {
+            Ok(out) => out.bytes,
+            Err(e) => {
+                eprintln!("{name}: skipped: {e}");
+                skipped.push(format!("{name} ({e})"));
+                continue;
+            }
+        };
         let rgba = image_pipeline::decode_to_rgba(&png, u64::MAX).unwrap();
         let picture = DynamicImage::ImageRgb8(DynamicImage::ImageRgba8(rgba).to_rgb8());
         for (i, (format, fname)) in formats.iter().enumerate() {
@@ -154,5 +139,12 @@ fn main() {
     println!("|---|---|---:|---:|---:|");
     for row in best_rows {
         println!("{row}");
+    }
+    if !skipped.is_empty() {
+        println!();
+        println!(
+            "Skipped (refused under the default limits): {}",
+            skipped.join("; ")
+        );
     }
 }
