@@ -32,8 +32,9 @@ pub const HIGH: u8 = 95;
 pub const SCORE_MAX_PIXELS: u64 = 512 * 1024;
 /// Weighted operations a trial's decode and score cost per scored pixel, besides its encode
 /// (`cost.rs`' units, about a nanosecond each): SSIMULACRA2's XYB conversion, blurs and six
-/// scales, measured at about 120 ns a pixel on one core, and the decode.
-pub(crate) const TRIAL_OPS_PER_PIXEL: u64 = 160;
+/// scales, and the decode: bench/image/AUTO_QUALITY.md measured about 440 ms a JPEG trial at
+/// about 500,000 scored pixels on a loaded 2-core machine (load 5), so about 400 on a quiet one.
+pub(crate) const TRIAL_OPS_PER_PIXEL: u64 = 400;
 /// Bytes SSIMULACRA2 holds per scored pixel: both pictures in linear light and in XYB, their
 /// products and blurred copies, all in f32 (about 30 planes of 4 bytes).
 pub(crate) const SCORE_BYTES_PER_PIXEL: u64 = 120;
