@@ -82,6 +82,18 @@ pub struct Config {
     #[arg(long, env = "AVIF_MAX_PIXELS", default_value_t = 1_440_000)]
     pub avif_max_pixels: u64,
 
+    /// The SSIMULACRA2 score `quality=auto` and `format=best` search the encoder's quality
+    /// for, 30..=95: 90 is visually lossless, 80 high quality, 70 medium, 50 low. Default 80.
+    /// docs/image-service.md, "Automatic quality".
+    #[arg(long, env = "AUTO_QUALITY_TARGET", default_value_t = image_params::DEFAULT_AUTO_QUALITY_TARGET, value_parser = auto_quality_target)]
+    pub auto_quality_target: f64,
+
+    /// Output formats (comma-separated, of `webp`, `jpeg`, `avif`) whose quality is `auto`
+    /// when a request names none; an explicit `quality=N` still wins. Default none. Their
+    /// cache keys become `q=auto` ones, so switching it on does not serve old results.
+    #[arg(long, env = "AUTO_QUALITY_FORMATS", value_delimiter = ',', value_parser = auto_quality_format)]
+    pub auto_quality_formats: Vec<image_pipeline::OutputFormat>,
+
     /// Most frames of an animated GIF or WebP source, counted from its blocks before decoding;
     /// more: 422 `too_many_frames` (their pixels together are held to MAX_SOURCE_PIXELS too).
     /// Default 100.
@@ -381,9 +393,65 @@ fn enlarge_factor(v: &str) -> Result<f64, String> {
     }
 }
 
+/// AUTO_QUALITY_TARGET: a SSIMULACRA2 score within image_params::AUTO_QUALITY_TARGET.
+fn auto_quality_target(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(t) if image_params::AUTO_QUALITY_TARGET.contains(&t) => Ok(t),
+        _ => Err(format!(
+            "{v:?}: expected a SSIMULACRA2 score from {} to {}, such as 80",
+            image_params::AUTO_QUALITY_TARGET.start(),
+            image_params::AUTO_QUALITY_TARGET.end()
+        )),
+    }
+}
+
+/// One format of AUTO_QUALITY_FORMATS: a lossy one (`webp`, `jpeg`/`jpg`, `avif`).
+fn auto_quality_format(v: &str) -> Result<image_pipeline::OutputFormat, String> {
+    use image_pipeline::OutputFormat;
+    match v.trim().to_ascii_lowercase().as_str() {
+        "webp" => Ok(OutputFormat::Webp),
+        "jpeg" | "jpg" => Ok(OutputFormat::Jpeg),
+        "avif" => Ok(OutputFormat::Avif),
+        _ => Err(format!(
+            "{v:?}: expected webp, jpeg or avif (PNG and GIF have no quality to search)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_quality_settings_are_a_score_and_lossy_formats() {
+        let c = Config::defaults();
+        assert_eq!(
+            (c.auto_quality_target, c.auto_quality_formats.len()),
+            (80.0, 0)
+        );
+        let c = Config::try_parse_from([
+            "image-server",
+            "--auto-quality-target",
+            "70",
+            "--auto-quality-formats",
+            "webp,JPG",
+        ])
+        .unwrap();
+        assert_eq!(c.auto_quality_target, 70.0);
+        assert_eq!(
+            c.auto_quality_formats,
+            [
+                image_pipeline::OutputFormat::Webp,
+                image_pipeline::OutputFormat::Jpeg
+            ]
+        );
+        for bad in [
+            ["--auto-quality-target", "99"],
+            ["--auto-quality-formats", "png"],
+        ] {
+            assert!(Config::try_parse_from(["image-server", bad[0], bad[1]]).is_err());
+        }
+    }
 
     #[test]
     fn cli_is_well_formed() {

@@ -129,6 +129,7 @@ fn build(config: Config) -> anyhow::Result<(Router, AppState)> {
         max_request_bytes: config.max_request_bytes,
         max_request_pixel_ops: config.max_request_pixel_ops,
         max_animation_output_pixels: config.max_animation_output_pixels,
+        auto_quality_target: config.auto_quality_target,
     };
     let resize_limits = if signer.is_some() {
         limits

@@ -1929,3 +1929,106 @@ async fn the_binary_reads_s3_settings_from_aws_variables() {
     child.start_kill().unwrap();
     child.wait().await.unwrap();
 }
+
+/// `quality=auto` answers a valid image at its own cache key; `format=best` answers the
+/// smallest of the formats the Accept header allows, each at its searched quality, with
+/// `Vary: Accept`; bad values are a 400 naming the parameter (docs/image-service.md,
+/// "Automatic quality").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quality_auto_and_format_best_pick_the_fewest_bytes_the_client_accepts() {
+    let s = TestServer::start_local_with(|_| {}).await;
+    s.upload("q/lake.jpg", fixture("lake.jpg")).await;
+    let base = "/images/resize/q/lake.jpg?width=400";
+    let mut auto_len = std::collections::HashMap::new();
+    let formats: &[&str] = if cfg!(feature = "avif") {
+        &["jpeg", "webp", "avif"]
+    } else {
+        &["jpeg", "webp"]
+    };
+    for f in formats {
+        let q = format!("{base}&format={f}&quality=auto");
+        let r = s.get(&q).await;
+        assert_eq!(r.status(), 200, "{q}");
+        assert_eq!(r.headers()["x-cache"], "MISS", "{q}");
+        let etag = r.headers()["etag"].clone();
+        let body = r.bytes().await.unwrap();
+        assert_eq!(magic(&body), *f, "{q}");
+        let again = s.get(&q).await;
+        assert_eq!(
+            again.headers()["x-cache"],
+            "HIT",
+            "the search's result is cached"
+        );
+        assert_eq!(again.bytes().await.unwrap(), body);
+        let fixed = s.get(&format!("{base}&format={f}&quality=80")).await;
+        assert_ne!(fixed.headers()["etag"], etag, "q=auto has its own key");
+        let (w, _) = pixels(&body).dimensions();
+        assert_eq!(w, 400);
+        auto_len.insert(*f, body.len());
+    }
+    let best = format!("{base}&format=best");
+    let mut cases = vec![
+        ("image/webp,*/*", vec!["webp", "jpeg"]),
+        ("*/*", vec!["jpeg"]),
+    ];
+    if cfg!(feature = "avif") {
+        cases.push(("image/avif,image/webp,*/*", vec!["avif", "webp", "jpeg"]));
+    }
+    for (accept, allowed) in cases {
+        let r = s.get_with(&best, "accept", accept).await;
+        assert_eq!(r.status(), 200, "{accept}");
+        assert_eq!(r.headers()["vary"], "Accept", "{accept}");
+        let body = r.bytes().await.unwrap();
+        let picked = magic(&body);
+        let smallest = allowed.iter().map(|f| auto_len[f]).min().unwrap();
+        assert!(allowed.contains(&picked), "{accept}: {picked}");
+        assert_eq!(
+            body.len(),
+            smallest,
+            "{accept}: {picked} is the smallest allowed"
+        );
+    }
+    for (q, name) in [
+        ("quality=autom", "quality"),
+        ("quality=0", "quality"),
+        ("format=bestest", "format"),
+        ("format=best&quality=70", "quality"),
+    ] {
+        let (status, msg) = error(&s, &format!("{base}&{q}")).await;
+        assert_eq!(status, 400, "{q}");
+        assert!(msg.contains(name), "{q}: {msg}");
+    }
+    s.stop().await;
+}
+
+/// AUTO_QUALITY_FORMATS makes `auto` the quality of a listed format when a request names
+/// none; an explicit quality still wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_quality_formats_make_auto_the_default_quality() {
+    let s = TestServer::start_local_with(|c| {
+        c.auto_quality_formats = vec![OutputFormat::Webp];
+    })
+    .await;
+    s.upload("q/lake.jpg", fixture("lake.jpg")).await;
+    let get = |q: &'static str| {
+        let s = &s;
+        async move {
+            let r = s
+                .get(&format!("/images/resize/q/lake.jpg?width=300&{q}"))
+                .await;
+            assert_eq!(r.status(), 200, "{q}");
+            let etag = r.headers()["etag"].to_str().unwrap().to_owned();
+            (etag, r.bytes().await.unwrap())
+        }
+    };
+    let (default_tag, default_body) = get("format=webp").await;
+    let (auto_tag, auto_body) = get("format=webp&quality=auto").await;
+    let (fixed_tag, _) = get("format=webp&quality=80").await;
+    assert_eq!((&default_tag, &default_body), (&auto_tag, &auto_body));
+    assert_ne!(default_tag, fixed_tag);
+    // JPEG is not listed: its default stays 80.
+    let (jpeg_tag, _) = get("format=jpeg").await;
+    let (jpeg80_tag, _) = get("format=jpeg&quality=80").await;
+    assert_eq!(jpeg_tag, jpeg80_tag);
+    s.stop().await;
+}

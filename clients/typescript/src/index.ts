@@ -6,7 +6,7 @@
 
 import { createHmac } from "node:crypto";
 
-export type Format = "webp" | "jpeg" | "jpg" | "png" | "gif" | "avif" | "auto" | "blurhash";
+export type Format = "webp" | "jpeg" | "jpg" | "png" | "gif" | "avif" | "auto" | "best" | "blurhash";
 export type Fit = "inside" | "cover" | "contain" | "fill" | "outside";
 
 export interface ClientConfig {
@@ -35,8 +35,11 @@ export interface ResizeOptions {
    */
   dpr?: number;
   format?: Format;
-  /** 1..100, server default 80. */
-  quality?: number;
+  /**
+   * 1..100, server default 80; `"auto"`: searched by the server to its perceptual target
+   * (docs/image-service.md, "Automatic quality").
+   */
+  quality?: number | "auto";
   /** Clockwise degrees, 0..360. */
   rotate?: number;
   /** Mirror left to right. */

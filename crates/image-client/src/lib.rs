@@ -68,6 +68,9 @@ pub struct ResizeOptions {
     pub format: Option<Format>,
     /// 1..=100 (server default 80).
     pub quality: Option<u8>,
+    /// `quality=auto`: the server searches the quality to its perceptual target
+    /// (docs/image-service.md, "Automatic quality"); sent instead of `quality` when set.
+    pub auto_quality: bool,
     /// Clockwise degrees, 0..=360.
     pub rotate: Option<f32>,
     /// Mirror left to right.
@@ -167,7 +170,14 @@ impl ResizeOptions {
             put(Name::WatermarkScale, w.scale.map(|s| s.to_string()));
         }
         put(Name::Format, self.format.map(|f| f.name().to_owned()));
-        put(Name::Quality, self.quality.map(|n| n.to_string()));
+        put(
+            Name::Quality,
+            if self.auto_quality {
+                Some(image_params::AUTO_QUALITY.to_owned())
+            } else {
+                self.quality.map(|n| n.to_string())
+            },
+        );
         put(Name::Animated, self.still.then(|| "false".to_owned()));
         put(Name::Frame, self.frame.map(|n| n.to_string()));
         put(Name::KeepCopyright, switch(self.keep_copyright));
@@ -356,6 +366,24 @@ fn sign(key: &str, message: &str) -> String {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn auto_quality_and_best_format_are_sent_by_name() {
+        let c = ImageClient::new("http://cdn.example:3000/", "k").unwrap();
+        let url = c.resize_url(
+            "a.jpg",
+            &ResizeOptions {
+                format: Some(Format::Best),
+                quality: Some(70),
+                auto_quality: true,
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            url,
+            "http://cdn.example:3000/images/resize/a.jpg?format=best&quality=auto"
+        );
+    }
 
     #[test]
     fn resize_url_encodes_the_path_and_lists_options() {

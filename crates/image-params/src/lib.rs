@@ -159,6 +159,14 @@ impl Name {
 pub const QUALITY: RangeInclusive<u8> = 1..=100;
 /// `quality` when absent, as the original service's.
 pub const DEFAULT_QUALITY: u8 = 80;
+/// `quality=auto`: the encoder's quality searched to meet a SSIMULACRA2 score
+/// (docs/image-service.md, "Automatic quality"); printed as `q=auto` in the cache key.
+pub const AUTO_QUALITY: &str = "auto";
+/// The SSIMULACRA2 score `quality=auto` aims at when the server sets none
+/// (AUTO_QUALITY_TARGET): 90 is visually lossless, 80 high quality, 70 medium, 50 low.
+pub const DEFAULT_AUTO_QUALITY_TARGET: f64 = 80.0;
+/// The targets AUTO_QUALITY_TARGET accepts.
+pub const AUTO_QUALITY_TARGET: RangeInclusive<f64> = 30.0..=95.0;
 /// Largest `dpr` and `zoom`: no display has a denser screen (phones reach 4), and Cloudinary's
 /// `dpr` stops at 5 too. Both must be above 0.
 pub const MAX_DPR: f64 = 5.0;
@@ -200,6 +208,10 @@ pub enum Format {
     Avif,
     /// `auto`: AVIF, WebP or JPEG chosen from the Accept header.
     Auto,
+    /// `best`: the smallest of the formats `auto` may pick for the Accept header (AVIF, WebP,
+    /// JPEG), each encoded at the quality `quality=auto` finds for it; implies `quality=auto`
+    /// (docs/image-service.md, "Automatic quality").
+    Best,
     /// `gif`, animated when the source is.
     Gif,
     /// `blurhash`: not a picture but `{"blurhash", "components": {"x", "y"}, "width",
@@ -209,13 +221,14 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order docs/image-service.md §4 lists them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Webp,
         Self::Jpeg,
         Self::Png,
         Self::Avif,
         Self::Gif,
         Self::Auto,
+        Self::Best,
         Self::Blurhash,
     ];
 
@@ -227,6 +240,7 @@ impl Format {
             "png" => Self::Png,
             "avif" => Self::Avif,
             "auto" => Self::Auto,
+            "best" => Self::Best,
             "blurhash" => Self::Blurhash,
             "gif" => Self::Gif,
             _ => return None,
@@ -241,6 +255,7 @@ impl Format {
             Self::Png => "png",
             Self::Avif => "avif",
             Self::Auto => "auto",
+            Self::Best => "best",
             Self::Gif => "gif",
             Self::Blurhash => "blurhash",
         }

@@ -117,6 +117,11 @@ pub(crate) struct Request {
     pub webp_effort: u8,
     /// Times the result is encoded (`max_bytes` tries qualities and sizes).
     pub encodes: u64,
+    /// `quality=auto` / `format=best` (`auto_quality.rs`): the trial encodes of the search
+    /// (beyond `encodes`), the pixels each is decoded and scored at, and the operations per
+    /// output pixel of all its encodes together (each candidate format's encoder, not
+    /// `format`'s); (0, 0, 0) without.
+    pub trials: (u64, u64, u64),
     /// An image watermark: the size its decode holds, and its fitted size.
     pub mark: Option<((u32, u32), (u32, u32))>,
     /// A text watermark: its raster's size and its glyphs' coverage.
@@ -200,6 +205,23 @@ pub(crate) fn estimate(r: &Request) -> Cost {
                 .saturating_mul(r.encodes.max(1)),
         )
     };
+    // The search: its trial encodes, each decoded (a copy of the output) and scored.
+    let (trials, scored, trial_encode_ops) = r.trials;
+    let search = Cost::new(
+        if trials > 0 {
+            scored
+                .saturating_mul(crate::auto_quality::SCORE_BYTES_PER_PIXEL)
+                .saturating_add(output.saturating_mul(RGBA * 2))
+        } else {
+            0
+        },
+        output.saturating_mul(trial_encode_ops).saturating_add(
+            trials
+                .saturating_mul(scored)
+                .saturating_mul(crate::auto_quality::TRIAL_OPS_PER_PIXEL),
+        ),
+    );
+    let encode = encode.with(search);
     let once = mark.with(text).with(Cost::new(0, r.extra_ops));
     // Per frame: decode and resize, then finish, then composite, then encode; an animation's
     // decoder and encoder stay alive through every frame's steps.

@@ -15,6 +15,7 @@
 //! sharp's settings (WebP method 4) the output files are sharp's.
 
 mod animation;
+pub mod auto_quality;
 mod budget;
 mod cancel;
 mod colour;
@@ -103,14 +104,8 @@ pub fn transform(
         animation::check(frames, (info.width, info.height), limits)?;
     }
     let moving_format = match format {
-        OutputFormat::Avif if spec.format == Some(FormatParam::Format(Format::Auto)) => {
-            OutputFormat::Webp
-        }
-        OutputFormat::Jpeg | OutputFormat::Png
-            if spec.format == Some(FormatParam::Format(Format::Auto)) =>
-        {
-            OutputFormat::Gif
-        }
+        OutputFormat::Avif if spec.negotiated() => OutputFormat::Webp,
+        OutputFormat::Jpeg | OutputFormat::Png if spec.negotiated() => OutputFormat::Gif,
         other => other,
     };
     let animate = frames > 1
@@ -230,10 +225,8 @@ pub fn transform(
     // format=auto does not flatten transparency: a client that accepts neither AVIF nor WebP
     // gets PNG for a picture with a transparent pixel (as Cloudinary's f_auto does), and JPEG
     // for an opaque one, alpha channel or not.
-    let format = if format == OutputFormat::Jpeg
-        && spec.format == Some(FormatParam::Format(Format::Auto))
-        && has_transparency(&img)
-    {
+    let transparent = spec.negotiated() && has_transparency(&img);
+    let format = if format == OutputFormat::Jpeg && transparent {
         OutputFormat::Png
     } else {
         format
@@ -284,6 +277,65 @@ pub fn transform(
         metadata::Kept::default()
     };
     let overhead = kept.exif.as_ref().map_or(0, Vec::len) + kept.icc.map_or(0, <[u8]>::len);
+    // quality=auto: the quality searched per format; format=best: the smallest of the
+    // candidates, each at its searched quality (auto_quality.rs).
+    let (format, settings) = if spec.auto_quality {
+        let mut candidates: Vec<OutputFormat> = if spec.best() {
+            format.candidates().to_vec()
+        } else {
+            vec![format]
+        };
+        let (w, h) = (img.width(), img.height());
+        candidates.retain(|f| match f {
+            OutputFormat::Avif => avif_fits((w, h), limits).is_ok(),
+            OutputFormat::Jpeg => !transparent,
+            _ => true,
+        });
+        let mut best: Option<(OutputFormat, auto_quality::Found)> = None;
+        for f in candidates {
+            let flat;
+            let pic = if f == OutputFormat::Jpeg && img.color().has_alpha() {
+                flat = flatten(&img, bg)?;
+                &flat
+            } else {
+                &img
+            };
+            let found = auto_quality::search(pic, f, settings, limits.auto_quality_target)?;
+            if best
+                .as_ref()
+                .is_none_or(|(_, b)| found.bytes.len() < b.bytes.len())
+            {
+                best = Some((f, found));
+            }
+        }
+        match best {
+            Some((f, found)) if spec.max_bytes.is_none() => {
+                if f == OutputFormat::Jpeg && img.color().has_alpha() {
+                    img = flatten(&img, bg)?;
+                }
+                let bytes = metadata::embed(found.bytes, f, &kept)?;
+                return Ok(Output {
+                    bytes,
+                    format: f,
+                    width: img.width(),
+                    height: img.height(),
+                });
+            }
+            Some((f, found)) => (
+                f,
+                encode::Settings {
+                    quality: found.quality,
+                    ..settings
+                },
+            ),
+            None => (format, settings),
+        }
+    } else {
+        (format, settings)
+    };
+    if format == OutputFormat::Jpeg && img.color().has_alpha() {
+        img = flatten(&img, bg)?;
+    }
     let bytes = match spec.max_bytes {
         None => encode::encode(&img, format, settings)?,
         Some(budget) => {

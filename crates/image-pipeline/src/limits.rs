@@ -5,6 +5,7 @@
 //! MAX_ANIMATION_OUTPUT_PIXELS. The planner's own caps (enlargement, grown outputs) are in
 //! `plan.rs`.
 
+use crate::auto_quality;
 use crate::cost;
 use crate::decode::{self, SourceInfo};
 use crate::error::PipelineError;
@@ -31,6 +32,37 @@ pub(crate) struct RequestBudget<'a> {
 }
 
 impl RequestBudget<'_> {
+    /// The trial encodes `quality=auto` (every candidate of `format=best`) may make for an
+    /// `output`-sized still, the pixels each is scored at, and the operations per output pixel
+    /// of those encodes together: [`auto_quality::MAX_ENCODES`] per candidate with a quality to
+    /// search, each at its own encoder's cost. (0, 0, 0) without auto, for an animation
+    /// (encoded at `quality`'s fixed 80) and for PNG and GIF.
+    fn search_trials(
+        &self,
+        spec: &TransformSpec,
+        output: (u32, u32),
+        webp_effort: u8,
+    ) -> (u64, u64, u64) {
+        if !spec.auto_quality || self.frames > 1 {
+            return (0, 0, 0);
+        }
+        let candidates = if spec.best() {
+            self.format.candidates()
+        } else {
+            std::slice::from_ref(&self.format)
+        };
+        let per_format = u64::from(auto_quality::MAX_ENCODES);
+        let (mut trials, mut ops) = (0u64, 0u64);
+        for f in candidates.iter().filter(|f| auto_quality::searchable(**f)) {
+            trials += per_format;
+            ops = ops.saturating_add(per_format.saturating_mul(cost::encoder(*f, webp_effort).0));
+        }
+        if trials == 0 {
+            return (0, 0, 0);
+        }
+        (trials, cost::area(auto_quality::scored_size(output)), ops)
+    }
+
     /// Refuses the request over MAX_ANIMATION_OUTPUT_PIXELS, MAX_REQUEST_BYTES or
     /// MAX_REQUEST_PIXEL_OPS, or a text whose glyphs pile up (`text::layout_for`), naming the
     /// parameter that asked for the most.
@@ -130,6 +162,7 @@ impl RequestBudget<'_> {
             format: self.format,
             webp_effort: limits.webp_effort,
             encodes: if spec.max_bytes.is_some() { 12 } else { 1 },
+            trials: self.search_trials(spec, output, limits.webp_effort),
             mark,
             text,
             extra_ops,

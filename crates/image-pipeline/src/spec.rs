@@ -65,6 +65,9 @@ pub struct Limits {
     /// output height (MAX_ANIMATION_OUTPUT_PIXELS); more: 400 naming `animated`. Default
     /// 50000000, as many as MAX_SOURCE_PIXELS lets into the decoder.
     pub max_animation_output_pixels: u64,
+    /// The SSIMULACRA2 score `quality=auto` and `format=best` aim at (AUTO_QUALITY_TARGET,
+    /// 30..=95, default 80): 90 is visually lossless, 80 high quality, 70 medium, 50 low.
+    pub auto_quality_target: f64,
 }
 
 impl Default for Limits {
@@ -81,6 +84,7 @@ impl Default for Limits {
             max_request_bytes: 512 << 20,
             max_request_pixel_ops: 8_000_000_000,
             max_animation_output_pixels: 50_000_000,
+            auto_quality_target: image_params::DEFAULT_AUTO_QUALITY_TARGET,
         }
     }
 }
@@ -170,6 +174,21 @@ impl OutputFormat {
         })
     }
 
+    /// The formats `format=best` compares when `format=auto` would pick `self`: AVIF, WebP and
+    /// JPEG under AVIF; WebP and JPEG under WebP; JPEG alone under JPEG (every client is taken
+    /// to accept JPEG, as [`OutputFormat::negotiate`] does).
+    pub fn candidates(self) -> &'static [Self] {
+        match self {
+            Self::Avif => &[Self::Avif, Self::Webp, Self::Jpeg],
+            Self::Webp => &[Self::Webp, Self::Jpeg],
+            Self::Jpeg => &[Self::Jpeg],
+            Self::Png => &[Self::Png],
+            Self::Gif => &[Self::Gif],
+            Self::Blurhash => &[Self::Blurhash],
+            Self::Lqip => &[Self::Lqip],
+        }
+    }
+
     /// Picks the best format the client accepts, for `format=auto`: AVIF, then WebP, then JPEG.
     ///
     /// `accept` is the raw Accept header (empty when absent). Entries with `q=0` are refused.
@@ -238,8 +257,13 @@ pub struct TransformSpec {
     pub height: Option<u32>,
     /// Requested format; `None` encodes WebP.
     pub format: Option<FormatParam>,
-    /// 1..=100, default 80.
+    /// 1..=100, default 80; with `auto_quality` the quality of outputs that have none to search
+    /// (animations).
     pub quality: u8,
+    /// `quality=auto` (and `format=best`, which implies it): each lossy still output's quality
+    /// is searched to meet [`Limits::auto_quality_target`] (`auto_quality.rs`;
+    /// docs/image-service.md, "Automatic quality"). Printed as `q=auto` in the cache key.
+    pub auto_quality: bool,
     /// Clockwise degrees in [0, 360), normalised (360 is 0).
     pub rotate: f32,
     pub sharpen: bool,
@@ -304,6 +328,7 @@ impl Default for TransformSpec {
             height: None,
             format: None,
             quality: DEFAULT_QUALITY,
+            auto_quality: false,
             rotate: 0.0,
             sharpen: false,
             flip: false,
@@ -351,14 +376,31 @@ impl TransformSpec {
         self.default_box = Some(((width > 0).then_some(width), (height > 0).then_some(height)));
     }
 
-    /// The concrete output format: `auto` resolved against the Accept header, absent = WebP.
+    /// Whether the output format is chosen from the Accept header (`format=auto` or
+    /// `format=best`): the response varies with it.
+    pub fn negotiated(&self) -> bool {
+        matches!(
+            self.format,
+            Some(FormatParam::Format(Format::Auto | Format::Best))
+        )
+    }
+
+    /// Whether `format=best` asks for the smallest of the formats the client accepts.
+    pub fn best(&self) -> bool {
+        self.format == Some(FormatParam::Format(Format::Best))
+    }
+
+    /// The concrete output format: `auto` (and `best`, whose candidates it heads: see
+    /// [`OutputFormat::candidates`]) resolved against the Accept header, absent = WebP.
     pub fn output_format(&self, accept: &str) -> OutputFormat {
         match self.format {
             None | Some(FormatParam::Format(Format::Webp)) => OutputFormat::Webp,
             Some(FormatParam::Format(Format::Jpeg)) => OutputFormat::Jpeg,
             Some(FormatParam::Format(Format::Png)) => OutputFormat::Png,
             Some(FormatParam::Format(Format::Avif)) => OutputFormat::Avif,
-            Some(FormatParam::Format(Format::Auto)) => OutputFormat::negotiate(accept),
+            Some(FormatParam::Format(Format::Auto | Format::Best)) => {
+                OutputFormat::negotiate(accept)
+            }
             Some(FormatParam::Format(Format::Blurhash)) => OutputFormat::Blurhash,
             Some(FormatParam::Format(Format::Gif)) => OutputFormat::Gif,
             Some(FormatParam::Lqip) => OutputFormat::Lqip,

@@ -497,5 +497,24 @@ fn queries() -> Vec<Case> {
         let default_box = (next(3) == 0).then_some((1920, 1080));
         out.push(("default", default_box, pairs));
     }
+    // quality=auto and format=best (added with them; every line above is as recorded before).
+    for q in [
+        &[("quality", "auto")][..],
+        &[("q", "AUTO")],
+        &[("quality", "auto"), ("quality", "70")],
+        &[("quality", "70"), ("quality", "auto")],
+        &[("format", "best")],
+        &[("f", "BEST"), ("q", "auto")],
+        &[("format", "best"), ("quality", "70")],
+        &[
+            ("format", "webp"),
+            ("quality", "auto"),
+            ("max_bytes", "5000"),
+        ],
+        &[("width", "400"), ("format", "auto"), ("quality", "auto")],
+        &[("quality", "autom")],
+    ] {
+        out.push(("default", None, many(q)));
+    }
     out
 }

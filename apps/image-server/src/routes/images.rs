@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use image_pipeline::{Format, FormatParam, TransformSpec};
+use image_pipeline::TransformSpec;
 use object_store::PutPayload;
 use rand::RngCore;
 use serde::Deserialize;
@@ -226,6 +226,16 @@ pub(crate) async fn serve_resize(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let format = spec.output_format(accept);
+    // AUTO_QUALITY_FORMATS: `quality=auto` for a request that names no quality (its key says
+    // `q=auto`, so results made at 80 before the switch are not served for it).
+    if !spec.auto_quality
+        && app.config.auto_quality_formats.contains(&format)
+        && !pairs
+            .iter()
+            .any(|(k, _)| image_params::Name::lookup(k) == Some(image_params::Name::Quality))
+    {
+        spec.auto_quality = true;
+    }
 
     // A remote source whose origin must be asked (first seen, or not confirmed within
     // SOURCE_ETAG_TTL_MS) takes its admission ticket before the download: fetching is work the
@@ -269,7 +279,7 @@ pub(crate) async fn serve_resize(
     if let Ok(v) = HeaderValue::from_str(&etag) {
         common.insert(header::ETAG, v);
     }
-    if spec.format == Some(FormatParam::Format(Format::Auto)) {
+    if spec.negotiated() {
         common.insert(header::VARY, HeaderValue::from_static("Accept"));
     }
     if if_none_match_hits(headers, &etag) {

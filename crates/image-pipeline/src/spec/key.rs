@@ -96,7 +96,12 @@ impl fmt::Display for TransformSpec {
                 .map(|[t, r, b, l]| segment(Name::Padding, format_args!("{t},{r},{b},{l}"))),
             watermark,
             self.format.map(|p| segment(Name::Format, p.key_value())),
-            Some(segment(Name::Quality, self.quality)),
+            // `q=auto` only for quality=auto (and format=best): no other key changes.
+            Some(if self.auto_quality {
+                segment(Name::Quality, image_params::AUTO_QUALITY)
+            } else {
+                segment(Name::Quality, self.quality)
+            }),
             self.max_bytes.map(|n| segment(Name::MaxBytes, n)),
             on(Name::Progressive, self.progressive),
             on(Name::KeepCopyright, self.keep_copyright),
