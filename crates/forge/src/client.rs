@@ -3,8 +3,8 @@
 //! GitHub App).
 
 use crate::{
-    CheckConclusion, CommentUser, ContentEntry, Contents, FileChangePull, Forge, ForgeError,
-    OpenedPull, PullRequest, Reaction, RepoRead, RepoRef, ReviewComment, ReviewThread,
+    CheckConclusion, CheckRun, CommentUser, ContentEntry, Contents, FileChangePull, Forge,
+    ForgeError, OpenedPull, PullRequest, Reaction, RepoRead, RepoRef, ReviewComment, ReviewThread,
     ThreadComment,
 };
 use async_trait::async_trait;
@@ -538,14 +538,14 @@ impl Forge for GitHubForge {
     async fn complete_check_run(
         &self,
         repo: &RepoRef,
-        check_run_id: i64,
+        check_run: &CheckRun,
         conclusion: CheckConclusion,
         title: &str,
         summary: &str,
     ) -> Result<(), ForgeError> {
         let path = format!(
-            "/repos/{}/{}/check-runs/{check_run_id}",
-            repo.owner, repo.name
+            "/repos/{}/{}/check-runs/{}",
+            repo.owner, repo.name, check_run.id
         );
         let body = json!({
             "status": "completed",
@@ -713,6 +713,7 @@ impl Forge for GitHubForge {
     async fn review_comment_reactions(
         &self,
         repo: &RepoRef,
+        _number: i64,
         comment_id: i64,
     ) -> Result<Vec<Reaction>, ForgeError> {
         const PER_PAGE: usize = 100;
@@ -791,6 +792,7 @@ impl Forge for GitHubForge {
     async fn resolve_review_thread(
         &self,
         repo: &RepoRef,
+        _number: i64,
         thread_id: &str,
     ) -> Result<(), ForgeError> {
         let variables = json!({ "threadId": thread_id });

@@ -1,17 +1,22 @@
-//! GitHub, as the review service needs it (docs/review-service.md §1 and §4;
+//! The forges, as the review service needs them. GitLab lives in [`gitlab`] and is reached
+//! through the same [`Forge`] trait ([`Forges`] picks the forge a repository lives on). GitHub
+//! (docs/review-service.md §1 and §4;
 //! docs/background.md, "Wire formats"): webhook signatures and payload types, GitHub App authentication with cached
 //! installation tokens, and the REST and GraphQL calls a review makes (review threads:
 //! docs/architecture.md, Findings). The [`Forge`] trait is what the server holds, so tests can
 //! point [`GitHubForge`] at a fake forge on loopback.
 
 mod client;
+pub mod gitlab;
 pub mod oauth;
+mod router;
 mod signature;
 pub mod webhook;
 
 pub use client::{
     AppCredentials, GitHubForge, REACTION_PAGES_CAP, THREAD_COMMENTS_CAP, THREAD_PAGES_CAP,
 };
+pub use router::Forges;
 pub use signature::{sign, verify_signature};
 pub use webhook::PullRequest;
 
@@ -67,6 +72,64 @@ impl RepoRef {
     pub fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.name)
     }
+
+    /// The forge the repository lives on, read from its owner ([`ForgeKind::of_owner`]).
+    pub fn forge(&self) -> ForgeKind {
+        ForgeKind::of_owner(&self.owner)
+    }
+
+    /// A GitLab project's path on its instance (`group/sub/project`, the owner without its
+    /// host); None for a GitHub repository.
+    pub fn gitlab_path(&self) -> Option<String> {
+        gitlab_path(&self.owner, &self.name)
+    }
+}
+
+/// The forges a repository can live on (docs/review-service.md, "GitLab").
+///
+/// Names tell them apart, so no column or job field has to: a GitHub owner is one account
+/// name (letters, digits and hyphens, never a `/`), while a GitLab project's owner is the
+/// instance's host followed by its namespace, `gitlab.com/group/sub`, and its full name
+/// `gitlab.com/group/sub/project`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForgeKind {
+    GitHub,
+    GitLab,
+}
+
+impl ForgeKind {
+    /// GitLab when `owner` holds a `/` (host and namespace), else GitHub.
+    pub fn of_owner(owner: &str) -> ForgeKind {
+        if owner.contains('/') {
+            ForgeKind::GitLab
+        } else {
+            ForgeKind::GitHub
+        }
+    }
+
+    /// The forge of a repository's full name: GitLab when it has more than one `/`.
+    pub fn of_full_name(full_name: &str) -> ForgeKind {
+        match full_name.rsplit_once('/') {
+            Some((owner, _)) => ForgeKind::of_owner(owner),
+            None => ForgeKind::GitHub,
+        }
+    }
+
+    /// `github` or `gitlab`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForgeKind::GitHub => "github",
+            ForgeKind::GitLab => "gitlab",
+        }
+    }
+}
+
+/// `group/sub/project` from owner `host/group/sub` and name `project`; None when the owner
+/// has no host part (a GitHub owner).
+pub fn gitlab_path(owner: &str, name: &str) -> Option<String> {
+    let (_host, namespace) = owner.split_once('/')?;
+    Some(format!("{namespace}/{name}"))
 }
 
 /// A repository read through the contents API (docs/review-service.md §4, Skills): with the token of its
@@ -232,6 +295,16 @@ pub struct OpenedPull {
     pub html_url: String,
 }
 
+/// A check run made by [`Forge::create_check_run`]: its id, with the commit and name it was
+/// made on (a forge whose commit statuses are keyed by commit and name, as GitLab's are,
+/// finishes it by those).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRun {
+    pub id: i64,
+    pub head_sha: String,
+    pub name: String,
+}
+
 /// Conclusion of a completed check run (GitHub's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckConclusion {
@@ -262,6 +335,11 @@ pub trait Forge: Send + Sync {
     /// A token for git transport and REST calls of this installation (cached until shortly
     /// before it expires).
     async fn installation_token(&self, installation_id: i64) -> Result<SecretString, ForgeError>;
+    /// The token git fetches `repo` with (sent as HTTP basic auth, user `x-access-token`,
+    /// which GitLab accepts for access tokens too): the installation's token by default.
+    async fn clone_token(&self, repo: &RepoRef) -> Result<SecretString, ForgeError> {
+        self.installation_token(repo.installation_id).await
+    }
     /// GET a pull request.
     async fn pull_request(&self, repo: &RepoRef, number: i64) -> Result<PullRequest, ForgeError>;
     /// POST an issue comment on the PR; returns the comment id.
@@ -279,6 +357,17 @@ pub trait Forge: Send + Sync {
         commit_id: &str,
         review: &ReviewSubmission,
     ) -> Result<PostedReview, ForgeError>;
+    /// Mark `head_sha` as waiting for a review named `name`, when the review is queued. GitHub
+    /// has nothing to do here (its check run is created when the run starts); GitLab sets a
+    /// `pending` commit status.
+    async fn mark_queued(
+        &self,
+        _repo: &RepoRef,
+        _head_sha: &str,
+        _name: &str,
+    ) -> Result<(), ForgeError> {
+        Ok(())
+    }
     /// POST a check run, in progress, on `head_sha`; returns its id.
     async fn create_check_run(
         &self,
@@ -290,7 +379,7 @@ pub trait Forge: Send + Sync {
     async fn complete_check_run(
         &self,
         repo: &RepoRef,
-        check_run_id: i64,
+        check_run: &CheckRun,
         conclusion: CheckConclusion,
         title: &str,
         summary: &str,
@@ -342,6 +431,7 @@ pub trait Forge: Send + Sync {
     async fn review_comment_reactions(
         &self,
         repo: &RepoRef,
+        number: i64,
         comment_id: i64,
     ) -> Result<Vec<Reaction>, ForgeError>;
     /// The review threads of PR `number`, oldest first, through GraphQL (POST /graphql,
@@ -362,6 +452,7 @@ pub trait Forge: Send + Sync {
     async fn resolve_review_thread(
         &self,
         repo: &RepoRef,
+        number: i64,
         thread_id: &str,
     ) -> Result<(), ForgeError>;
 }

@@ -109,7 +109,7 @@ async fn reactions_are_read_with_who_reacted() {
     fake.add_reaction(FULL_NAME, first, "alice", "User", "-1");
     fake.add_reaction(FULL_NAME, first, "ci[bot]", "Bot", "+1");
     let reactions = client
-        .review_comment_reactions(&repo(), first)
+        .review_comment_reactions(&repo(), 7, first)
         .await
         .unwrap();
     assert_eq!(
@@ -128,7 +128,7 @@ async fn reactions_are_read_with_who_reacted() {
         ]
     );
     assert!(reactions[0].by_human() && !reactions[1].by_human());
-    match client.review_comment_reactions(&repo(), 999_999).await {
+    match client.review_comment_reactions(&repo(), 7, 999_999).await {
         Err(ForgeError::Api { status: 404, .. }) => {}
         other => panic!("expected 404, got {other:?}"),
     }
@@ -148,7 +148,7 @@ async fn reactions_are_paged_by_100_up_to_the_cap() {
         fake.add_reaction(FULL_NAME, large, &format!("u{i}"), "User", "eyes");
     }
     let reactions = client
-        .review_comment_reactions(&repo(), small)
+        .review_comment_reactions(&repo(), 7, small)
         .await
         .unwrap();
     assert_eq!(reactions.len(), 250);
@@ -162,7 +162,7 @@ async fn reactions_are_paged_by_100_up_to_the_cap() {
         1
     );
     let reactions = client
-        .review_comment_reactions(&repo(), large)
+        .review_comment_reactions(&repo(), 7, large)
         .await
         .unwrap();
     assert_eq!(reactions.len(), REACTION_PAGES_CAP * 100);
@@ -258,13 +258,13 @@ async fn resolving_a_thread_marks_it_resolved_on_the_forge() {
     let first = post_comments(&client, 1, 1).await[0];
     let thread = client.review_threads(&repo(), 1).await.unwrap().remove(0);
     client
-        .resolve_review_thread(&repo(), &thread.id)
+        .resolve_review_thread(&repo(), 7, &thread.id)
         .await
         .unwrap();
     assert!(fake.thread_resolved(first));
     // Resolving it again is fine, as on GitHub.
     client
-        .resolve_review_thread(&repo(), &thread.id)
+        .resolve_review_thread(&repo(), 7, &thread.id)
         .await
         .unwrap();
     let calls = fake.posted("POST", "/graphql");
@@ -288,7 +288,7 @@ async fn graphql_errors_become_forge_errors_with_githubs_message() {
         }
         other => panic!("expected a GraphQL NOT_FOUND, got {other:?}"),
     };
-    let message = not_found(client.resolve_review_thread(&repo(), "PRRT_nope").await);
+    let message = not_found(client.resolve_review_thread(&repo(), 7, "PRRT_nope").await);
     assert_eq!(
         message,
         "Could not resolve to a node with the global id of 'PRRT_nope'"
@@ -309,9 +309,9 @@ async fn graphql_errors_become_forge_errors_with_githubs_message() {
         message,
         "Could not resolve to a Repository with the name 'octo/widgets'."
     );
-    not_found(client.resolve_review_thread(&stranger, &thread).await);
+    not_found(client.resolve_review_thread(&stranger, 7, &thread).await);
     let err = client
-        .resolve_review_thread(&repo(), "PRRT_nope")
+        .resolve_review_thread(&repo(), 7, "PRRT_nope")
         .await
         .unwrap_err();
     assert_eq!(

@@ -478,7 +478,17 @@ async fn complete_check(
     if let Some(cid) = check_run_id
         && let Err(e) = app
             .forge
-            .complete_check_run(&job.repo, cid, end.conclusion, &end.title, &end.summary)
+            .complete_check_run(
+                &job.repo,
+                &forge::CheckRun {
+                    id: cid,
+                    head_sha: job.pr.head_sha.clone(),
+                    name: CHECK_RUN_NAME.to_owned(),
+                },
+                end.conclusion,
+                &end.title,
+                &end.summary,
+            )
             .await
     {
         tracing::warn!(review_id, error = %e, "cannot complete check run");

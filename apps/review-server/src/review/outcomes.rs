@@ -130,7 +130,7 @@ pub(super) async fn read_dismissals(app: &AppState, job: &PrJob) -> Vec<i64> {
         if reason.is_none() && i < MAX_REACTION_READS {
             match app
                 .forge
-                .review_comment_reactions(&job.repo, comment_id)
+                .review_comment_reactions(&job.repo, job.pr.number, comment_id)
                 .await
             {
                 Ok(reactions) => {
@@ -229,7 +229,10 @@ pub(super) async fn resolve(app: &AppState, job: &PrJob, rechecked: &[agent::Rec
             row.github_comment_id.is_some() && t.first_comment_id() == row.github_comment_id
         });
         if let Some(thread) = thread.filter(|t| !t.is_resolved)
-            && let Err(e) = app.forge.resolve_review_thread(&job.repo, &thread.id).await
+            && let Err(e) = app
+                .forge
+                .resolve_review_thread(&job.repo, job.pr.number, &thread.id)
+                .await
         {
             tracing::warn!(finding = id, error = %e, "cannot resolve the finding's thread on GitHub");
         }

@@ -1,0 +1,1 @@
+//! GitLab webhook payload types (to be written).
