@@ -4,8 +4,8 @@
 
 use crate::{
     CheckConclusion, CheckRun, CommentUser, ContentEntry, Contents, FileChangePull, Forge,
-    ForgeError, OpenedPull, PullRequest, Reaction, RepoRead, RepoRef, ReviewComment, ReviewThread,
-    ThreadComment,
+    ForgeError, ForgeKind, OpenedPull, PullRequest, Reaction, RepoRead, RepoRef, ReviewComment,
+    ReviewThread, ThreadComment,
 };
 use async_trait::async_trait;
 use base64::Engine;
@@ -108,7 +108,7 @@ impl GitHubForge {
             .user_agent(concat!("review-server/", env!("CARGO_PKG_VERSION")))
             .timeout(Duration::from_secs(30))
             .build()
-            .map_err(|e| ForgeError::Transport(e.to_string()))?;
+            .map_err(|e| ForgeError::github_transport(e.to_string()))?;
         let api_url = api_url.trim_end_matches('/');
         Ok(Self {
             graphql_url: graphql_url(api_url),
@@ -159,7 +159,7 @@ impl GitHubForge {
         body: Option<&Value>,
     ) -> Result<Value, ForgeError> {
         let m = reqwest::Method::from_bytes(method.as_bytes())
-            .map_err(|e| ForgeError::Transport(e.to_string()))?;
+            .map_err(|e| ForgeError::github_transport(e.to_string()))?;
         let mut req = self
             .http
             .request(m, url)
@@ -174,14 +174,15 @@ impl GitHubForge {
         let resp = req
             .send()
             .await
-            .map_err(|e| ForgeError::Transport(format!("{method} {url}: {e}")))?;
+            .map_err(|e| ForgeError::github_transport(format!("{method} {url}: {e}")))?;
         let status = resp.status();
         let text = resp
             .text()
             .await
-            .map_err(|e| ForgeError::Transport(format!("{method} {url}: {e}")))?;
+            .map_err(|e| ForgeError::github_transport(format!("{method} {url}: {e}")))?;
         if !status.is_success() {
             return Err(ForgeError::Api {
+                forge: ForgeKind::GitHub,
                 method,
                 path: path.to_owned(),
                 status: status.as_u16(),
@@ -192,6 +193,7 @@ impl GitHubForge {
             return Ok(Value::Null);
         }
         serde_json::from_str(&text).map_err(|e| ForgeError::Decode {
+            forge: ForgeKind::GitHub,
             path: path.to_owned(),
             message: e.to_string(),
         })
@@ -421,6 +423,7 @@ impl From<WireThread> for ReviewThread {
 /// Decode a JSON answer into `T`, naming `path` in the error.
 fn from_json<T: serde::de::DeserializeOwned>(v: Value, path: &str) -> Result<T, ForgeError> {
     serde_json::from_value(v).map_err(|e| ForgeError::Decode {
+        forge: ForgeKind::GitHub,
         path: path.to_owned(),
         message: e.to_string(),
     })
@@ -428,6 +431,7 @@ fn from_json<T: serde::de::DeserializeOwned>(v: Value, path: &str) -> Result<T, 
 
 fn id_of(v: &Value, path: &str) -> Result<i64, ForgeError> {
     v["id"].as_i64().ok_or_else(|| ForgeError::Decode {
+        forge: ForgeKind::GitHub,
         path: path.to_owned(),
         message: "no numeric id in the response".into(),
     })
@@ -576,6 +580,7 @@ impl Forge for GitHubForge {
             .as_str()
             .map(str::to_owned)
             .ok_or_else(|| ForgeError::Decode {
+                forge: ForgeKind::GitHub,
                 path,
                 message: "no default_branch in the repository".into(),
             })
@@ -606,7 +611,11 @@ impl Forge for GitHubForge {
             .await
         {
             Ok(v) => v["sha"].as_str().map(str::to_owned),
-            Err(ForgeError::Api { status: 404, .. }) => None,
+            Err(ForgeError::Api {
+                forge: ForgeKind::GitHub,
+                status: 404,
+                ..
+            }) => None,
             Err(e) => return Err(e),
         };
         let mut put = json!({
@@ -641,6 +650,7 @@ impl Forge for GitHubForge {
             .as_str()
             .map(str::to_owned)
             .ok_or_else(|| ForgeError::Decode {
+                forge: ForgeKind::GitHub,
                 path,
                 message: "no sha in the commit".into(),
             })
@@ -661,6 +671,7 @@ impl Forge for GitHubForge {
         );
         let v = self.read(repo, &api_path).await?;
         let decode = |message: String| ForgeError::Decode {
+            forge: ForgeKind::GitHub,
             path: api_path.clone(),
             message,
         };
@@ -761,6 +772,7 @@ impl Forge for GitHubForge {
                 .map(|p| p.review_threads)
             else {
                 return Err(ForgeError::Decode {
+                    forge: ForgeKind::GitHub,
                     path: "/graphql".into(),
                     message: format!("no pull request {number} in {}", repo.full_name()),
                 });
@@ -808,6 +820,7 @@ impl Forge for GitHubForge {
             return Ok(());
         }
         Err(ForgeError::Decode {
+            forge: ForgeKind::GitHub,
             path: "/graphql".into(),
             message: format!("thread {thread_id} is not resolved after resolveReviewThread"),
         })

@@ -16,6 +16,7 @@ pub mod webhook;
 pub use client::{
     AppCredentials, GitHubForge, REACTION_PAGES_CAP, THREAD_COMMENTS_CAP, THREAD_PAGES_CAP,
 };
+pub use gitlab::GitLabForge;
 pub use router::Forges;
 pub use signature::{sign, verify_signature};
 pub use webhook::PullRequest;
@@ -25,27 +26,33 @@ use review_domain::{PostedReview, ReviewSubmission};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-/// Errors of forge calls. Messages carry GitHub's own `message` (and the first validation
-/// error) so a failed review row says what GitHub said.
+/// Errors of forge calls. Messages name the forge ([`ForgeKind`]'s Display: `GitHub` or
+/// `GitLab`) and carry its own `message` (GitHub's first validation error, GitLab's `message`
+/// flattened to text) so a failed review row says what the forge said.
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
     /// The App credentials are missing or unusable (FORGE_APP_ID, FORGE_APP_PRIVATE_KEY).
     #[error("GitHub App credentials: {0}")]
     Credentials(String),
-    /// The forge could not be reached.
-    #[error("GitHub unreachable: {0}")]
-    Transport(String),
+    /// The forge could not be reached (connection, TLS, timeout, or a body cut short).
+    #[error("{forge} unreachable: {message}")]
+    Transport { forge: ForgeKind, message: String },
     /// The forge answered with an error status.
-    #[error("GitHub {method} {path} failed with {status}: {message}")]
+    #[error("{forge} {method} {path} failed with {status}: {message}")]
     Api {
+        forge: ForgeKind,
         method: &'static str,
         path: String,
         status: u16,
         message: String,
     },
     /// The forge answered 2xx with a body we could not read.
-    #[error("GitHub {path}: unexpected response: {message}")]
-    Decode { path: String, message: String },
+    #[error("{forge} {path}: unexpected response: {message}")]
+    Decode {
+        forge: ForgeKind,
+        path: String,
+        message: String,
+    },
     /// The GraphQL API answered (HTTP 200) with an `errors` array: `kind` is the first error's
     /// `type` when GitHub gives one (`NOT_FOUND`, `FORBIDDEN`, ...), `message` its `message`
     /// (with how many more errors followed). See
@@ -56,6 +63,24 @@ pub enum ForgeError {
         kind: Option<String>,
         message: String,
     },
+}
+
+impl ForgeError {
+    /// [`ForgeError::Transport`] of GitHub.
+    pub(crate) fn github_transport(message: impl Into<String>) -> Self {
+        ForgeError::Transport {
+            forge: ForgeKind::GitHub,
+            message: message.into(),
+        }
+    }
+
+    /// The HTTP status of an [`ForgeError::Api`] error, None for the others.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ForgeError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
 }
 
 /// Names a repository on the forge, with the installation that grants access to it. Serialised
@@ -122,6 +147,21 @@ impl ForgeKind {
             ForgeKind::GitHub => "github",
             ForgeKind::GitLab => "gitlab",
         }
+    }
+
+    /// The forge's own spelling, as error messages name it: `GitHub` or `GitLab`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            ForgeKind::GitHub => "GitHub",
+            ForgeKind::GitLab => "GitLab",
+        }
+    }
+}
+
+impl std::fmt::Display for ForgeKind {
+    /// [`ForgeKind::display_name`]: `GitHub` or `GitLab`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.display_name())
     }
 }
 

@@ -2,15 +2,21 @@
 //! rule 1): the authorization-code flow of GitHub (`/login/oauth/authorize`, then
 //! `/login/oauth/access_token`), then `GET /user` for the login. The protocol is the `oauth2`
 //! crate's; this module only knows GitHub's endpoint paths and the user call.
+//!
+//! GitLab's sign-in ([`GitLabOAuthApp`]) is the same flow against an OAuth application of the
+//! GitLab instance: `{base}/oauth/authorize` (PKCE S256, scope `read_user`), `{base}/oauth/token`
+//! with the client secret in the body, then `GET {base}/api/v4/user` for the `username`
+//! (<https://docs.gitlab.com/ee/api/oauth2.html#authorization-code-with-proof-key-for-code-exchange-pkce>).
+//! [`OAuthProvider`] holds either.
 
 use oauth2::basic::BasicClient;
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
-    PkceCodeVerifier, RedirectUrl, TokenResponse, TokenUrl,
+    PkceCodeVerifier, RedirectUrl, Scope, TokenResponse, TokenUrl,
 };
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::ForgeError;
+use crate::{ForgeError, ForgeKind};
 
 /// The App's OAuth client: FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET, with the forge's web
 /// base (FORGE_URL, where the authorize and token endpoints are) and REST base (FORGE_API_URL).
@@ -103,13 +109,14 @@ impl OAuthApp {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| ForgeError::Transport(e.to_string()))?;
+            .map_err(|e| ForgeError::github_transport(e.to_string()))?;
         let token = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
             .request_async(&http)
             .await
             .map_err(|e| ForgeError::Api {
+                forge: ForgeKind::GitHub,
                 method: "POST",
                 path: "/login/oauth/access_token".into(),
                 status: 400,
@@ -124,14 +131,16 @@ impl OAuthApp {
             .header("User-Agent", "review-server")
             .send()
             .await
-            .map_err(|e| ForgeError::Transport(format!("GET {url}: {e}")))?;
+            .map_err(|e| ForgeError::github_transport(format!("GET {url}: {e}")))?;
         let status = resp.status();
         let body: serde_json::Value = resp.json().await.map_err(|e| ForgeError::Decode {
+            forge: ForgeKind::GitHub,
             path: "/user".into(),
             message: e.to_string(),
         })?;
         if !status.is_success() {
             return Err(ForgeError::Api {
+                forge: ForgeKind::GitHub,
                 method: "GET",
                 path: "/user".into(),
                 status: status.as_u16(),
@@ -142,9 +151,175 @@ impl OAuthApp {
             .as_str()
             .map(str::to_owned)
             .ok_or_else(|| ForgeError::Decode {
+                forge: ForgeKind::GitHub,
                 path: "/user".into(),
                 message: "no login in the user".into(),
             })
+    }
+}
+
+/// A GitLab OAuth application (Admin or group/user settings, Applications: confidential, scope
+/// `read_user`, the dashboard's callback as redirect URI) on the instance at `base_url`
+/// (GITLAB_URL, where `/oauth/authorize`, `/oauth/token` and `/api/v4/user` are).
+#[derive(Debug, Clone)]
+pub struct GitLabOAuthApp {
+    /// The application's id (GitLab calls it Application ID).
+    pub client_id: String,
+    /// The application's secret.
+    pub client_secret: SecretString,
+    /// The instance's base, e.g. `https://gitlab.com` (a path prefix is kept).
+    pub base_url: String,
+}
+
+/// The scope GitLab sign-in asks for: enough to read the user's profile, nothing more
+/// (<https://docs.gitlab.com/ee/integration/oauth_provider.html#view-all-authorized-applications>).
+pub const GITLAB_SIGN_IN_SCOPE: &str = "read_user";
+
+impl GitLabOAuthApp {
+    fn endpoint(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url.trim().trim_end_matches('/'))
+    }
+
+    /// Where to send the browser: `<base>/oauth/authorize?response_type=code&client_id=..
+    /// &state=<state>&code_challenge=<pkce>&code_challenge_method=S256&redirect_uri=..
+    /// &scope=read_user`. Errors: a base URL that does not parse.
+    pub fn authorize_url(
+        &self,
+        redirect_uri: &str,
+        state: &str,
+        pkce: &Pkce,
+    ) -> Result<String, ForgeError> {
+        let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
+        let client = BasicClient::new(ClientId::new(self.client_id.clone()))
+            .set_auth_uri(AuthUrl::new(self.endpoint("/oauth/authorize")).map_err(bad)?)
+            .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
+        let state = state.to_owned();
+        let (url, _) = client
+            .authorize_url(move || CsrfToken::new(state))
+            .add_scope(Scope::new(GITLAB_SIGN_IN_SCOPE.into()))
+            .set_pkce_challenge(pkce.challenge.clone())
+            .url();
+        Ok(url.to_string())
+    }
+
+    /// Exchange the callback's `code` (with the PKCE verifier) at `<base>/oauth/token` for a
+    /// user token and return the user's `username` (GET `<base>/api/v4/user` with the token as
+    /// `Authorization: Bearer`). Errors: [`ForgeError::Api`] naming GitLab when the instance
+    /// refuses the code (`invalid_grant`: expired, already used, wrong verifier) or the client
+    /// (`invalid_client`), or the user call; [`ForgeError::Transport`] when it cannot be
+    /// reached.
+    pub async fn sign_in(
+        &self,
+        code: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<String, ForgeError> {
+        let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
+        let transport = |message: String| ForgeError::Transport {
+            forge: ForgeKind::GitLab,
+            message,
+        };
+        let client = BasicClient::new(ClientId::new(self.client_id.clone()))
+            .set_client_secret(ClientSecret::new(
+                self.client_secret.expose_secret().to_owned(),
+            ))
+            .set_auth_type(AuthType::RequestBody)
+            .set_token_uri(TokenUrl::new(self.endpoint("/oauth/token")).map_err(bad)?)
+            .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| transport(e.to_string()))?;
+        let token = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
+            .request_async(&http)
+            .await
+            .map_err(|e| ForgeError::Api {
+                forge: ForgeKind::GitLab,
+                method: "POST",
+                path: "/oauth/token".into(),
+                status: 400,
+                message: oauth_error(&e),
+            })?;
+        let url = self.endpoint("/api/v4/user");
+        let resp = http
+            .get(&url)
+            .bearer_auth(token.access_token().secret())
+            .header("User-Agent", "review-server")
+            .send()
+            .await
+            .map_err(|e| transport(format!("GET {url}: {e}")))?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| transport(format!("GET {url}: {e}")))?;
+        if !status.is_success() {
+            return Err(ForgeError::Api {
+                forge: ForgeKind::GitLab,
+                method: "GET",
+                path: "/user".into(),
+                status: status.as_u16(),
+                message: crate::gitlab::gitlab_message(&text),
+            });
+        }
+        let decode = |message: String| ForgeError::Decode {
+            forge: ForgeKind::GitLab,
+            path: "/user".into(),
+            message,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| decode(e.to_string()))?;
+        body["username"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| decode("no username in the user".into()))
+    }
+}
+
+/// The OAuth sign-in of either forge, for a dashboard that offers one of them.
+#[derive(Debug, Clone)]
+pub enum OAuthProvider {
+    GitHub(OAuthApp),
+    GitLab(GitLabOAuthApp),
+}
+
+impl OAuthProvider {
+    /// The forge users sign in with.
+    pub fn forge(&self) -> ForgeKind {
+        match self {
+            OAuthProvider::GitHub(_) => ForgeKind::GitHub,
+            OAuthProvider::GitLab(_) => ForgeKind::GitLab,
+        }
+    }
+
+    /// [`OAuthApp::authorize_url`] or [`GitLabOAuthApp::authorize_url`].
+    pub fn authorize_url(
+        &self,
+        redirect_uri: &str,
+        state: &str,
+        pkce: &Pkce,
+    ) -> Result<String, ForgeError> {
+        match self {
+            OAuthProvider::GitHub(a) => a.authorize_url(redirect_uri, state, pkce),
+            OAuthProvider::GitLab(a) => a.authorize_url(redirect_uri, state, pkce),
+        }
+    }
+
+    /// [`OAuthApp::sign_in`] or [`GitLabOAuthApp::sign_in`]: the login (GitHub) or username
+    /// (GitLab).
+    pub async fn sign_in(
+        &self,
+        code: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<String, ForgeError> {
+        match self {
+            OAuthProvider::GitHub(a) => a.sign_in(code, pkce_verifier, redirect_uri).await,
+            OAuthProvider::GitLab(a) => a.sign_in(code, pkce_verifier, redirect_uri).await,
+        }
     }
 }
 
@@ -189,6 +364,29 @@ mod tests {
         assert!(url.contains(
             "redirect_uri=https%3A%2F%2Freviews.example.com%2Fapi%2Fauth%2Fcallback%2Fgithub"
         ));
+        assert!(!url.contains("s3cret"));
+    }
+
+    #[test]
+    fn gitlab_authorize_url_asks_for_read_user_with_pkce() {
+        let app = GitLabOAuthApp {
+            client_id: "app-id".into(),
+            client_secret: SecretString::from("s3cret"),
+            base_url: "https://gitlab.example.com/gl/".into(),
+        };
+        let pkce = Pkce::new_random();
+        let url = app
+            .authorize_url("https://reviews.example.com/cb", "xyz", &pkce)
+            .unwrap();
+        assert!(
+            url.starts_with("https://gitlab.example.com/gl/oauth/authorize?"),
+            "{url}"
+        );
+        assert!(url.contains("response_type=code"));
+        assert!(url.contains("client_id=app-id"));
+        assert!(url.contains("scope=read_user"));
+        assert!(url.contains("code_challenge_method=S256"));
+        assert!(url.contains(&format!("code_challenge={}", pkce.challenge())));
         assert!(!url.contains("s3cret"));
     }
 }

@@ -5,4 +5,9 @@
 mod client;
 pub mod webhook;
 
-pub use client::GitLabForge;
+pub(crate) use client::gitlab_message;
+pub use client::{
+    CONTENTS_MAX_BYTES, DiffRefs, GitLabForge, GitLabProject, GitLabUser, MergeRequest,
+    STATUS_DESCRIPTION_MAX_CHARS, association_of, gitlab_suggestions, is_bot_username,
+    reaction_content,
+};
