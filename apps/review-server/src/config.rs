@@ -179,6 +179,30 @@ pub struct Config {
     /// Clone base: `{FORGE_GIT_URL}/{owner}/{repo}.git`; file:// allowed. Default FORGE_URL.
     #[arg(long, env = "FORGE_GIT_URL")]
     pub forge_git_url: Option<String>,
+    /// GitLab's web base (`https://gitlab.com` or a self-managed instance, maybe with a path
+    /// prefix); the API is `{GITLAB_URL}/api/v4`. Unset: GitLab is off (docs/review-service.md,
+    /// "GitLab").
+    #[arg(long, env = "GITLAB_URL")]
+    pub gitlab_url: Option<String>,
+    /// A GitLab project, group or bot user's access token with the `api` scope, for API calls
+    /// and clones.
+    #[arg(long, env = "GITLAB_TOKEN", hide_env_values = true)]
+    pub gitlab_token: Option<SecretString>,
+    /// The secret token of the GitLab webhook (sent back as `X-Gitlab-Token`); unset: every
+    /// delivery to /webhook/gitlab is rejected 401.
+    #[arg(long, env = "GITLAB_WEBHOOK_SECRET", hide_env_values = true)]
+    pub gitlab_webhook_secret: Option<SecretString>,
+    /// GitLab clone base: `{GITLAB_GIT_URL}/{namespace}/{project}.git`; file:// allowed.
+    /// Default GITLAB_URL.
+    #[arg(long, env = "GITLAB_GIT_URL")]
+    pub gitlab_git_url: Option<String>,
+    /// The client id of a GitLab OAuth application (scope `read_user`), for sign-in with
+    /// GitLab.
+    #[arg(long, env = "GITLAB_OAUTH_CLIENT_ID")]
+    pub gitlab_oauth_client_id: Option<String>,
+    /// The secret of that GitLab OAuth application.
+    #[arg(long, env = "GITLAB_OAUTH_CLIENT_SECRET", hide_env_values = true)]
+    pub gitlab_oauth_client_secret: Option<SecretString>,
     /// Fallback for the agent_api_key setting (unlocks the anthropic provider).
     #[arg(long, env = "AGENT_API_KEY", hide_env_values = true)]
     pub agent_api_key: Option<SecretString>,
@@ -350,17 +374,22 @@ impl Config {
 
     /// The host part of FORGE_URL, naming the cache folder (`repos/<forge_host>/...`).
     pub fn forge_host(&self) -> String {
-        let rest = self
-            .forge_url
-            .split_once("://")
-            .map_or(self.forge_url.as_str(), |(_, r)| r);
-        let host = rest.split('/').next().unwrap_or_default();
-        let host = host.rsplit('@').next().unwrap_or(host);
-        if host.is_empty() {
-            "forge".to_owned()
-        } else {
-            host.replace(':', "_")
-        }
+        authority(&self.forge_url).replace(':', "_")
+    }
+
+    /// GitLab's host (with its port when GITLAB_URL names one), lowercase: the first part of a
+    /// GitLab project's full name, `<gitlab host>/<namespace>/<project>`
+    /// (docs/review-service.md, "GitLab"). None when GITLAB_URL is unset.
+    pub fn gitlab_host(&self) -> Option<String> {
+        let url = self.gitlab_url.as_deref()?;
+        Some(authority(url).to_ascii_lowercase())
+    }
+
+    /// GitLab's clone base: GITLAB_GIT_URL, else GITLAB_URL.
+    pub fn gitlab_git_url(&self) -> Option<&str> {
+        self.gitlab_git_url
+            .as_deref()
+            .or(self.gitlab_url.as_deref())
     }
 
     /// REVIEW_MAX_TREE_ENTRIES and REVIEW_MAX_TREE_BYTES as git-cache's limits.
@@ -429,6 +458,18 @@ impl Config {
     }
 }
 
+/// The host (and port) of a URL, without user info; `forge` for a URL without one.
+fn authority(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split('/').next().unwrap_or_default();
+    let host = host.rsplit('@').next().unwrap_or(host);
+    if host.is_empty() {
+        "forge".to_owned()
+    } else {
+        host.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,5 +487,8 @@ mod tests {
         c.forge_url = "http://127.0.0.1:4000/".into();
         assert_eq!(c.forge_host(), "127.0.0.1_4000");
         assert_eq!(c.database_url(), "sqlite://./data/review.db");
+        assert_eq!(c.gitlab_host(), None);
+        c.gitlab_url = Some("https://GitLab.Example.com:8443/gitlab/".into());
+        assert_eq!(c.gitlab_host().as_deref(), Some("gitlab.example.com:8443"));
     }
 }

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub(crate) mod error;
 pub mod eval;
+pub(crate) mod forges;
 pub(crate) mod guard;
 pub(crate) mod improver;
 pub(crate) mod job;
@@ -35,7 +36,7 @@ use events::EventBus;
 use forge::{AppCredentials, GitHubForge};
 use git_cache::GitCache;
 use review_store::Store;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -63,7 +64,12 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
             "FORGE_WEBHOOK_SECRET is not set: every webhook delivery will be rejected with 401"
         );
     }
-    let forge = GitHubForge::new(&config.forge_api_url, app_credentials(&config)?)?;
+    let github = GitHubForge::new(&config.forge_api_url, app_credentials(&config)?)?;
+    let gitlab = gitlab_forge(&config)?;
+    let forge = forge::Forges::new(
+        Arc::new(github),
+        gitlab.clone().map(|g| g as Arc<dyn forge::Forge>),
+    );
     let secret: [u8; 32] = rand::random();
     let mirror = transcript_mirror(&records);
     let auth = auth::Auth::from_config(&config).map(Arc::new);
@@ -78,6 +84,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     let app = App {
         records,
         forge: Arc::new(forge),
+        gitlab,
         git: Arc::new(GitCache::new(config.data_dir.join("repos"))),
         catalog: Catalog::bundled(),
         models: models::ModelCatalog::new(&config.models_catalog_url),
@@ -100,6 +107,54 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
     review::sweep_orphans(&app).await;
     review::spawn_replica_tasks(&app);
     Ok(app)
+}
+
+/// GitLab's client when GITLAB_URL is set (docs/review-service.md, "GitLab"). Errors: a
+/// GitLab setting without GITLAB_URL, or GITLAB_URL without GITLAB_TOKEN.
+fn gitlab_forge(config: &Config) -> anyhow::Result<Option<Arc<forge::gitlab::GitLabForge>>> {
+    let set = |v: Option<&str>| v.is_some_and(|v| !v.trim().is_empty());
+    let url = config
+        .gitlab_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty());
+    let token = config
+        .gitlab_token
+        .clone()
+        .filter(|t| set(Some(t.expose_secret())));
+    let Some(url) = url else {
+        let stray = [
+            ("GITLAB_TOKEN", token.is_some()),
+            (
+                "GITLAB_WEBHOOK_SECRET",
+                set(config
+                    .gitlab_webhook_secret
+                    .as_ref()
+                    .map(|s| s.expose_secret())),
+            ),
+            ("GITLAB_GIT_URL", set(config.gitlab_git_url.as_deref())),
+            (
+                "GITLAB_OAUTH_CLIENT_ID",
+                set(config.gitlab_oauth_client_id.as_deref()),
+            ),
+        ];
+        if let Some((name, _)) = stray.iter().find(|(_, on)| *on) {
+            anyhow::bail!(
+                "{name} is set but GITLAB_URL is not: set GITLAB_URL to the GitLab instance (https://gitlab.com or your own)"
+            );
+        }
+        return Ok(None);
+    };
+    let Some(token) = token else {
+        anyhow::bail!(
+            "GITLAB_URL is set but GITLAB_TOKEN is not: GitLab needs an access token with the api scope"
+        );
+    };
+    if config.gitlab_webhook_secret.is_none() {
+        tracing::warn!(
+            "GITLAB_WEBHOOK_SECRET is not set: every GitLab delivery will be rejected with 401"
+        );
+    }
+    Ok(Some(Arc::new(forge::gitlab::GitLabForge::new(url, token)?)))
 }
 
 /// The boot log line saying how `/api` is exposed (docs/security.md, "Sign-in").

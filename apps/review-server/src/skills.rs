@@ -21,7 +21,7 @@ use forge::{ContentEntry, Contents, Forge, ForgeError, RepoRead};
 use review_domain::SkillMetaRow;
 use review_domain::skills::{
     self, MAX_BYTES, MAX_FILES, SKILL_FILE, SkillFile, SkillUrlError, decode_blob, encode_blob,
-    front_matter, is_skill_name, parse_tree_url, safe_relative, skill_md,
+    front_matter, is_skill_name, parse_gitlab_tree_url, parse_tree_url, safe_relative, skill_md,
 };
 use review_store::NewSkill;
 use std::collections::VecDeque;
@@ -137,15 +137,26 @@ async fn fetch_folder(
 
 /// Install (or re-install) the skill at a tree URL: resolve, fetch, store enabled, write to
 /// disk under `data_dir` (docs/review-service.md §4, Skills: install). `forge_url` is the
-/// prefix every source URL must have. Errors other than [`InstallError::Store`] are 422.
+/// prefix of GitHub source URLs; `gitlab` (GITLAB_URL and its host, when set) that of GitLab
+/// tree URLs (`<gitlab>/<namespace>/<project>/-/tree/<ref>/<path>`, docs/review-service.md,
+/// "GitLab"). Errors other than [`InstallError::Store`] are 422.
 pub(crate) async fn install(
     forge: &dyn Forge,
     store: &StoreView,
     forge_url: &str,
+    gitlab: Option<(&str, &str)>,
     data_dir: &Path,
     url: &str,
 ) -> Result<SkillMetaRow, InstallError> {
-    let tree = parse_tree_url(forge_url, url)?;
+    let on_gitlab = gitlab.filter(|(gitlab_url, _)| {
+        url.trim()
+            .strip_prefix(gitlab_url.trim_end_matches('/'))
+            .is_some_and(|rest| rest.starts_with('/'))
+    });
+    let tree = match on_gitlab {
+        Some((gitlab_url, host)) => parse_gitlab_tree_url(gitlab_url, host, url)?,
+        None => parse_tree_url(forge_url, url)?,
+    };
     let full_name = format!("{}/{}", tree.owner, tree.repo);
     let installation_id = store.repo(&full_name).await?.map(|r| r.installation_id);
     let repo = RepoRead {

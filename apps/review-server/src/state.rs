@@ -82,7 +82,11 @@ pub struct LiveRun {
 pub struct App {
     pub config: Config,
     pub records: Records,
+    /// Every forge call goes here: [`forge::Forges`] sends it to the repository's forge.
     pub forge: Arc<dyn Forge>,
+    /// GitLab itself, when GITLAB_URL is set, for what only GitLab has (a member's access
+    /// level, one discussion): the webhook's checks (docs/review-service.md, "GitLab").
+    pub gitlab: Option<Arc<forge::gitlab::GitLabForge>>,
     pub git: Arc<GitCache>,
     pub catalog: Catalog,
     /// The public model catalog, cached for GET /api/models (docs/review-service.md §8, catalog cache).

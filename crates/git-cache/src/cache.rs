@@ -18,12 +18,13 @@ const TOKEN_USERNAME: &str = "x-access-token";
 const DEFAULT_FETCH_REFSPEC: &str = "+refs/heads/*:refs/heads/*";
 
 /// Identifies a cached repository: forge host (e.g. `github.com`), owner and name, as they
-/// appear in the repository's URL. Each part must be a single path component.
+/// appear in the repository's URL. The host and name are single path components; the owner is
+/// one or more (a GitLab namespace of nested groups, `group/sub`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RepoKey {
     /// The forge's host name, e.g. `github.com` (docs/configuration.md: the host of FORGE_URL).
     pub host: String,
-    /// The owner (user or organisation).
+    /// The owner (user or organisation; on GitLab the namespace, `/`-separated).
     pub owner: String,
     /// The repository name, without `.git`.
     pub name: String,
@@ -63,18 +64,20 @@ impl GitCache {
         &self.root
     }
 
-    /// `<root>/<host>/<owner>/<name>.git`. Parts that are empty, `.`/`..` or contain a path
-    /// separator are replaced by `_` so a key can never point outside the root.
+    /// `<root>/<host>/<owner>/<name>.git`, the owner's `/`-separated parts as nested folders.
+    /// Parts that are empty, `.`/`..` or contain a path separator are replaced by `_` so a key
+    /// can never point outside the root.
     pub fn repo_path(&self, key: &RepoKey) -> PathBuf {
         fn component(part: &str) -> &str {
             let unsafe_part =
                 part.is_empty() || part == "." || part == ".." || part.contains(['/', '\\', '\0']);
             if unsafe_part { "_" } else { part }
         }
-        self.root
-            .join(component(&key.host))
-            .join(component(&key.owner))
-            .join(format!("{}.git", component(&key.name)))
+        let mut path = self.root.join(component(&key.host));
+        for part in key.owner.split('/') {
+            path.push(component(part));
+        }
+        path.join(format!("{}.git", component(&key.name)))
     }
 
     fn lock_for(&self, path: &Path) -> Arc<Mutex<()>> {
@@ -330,10 +333,24 @@ mod tests {
         let cache = GitCache::new("/r");
         let key = RepoKey {
             host: "..".into(),
-            owner: "a/b".into(),
+            owner: "a/../b\\c".into(),
             name: "".into(),
         };
-        assert_eq!(cache.repo_path(&key), PathBuf::from("/r/_/_/_.git"));
+        assert_eq!(cache.repo_path(&key), PathBuf::from("/r/_/a/_/_/_.git"));
+    }
+
+    #[test]
+    fn a_gitlab_namespace_is_nested_folders() {
+        let cache = GitCache::new("/data/repos");
+        let key = RepoKey {
+            host: "gitlab.example.com".into(),
+            owner: "platform/backend".into(),
+            name: "api".into(),
+        };
+        assert_eq!(
+            cache.repo_path(&key),
+            PathBuf::from("/data/repos/gitlab.example.com/platform/backend/api.git")
+        );
     }
 
     #[test]

@@ -238,7 +238,7 @@ impl FailureClass {
             "rate_limit",
         ]) {
             Self::Overloaded
-        } else if has(&["github "]) {
+        } else if has(&["github ", "gitlab "]) {
             Self::Forge
         } else {
             Self::Other

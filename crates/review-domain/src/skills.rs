@@ -92,21 +92,66 @@ pub fn parse_tree_url(forge_url: &str, url: &str) -> Result<TreeUrl, SkillUrlErr
             "url: expected {base}/<owner>/<repo>/tree/<ref>/<path>, got {url:?}"
         ))
     };
+    let segments = url_segments(base, url, expected)?;
+    if segments.len() < 5 || segments[2] != "tree" {
+        return Err(expected());
+    }
+    named(TreeUrl {
+        owner: segments[0].clone(),
+        repo: segments[1].trim_end_matches(".git").to_owned(),
+        segments: segments[3..].to_vec(),
+    })
+}
+
+/// Parse a GitLab tree URL, `<gitlab_url>/<namespace>/<project>/-/tree/<ref>/<path>`, the
+/// namespace one or more groups (docs/review-service.md, "GitLab"). The owner is
+/// `<gitlab_host>/<namespace>`, as GitLab projects are named here.
+///
+/// Errors: as [`parse_tree_url`], for GitLab's form.
+pub fn parse_gitlab_tree_url(
+    gitlab_url: &str,
+    gitlab_host: &str,
+    url: &str,
+) -> Result<TreeUrl, SkillUrlError> {
+    let base = gitlab_url.trim_end_matches('/');
+    let expected = || {
+        SkillUrlError(format!(
+            "url: expected {base}/<namespace>/<project>/-/tree/<ref>/<path>, got {url:?}"
+        ))
+    };
+    let segments = url_segments(base, url, expected)?;
+    let at = segments
+        .windows(2)
+        .position(|w| w[0] == "-" && w[1] == "tree")
+        .ok_or_else(expected)?;
+    if at < 2 || segments.len() < at + 4 {
+        return Err(expected());
+    }
+    named(TreeUrl {
+        owner: format!("{gitlab_host}/{}", segments[..at - 1].join("/")),
+        repo: segments[at - 1].trim_end_matches(".git").to_owned(),
+        segments: segments[at + 2..].to_vec(),
+    })
+}
+
+/// The percent-decoded segments of `url` after `base`, query and fragment dropped.
+fn url_segments(
+    base: &str,
+    url: &str,
+    expected: impl Fn() -> SkillUrlError,
+) -> Result<Vec<String>, SkillUrlError> {
     let rest = url
         .trim()
         .strip_prefix(base)
         .and_then(|r| r.strip_prefix('/'))
-        .ok_or_else(expected)?;
+        .ok_or_else(&expected)?;
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     let segments: Vec<String> = rest
         .split('/')
         .filter(|s| !s.is_empty())
         .map(percent_decode)
         .collect::<Option<_>>()
-        .ok_or_else(expected)?;
-    if segments.len() < 5 || segments[2] != "tree" {
-        return Err(expected());
-    }
+        .ok_or_else(&expected)?;
     if segments
         .iter()
         .any(|s| s == "." || s == ".." || s.contains('\\'))
@@ -121,11 +166,11 @@ pub fn parse_tree_url(forge_url: &str, url: &str) -> Result<TreeUrl, SkillUrlErr
              holds '/' as separate segments, unescaped"
         )));
     }
-    let tree = TreeUrl {
-        owner: segments[0].clone(),
-        repo: segments[1].trim_end_matches(".git").to_owned(),
-        segments: segments[3..].to_vec(),
-    };
+    Ok(segments)
+}
+
+/// `tree`, when its last segment is a skill name.
+fn named(tree: TreeUrl) -> Result<TreeUrl, SkillUrlError> {
     if !is_skill_name(tree.name()) {
         return Err(SkillUrlError(format!(
             "skill name {:?} (the folder's name) must match ^[a-z0-9]+(-[a-z0-9]+)*$",
@@ -296,6 +341,41 @@ pub fn agent_text(files: &[SkillFile]) -> String {
         ));
     }
     content
+}
+
+#[cfg(test)]
+mod gitlab_tests {
+    use super::*;
+
+    #[test]
+    fn a_gitlab_tree_url_of_a_nested_project_names_its_host_and_namespace() {
+        let t = parse_gitlab_tree_url(
+            "https://gitlab.example.com/",
+            "gitlab.example.com",
+            "https://gitlab.example.com/platform/tools/skills/-/tree/v1.2/review/sql-safety?ref_type=tags",
+        )
+        .unwrap();
+        assert_eq!(t.owner, "gitlab.example.com/platform/tools");
+        assert_eq!(t.repo, "skills");
+        assert_eq!(t.name(), "sql-safety");
+        assert_eq!(
+            t.candidates()[0],
+            ("v1.2".into(), "review/sql-safety".into())
+        );
+        for bad in [
+            "https://gitlab.example.com/skills/-/tree/main/x",
+            "https://gitlab.example.com/g/skills/tree/main/x",
+            "https://gitlab.example.com/g/skills/-/tree/main",
+            "https://gitlab.example.com/g/skills/-/tree/main/..%2F..%2Fx",
+            "https://github.com/g/skills/-/tree/main/x",
+        ] {
+            assert!(
+                parse_gitlab_tree_url("https://gitlab.example.com", "gitlab.example.com", bad)
+                    .is_err(),
+                "{bad}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

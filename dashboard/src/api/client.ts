@@ -46,8 +46,8 @@ export function unwrap<T>(result: { data?: T; error?: unknown; response: Respons
 
 /** Split `owner/name` into the two path parameters. */
 export function repoParams(fullName: string): { owner: string; name: string } {
-  const [owner = "", name = ""] = fullName.split("/");
-  return { owner, name };
+  const at = fullName.lastIndexOf("/");
+  return at < 0 ? { owner: fullName, name: "" } : { owner: fullName.slice(0, at), name: fullName.slice(at + 1) };
 }
 
 /** The stats filters shared by the overview, the stats page and the review list (docs/review-service.md §4). */

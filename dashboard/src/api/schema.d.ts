@@ -1748,6 +1748,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhook/gitlab": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** POST /webhook/gitlab (see the module docs). */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    "X-Gitlab-Token": string;
+                    "X-Gitlab-Event": string;
+                    "X-Gitlab-Event-UUID"?: string | null;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            /** @description GitLab's payload */
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Ack"];
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description the body did not arrive within BODY_TIMEOUT_SECS (`body_timeout`) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description the body is over the route's limit (`payload_too_large`) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description WEBHOOK_MAX_CONCURRENT_BODIES bodies are being read (`webhook_busy`, Retry-After) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1907,6 +1994,12 @@ export interface components {
             appCredentials: boolean;
             /** @description FORGE_URL without a trailing slash: the base of pull request and finding links. */
             forgeUrl: string;
+            /**
+             * @description **Added.** GITLAB_URL without a trailing slash, null when GitLab is off: the base of
+             *     the links of GitLab projects, whose full names are `<gitlab host>/<namespace>/<project>`
+             *     (docs/review-service.md, "GitLab").
+             */
+            gitlabUrl?: string | null;
             keys: components["schemas"]["KeyInForce"][];
             models: components["schemas"]["ModelInForce"][];
             /** @description Whether FORGE_WEBHOOK_SECRET is set (without it every delivery is refused). */
@@ -2927,11 +3020,15 @@ export interface components {
         };
         /** @description Body of POST /api/repos. */
         Upsert: {
-            /** @description `owner/repo`. */
+            /**
+             * @description `owner/repo` on GitHub; `<gitlab host>/<namespace>/<project>` on GitLab, the
+             *     namespace one or more groups (docs/review-service.md, "GitLab").
+             */
             full_name: string;
             /**
              * Format: int64
-             * @description Forge app installation id (a whole number; `7.0` is read as 7).
+             * @description Forge app installation id (a whole number; `7.0` is read as 7); on GitLab the
+             *     project id.
              */
             installation_id: number;
         };

@@ -132,12 +132,47 @@ export function duration(secs: number | null | undefined): string {
   return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
 }
 
-/** FORGE_URL as the server runs with it (GET /api/settings/effective), for links to pull
- * requests and comments; null until it is known (no link is better than a wrong one, which a
- * github.com guess is on GitHub Enterprise). */
-export function useForgeUrl(): string | null {
+/** Links to a repository's pull requests and comments on its own forge: GitHub's (FORGE_URL)
+ * for `owner/repo`, GitLab's (GITLAB_URL) for `<gitlab host>/<namespace>/<project>`
+ * (docs/review-service.md, "GitLab"). */
+export interface ForgeLinks {
+  /** The pull (merge) request's page; null when the forge's URL is not known. */
+  pull(fullName: string, number: number): string | null;
+  /** An inline comment by its id, else the pull request's changes; null as above. */
+  comment(fullName: string, number: number, commentId: number | null | undefined): string | null;
+  /** `#` on GitHub, `!` on GitLab. */
+  sigil(fullName: string): string;
+}
+
+/** Whether a full name is a GitLab project's: a GitHub owner never holds a `/`. */
+export function isGitLab(fullName: string): boolean {
+  return fullName.split("/").length > 2;
+}
+
+/** The forge URLs as the server runs with them (GET /api/settings/effective); the links are
+ * null until they are known (no link is better than a wrong one, which a github.com guess is
+ * on GitHub Enterprise). */
+export function useForgeLinks(): ForgeLinks {
   const effective = useQuery(q.effective());
-  return effective.data?.forgeUrl ?? null;
+  const github = effective.data?.forgeUrl ?? null;
+  const gitlab = effective.data?.gitlabUrl ?? null;
+  const pull = (fullName: string, n: number) => {
+    if (isGitLab(fullName)) {
+      const path = fullName.split("/").slice(1).join("/");
+      return gitlab ? `${gitlab}/${path}/-/merge_requests/${n}` : null;
+    }
+    return github ? `${github}/${fullName}/pull/${n}` : null;
+  };
+  return {
+    pull,
+    comment(fullName, n, commentId) {
+      const base = pull(fullName, n);
+      if (!base) return null;
+      if (isGitLab(fullName)) return commentId ? `${base}#note_${commentId}` : `${base}/diffs`;
+      return commentId ? `${base}#discussion_r${commentId}` : `${base}/files`;
+    },
+    sigil: (fullName) => (isGitLab(fullName) ? "!" : "#"),
+  };
 }
 
 export function PrLink({ review }: { review: Review }) {
@@ -154,9 +189,11 @@ export function PrLink({ review }: { review: Review }) {
   );
 }
 
+/** A full name's owner and name: the name is the last part, the owner all before it (a
+ * GitLab project's host and namespace). */
 export function splitRepo(fullName: string): { owner: string; name: string } {
-  const [owner = "", name = ""] = fullName.split("/");
-  return { owner, name };
+  const at = fullName.lastIndexOf("/");
+  return at < 0 ? { owner: fullName, name: "" } : { owner: fullName.slice(0, at), name: fullName.slice(at + 1) };
 }
 
 export function Card({ title, children, className }: { title?: string; children: ReactNode; className?: string }) {

@@ -6,7 +6,7 @@ import { useState } from "react";
 import { api, repoParams, unwrap, type Repo, type RepoScore, type Review } from "../api/client";
 import { q } from "../api/queries";
 import { ModelPicker } from "../components/model-picker";
-import { Card, Empty, ErrorBox, NotFoundPage, Pre, Query, ReviewTable, StatusBadge, Time, count, duration, isNotFound, money, useForgeUrl } from "../components/ui";
+import { Card, Empty, ErrorBox, NotFoundPage, Pre, Query, ReviewTable, StatusBadge, Time, count, duration, isNotFound, money, useForgeLinks } from "../components/ui";
 
 function useSaveRepo() {
   const client = useQueryClient();
@@ -384,7 +384,7 @@ function prCost(list: Review[]): string {
 /** One row per pull request: its runs, latest status, cost, last run, and its page on the
  * forge; improver runs (PR 0) are listed apart. */
 function PrTable({ rows }: { rows: Review[] }) {
-  const forgeUrl = useForgeUrl();
+  const links = useForgeLinks();
   const prs = rows.filter((r) => r.pr_number !== 0);
   if (prs.length === 0) return <Empty>No reviews for this repository yet.</Empty>;
   const groups = new Map<number, Review[]>();
@@ -427,9 +427,10 @@ function PrTable({ rows }: { rows: Review[] }) {
                   <Time at={latest.created_at} />
                 </td>
                 <td className="hide-narrow">
-                  {forgeUrl && (
-                    <a href={`${forgeUrl}/${latest.repo_full_name}/pull/${pr}`} target="_blank" rel="noreferrer">
-                      Open #{pr}
+                  {links.pull(latest.repo_full_name, pr) && (
+                    <a href={links.pull(latest.repo_full_name, pr) ?? undefined} target="_blank" rel="noreferrer">
+                      Open {links.sigil(latest.repo_full_name)}
+                      {pr}
                       <span className="sr-only"> on the forge</span> ↗
                     </a>
                   )}

@@ -6,7 +6,7 @@ import { api, unwrap, type DroppedFinding, type Filters, type Finding, type Revi
 import { q, type TranscriptItem } from "../api/queries";
 import { FilterBar } from "../components/filters";
 import { FailureBox } from "../components/failure";
-import { Card, Empty, ErrorBox, NotFoundPage, Pre, Query, ReviewTable, StatusBadge, Time, count, duration, isNotFound, money, PrLink, useForgeUrl } from "../components/ui";
+import { Card, Empty, ErrorBox, NotFoundPage, Pre, Query, ReviewTable, StatusBadge, Time, count, duration, isNotFound, money, PrLink, useForgeLinks } from "../components/ui";
 
 const listRoute = getRouteApi("/reviews");
 
@@ -246,7 +246,8 @@ function Fact({ label, value, mono }: { label: string; value: string; mono?: boo
 const SEVERITY_ORDER = ["blocking", "question", "nit"];
 
 function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
-  const forgeUrl = useForgeUrl();
+  const links = useForgeLinks();
+  const commentUrl = (f: Finding) => links.comment(review.repo_full_name, review.pr_number, f.github_comment_id);
   if (rows.length === 0) return <Empty>No findings recorded.</Empty>;
   const summaries = rows.filter((f) => f.kind !== "inline");
   const inline = rows.filter((f) => f.kind === "inline");
@@ -273,8 +274,8 @@ function FindingList({ review, rows }: { review: Review; rows: Finding[] }) {
               <article key={f.id} className="finding" data-severity={f.severity}>
                 <p className="row small">
                   <span className={`badge sev-${f.severity ?? "none"}`}>{f.severity ?? "note"}</span>
-                  {forgeUrl ? (
-                    <a href={lineUrl(forgeUrl, review, f)} target="_blank" rel="noreferrer" className="mono">
+                  {commentUrl(f) ? (
+                    <a href={commentUrl(f) ?? undefined} target="_blank" rel="noreferrer" className="mono">
                       {path}:{f.line ?? "?"}
                     </a>
                   ) : (
@@ -378,14 +379,6 @@ function lastTurns(items: TranscriptItem[] | undefined): string[] {
     const line = `${what}: ${text ?? ""}`.replace(/\s+/g, " ").trim();
     return line.length > 160 ? `${line.slice(0, 157)}…` : line;
   });
-}
-
-/** The finding's line on the forge (FORGE_URL): the comment itself when its id is known, else
- * the PR's files. */
-function lineUrl(forgeUrl: string, review: Review, f: Finding): string {
-  const base = `${forgeUrl}/${review.repo_full_name}/pull/${review.pr_number}`;
-  if (f.github_comment_id) return `${base}#discussion_r${f.github_comment_id}`;
-  return `${base}/files`;
 }
 
 /** The tokens of one model call, as its transcript item records them. */

@@ -184,8 +184,35 @@ async fn queue_directly(
     if job.trigger == Trigger::Synchronize {
         supersede(app, &row.repo_full_name, row.pr_number, row.id).await;
     }
+    mark_queued(app, row.id, job).await;
     app.queue_wake.notify_one();
     Ok(Some(row))
+}
+
+/// How long marking a head as waiting may take before the review goes on without it.
+const MARK_QUEUED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Tells the forge the head waits for a review (a GitLab commit status `pending`; nothing on
+/// GitHub) before the queue is woken, so the run's `running` comes after it. A failure or a
+/// forge slower than [`MARK_QUEUED_TIMEOUT`] is logged and the review goes on. Answers set
+/// no status (docs/review-service.md, "Answers in review threads").
+async fn mark_queued(app: &AppState, review_id: i64, job: &PrJob) {
+    if job.answer.is_some() || job.repo.forge() == forge::ForgeKind::GitHub {
+        return;
+    }
+    let mark = app
+        .forge
+        .mark_queued(&job.repo, &job.pr.head_sha, CHECK_RUN_NAME);
+    match tokio::time::timeout(MARK_QUEUED_TIMEOUT, mark).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(review_id, error = %e, "cannot mark the head as waiting for a review")
+        }
+        Err(_) => tracing::warn!(
+            review_id,
+            "marking the head as waiting for a review timed out"
+        ),
+    }
 }
 
 /// Accepts a pull_request delivery's review (docs/architecture.md, "The webhook inbox").
@@ -235,14 +262,19 @@ pub(crate) async fn drain_inbox(app: &AppState) {
         if promoted.is_empty() {
             return;
         }
-        app.queue_wake.notify_one();
         for p in &promoted {
             if p.row.status == ReviewStatus::Skipped {
                 log_head_skip(&p.row);
-            } else if p.row.trigger == Some(Trigger::Synchronize) {
+                continue;
+            }
+            if p.row.trigger == Some(Trigger::Synchronize) {
                 supersede(app, &p.row.repo_full_name, p.row.pr_number, p.row.id).await;
             }
+            if let Ok(job) = serde_json::from_str::<PrJob>(&p.job) {
+                mark_queued(app, p.row.id, &job).await;
+            }
         }
+        app.queue_wake.notify_one();
         if promoted.len() < PROMOTE_BATCH as usize {
             return;
         }

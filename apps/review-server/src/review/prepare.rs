@@ -10,7 +10,7 @@ use crate::job::PrJob;
 use crate::review::FailureKind;
 use crate::state::AppState;
 use anyhow::{Context, anyhow};
-use git_cache::{GitError, Limits, Repo, RepoKey, Worktree};
+use git_cache::{GitError, Limits, Repo, Worktree};
 use review_domain::Trigger;
 use std::path::Path;
 use std::sync::Arc;
@@ -204,35 +204,26 @@ pub(crate) async fn prepare(
     job: &PrJob,
     deadline: Instant,
 ) -> Result<Result<Checkout, Skip>, RunError> {
-    let token = match app.forge.installation_token(job.repo.installation_id).await {
+    let target =
+        crate::forges::clone_target(&app.config, &job.repo, job.pr.number, &job.pr.base_ref)
+            .map_err(RunError::from)?;
+    let token = match app.forge.clone_token(&job.repo).await {
         Ok(t) => Some(t),
-        Err(e) if app.config.git_url().starts_with("file://") => {
-            tracing::debug!(error = %e, "no installation token; cloning from a local URL without one");
+        Err(e) if target.url.starts_with("file://") => {
+            tracing::debug!(error = %e, "no clone token; cloning from a local URL without one");
             None
         }
-        Err(e) => return Err(RunError::from(e).context("installation token")),
+        Err(e) => return Err(RunError::from(e).context("clone token")),
     };
     // Fetch the PR head and the base branch into the cache (clone on first use).
-    let key = RepoKey {
-        host: app.config.forge_host(),
-        owner: job.repo.owner.clone(),
-        name: job.repo.name.clone(),
-    };
-    let url = format!(
-        "{}/{}/{}.git",
-        app.config.git_url().trim_end_matches('/'),
-        job.repo.owner,
-        job.repo.name
-    );
-    let refspecs = vec![
-        format!("+refs/pull/{0}/head:refs/pull/{0}/head", job.pr.number),
-        format!("+refs/heads/{0}:refs/heads/{0}", job.pr.base_ref),
-    ];
+    let crate::forges::CloneTarget { key, url, refspecs } = target;
     // Raised when this future is dropped or the deadline passes: the blocking git work polls it.
     let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
     let limits = app.config.tree_limits();
     let git = app.git.clone();
     let (base_sha, head_sha) = (job.pr.base_sha.clone(), job.pr.head_sha.clone());
+    // A GitLab merge request hook names no base commit: the base branch as just fetched.
+    let base_branch = format!("refs/heads/{}", job.pr.base_ref);
     let last_head = if job.full_diff {
         None
     } else {
@@ -274,6 +265,11 @@ pub(crate) async fn prepare(
                 .sync(&key, &url, &refspecs, token.as_ref(), stop)
                 .with_context(|| format!("fetching {url}"))?;
             let repo = Repo::open(&synced.path)?;
+            let base_sha = if base_sha.is_empty() {
+                repo.resolve(&base_branch)?
+            } else {
+                base_sha
+            };
             let read = read_diff(&repo, &base_sha, &head_sha, limits, stop)?;
             let range = match last_head {
                 None => Range::Whole,

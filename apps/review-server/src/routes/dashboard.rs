@@ -370,7 +370,7 @@ mod tests {
             "/api/reviews/1/nothing",
             "/health/x",
             "/webhook",
-            "/webhook/gitlab",
+            "/webhook/bitbucket",
             "/internal/x",
         ] {
             let resp = get(&src, path, None).await;

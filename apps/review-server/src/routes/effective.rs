@@ -97,6 +97,10 @@ pub(crate) struct Alarm {
 pub(crate) struct EffectiveSettings {
     /// FORGE_URL without a trailing slash: the base of pull request and finding links.
     pub forge_url: String,
+    /// **Added.** GITLAB_URL without a trailing slash, null when GitLab is off: the base of
+    /// the links of GitLab projects, whose full names are `<gitlab host>/<namespace>/<project>`
+    /// (docs/review-service.md, "GitLab").
+    pub gitlab_url: Option<String>,
     /// `gated` (OAuth sign-in), `open_on_loopback` or `open_by_opt_in` (ALLOW_OPEN_API).
     pub api_exposure: String,
     /// Whether FORGE_WEBHOOK_SECRET is set (without it every delivery is refused).
@@ -271,6 +275,7 @@ pub(crate) async fn effective(
     }
     Ok(Json(EffectiveSettings {
         forge_url: app.config.forge_url.trim_end_matches('/').to_owned(),
+        gitlab_url: (app.config.gitlab_url.as_deref()).map(|u| u.trim_end_matches('/').to_owned()),
         api_exposure: match exposure {
             ApiExposure::Gated => "gated",
             ApiExposure::OpenOnLoopback => "open_on_loopback",

@@ -19,6 +19,7 @@ pub(crate) mod settings;
 pub(crate) mod skills;
 pub(crate) mod stats;
 pub(crate) mod webhook;
+pub(crate) mod webhook_gitlab;
 
 use crate::error::{method_not_allowed, not_found, panic_response};
 use crate::state::AppState;
@@ -35,6 +36,7 @@ pub fn router(state: AppState) -> Router {
         .merge(openapi::router())
         .merge(events::router())
         .merge(webhook::router())
+        .merge(webhook_gitlab::router())
         .merge(internal::router())
         .merge(repos::router())
         .merge(reviews::router())

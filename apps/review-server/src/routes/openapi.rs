@@ -19,6 +19,7 @@ use utoipa::{Modify, OpenApi};
         super::health::health,
         super::auth::auth_status,
         super::webhook::receive,
+        super::webhook_gitlab::receive,
         super::repos::list,
         super::repos::one,
         super::repos::upsert,

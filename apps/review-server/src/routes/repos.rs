@@ -66,10 +66,12 @@ pub(crate) async fn improve(
 /// Body of POST /api/repos.
 #[derive(Deserialize, utoipa::ToSchema)]
 pub(crate) struct Upsert {
-    /// `owner/repo`.
-    #[schema(pattern = "^[^/]+/[^/]+$")]
+    /// `owner/repo` on GitHub; `<gitlab host>/<namespace>/<project>` on GitLab, the
+    /// namespace one or more groups (docs/review-service.md, "GitLab").
+    #[schema(pattern = "^[^/]+(/[^/]+)+$")]
     pub full_name: String,
-    /// Forge app installation id (a whole number; `7.0` is read as 7).
+    /// Forge app installation id (a whole number; `7.0` is read as 7); on GitLab the
+    /// project id.
     #[serde(deserialize_with = "whole_number")]
     pub installation_id: i64,
 }
@@ -83,13 +85,10 @@ pub(crate) async fn upsert(
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<RepoRow>, ApiError> {
     let body: Upsert = object_body(body)?;
-    let valid = body
-        .full_name
-        .split_once('/')
-        .is_some_and(|(o, r)| !o.is_empty() && !r.is_empty() && !r.contains('/'));
-    if !valid {
+    let parts: Vec<&str> = body.full_name.split('/').collect();
+    if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
         return Err(ApiError::Unprocessable(
-            "full_name: expected owner/repo".into(),
+            "full_name: expected owner/repo, or <gitlab host>/<namespace>/<project>".into(),
         ));
     }
     Ok(Json(

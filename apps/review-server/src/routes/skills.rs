@@ -69,10 +69,13 @@ pub(crate) async fn install_skill(
             "url: expected a string (a forge tree URL)".into(),
         ));
     };
+    let gitlab_host = app.config.gitlab_host();
+    let gitlab = (app.config.gitlab_url.as_deref()).zip(gitlab_host.as_deref());
     match skills::install(
         app.forge.as_ref(),
         &app.records.store,
         &app.config.forge_url,
+        gitlab,
         &app.config.data_dir,
         url,
     )

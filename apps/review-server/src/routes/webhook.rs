@@ -54,7 +54,7 @@ pub(crate) fn router() -> Router<AppState> {
 
 /// The first of `names` present with a non-empty value: an empty `X-GitHub-Event:` names no
 /// event, so it is as missing as an absent one.
-fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
+pub(super) fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
     names
         .iter()
         .filter_map(|n| headers.get(*n))
