@@ -19,7 +19,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite};
-use forge::oauth::OAuthApp;
+use forge::ForgeKind;
+use forge::oauth::{GitLabOAuthApp, OAuthApp};
 use review_domain::EpochSeconds;
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,10 @@ pub struct Session {
 #[derive(Debug, Serialize, Deserialize)]
 struct PendingSignIn {
     state: String,
+    /// The forge whose authorize page the browser was sent to: only its callback may finish
+    /// the sign-in.
+    #[serde(default = "github")]
+    forge: ForgeKind,
     /// The PKCE code verifier whose S256 challenge went to the authorize URL.
     pkce_verifier: String,
     /// Same-site path to return to after sign-in.
@@ -55,10 +60,17 @@ struct PendingSignIn {
     expires: i64,
 }
 
+fn github() -> ForgeKind {
+    ForgeKind::GitHub
+}
+
 /// The gate's configuration; present on the app only when OAuth is enabled.
 pub struct Auth {
-    /// The App's OAuth client.
-    pub oauth: OAuthApp,
+    /// The GitHub App's OAuth client, when FORGE_APP_CLIENT_ID and its secret are set.
+    pub oauth: Option<OAuthApp>,
+    /// The GitLab OAuth application and GitLab's host (the prefix of its users' logins), when
+    /// GITLAB_OAUTH_CLIENT_ID and its secret are set (docs/review-service.md, "GitLab").
+    pub gitlab: Option<(GitLabOAuthApp, String)>,
     key: Key,
     /// Lower-cased logins allowed to sign in.
     allowed: Vec<String>,
@@ -69,20 +81,57 @@ pub struct Auth {
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth")
-            .field("client_id", &self.oauth.client_id)
+            .field("client_id", &self.oauth.as_ref().map(|o| &o.client_id))
+            .field(
+                "gitlab_client_id",
+                &self.gitlab.as_ref().map(|(o, _)| &o.client_id),
+            )
             .field("allowed", &self.allowed)
             .finish_non_exhaustive()
     }
 }
 
 impl Auth {
-    /// The gate when all three variables of rule 1 are set (and non-empty), else `None`: the
-    /// gate is off and the whole API is open (rule 4).
+    /// The gate when all three variables of rule 1 are set (and non-empty), or AUTH_SECRET
+    /// with GitLab's OAuth pair, else `None`: the gate is off and the whole API is open (rule
+    /// 4).
     pub fn from_config(config: &Config) -> Option<Auth> {
         let secret = config.auth_secret.as_ref()?.expose_secret();
-        let client_id = config.app_client_id.as_deref()?.trim();
-        let client_secret = config.app_client_secret.as_ref()?;
-        if secret.is_empty() || client_id.is_empty() || client_secret.expose_secret().is_empty() {
+        if secret.is_empty() {
+            return None;
+        }
+        let pair = |id: Option<&str>, secret: Option<&secrecy::SecretString>| {
+            let id = id?.trim();
+            let secret = secret?;
+            (!id.is_empty() && !secret.expose_secret().is_empty())
+                .then(|| (id.to_owned(), secret.clone()))
+        };
+        let oauth = pair(
+            config.app_client_id.as_deref(),
+            config.app_client_secret.as_ref(),
+        )
+        .map(|(client_id, client_secret)| OAuthApp {
+            client_id,
+            client_secret,
+            web_url: config.forge_url.clone(),
+            api_url: config.forge_api_url.clone(),
+        });
+        let gitlab = pair(
+            config.gitlab_oauth_client_id.as_deref(),
+            config.gitlab_oauth_client_secret.as_ref(),
+        )
+        .zip(config.gitlab_url.clone().zip(config.gitlab_host()))
+        .map(|((client_id, client_secret), (base_url, host))| {
+            (
+                GitLabOAuthApp {
+                    client_id,
+                    client_secret,
+                    base_url,
+                },
+                host,
+            )
+        });
+        if oauth.is_none() && gitlab.is_none() {
             return None;
         }
         // Any AUTH_SECRET becomes a 64-byte signing key; SHA-512 output is exactly that long.
@@ -99,12 +148,8 @@ impl Auth {
             );
         }
         Some(Auth {
-            oauth: OAuthApp {
-                client_id: client_id.to_owned(),
-                client_secret: client_secret.clone(),
-                web_url: config.forge_url.clone(),
-                api_url: config.forge_api_url.clone(),
-            },
+            oauth,
+            gitlab,
             key,
             allowed,
             public_url: config
@@ -131,8 +176,21 @@ impl Auth {
         (session.expires > now.0 && self.allows(&session.login)).then_some(session)
     }
 
-    /// `<public base>/api/auth/callback/github`: AUTH_URL, else the request's own origin.
-    pub fn callback_url(&self, headers: &HeaderMap) -> String {
+    /// The forges a user may sign in with, GitHub first.
+    pub fn providers(&self) -> Vec<ForgeKind> {
+        let mut out = Vec::new();
+        if self.oauth.is_some() {
+            out.push(ForgeKind::GitHub);
+        }
+        if self.gitlab.is_some() {
+            out.push(ForgeKind::GitLab);
+        }
+        out
+    }
+
+    /// `<public base>/api/auth/callback/<github|gitlab>`: AUTH_URL, else the request's own
+    /// origin.
+    pub fn callback_url(&self, headers: &HeaderMap, forge: ForgeKind) -> String {
         let base = match &self.public_url {
             Some(u) => u.clone(),
             None => {
@@ -150,7 +208,36 @@ impl Auth {
                 format!("{proto}://{host}")
             }
         };
-        format!("{base}/api/auth/callback/github")
+        format!("{base}/api/auth/callback/{}", forge.as_str())
+    }
+
+    /// Exchange `code` with `forge`'s OAuth client; the login as the allow-list and the
+    /// session name it: a GitHub login as it is, a GitLab user as `<gitlab host>/<username>`.
+    pub async fn exchange(
+        &self,
+        forge: ForgeKind,
+        code: &str,
+        pkce_verifier: &str,
+        headers: &HeaderMap,
+    ) -> Result<String, forge::ForgeError> {
+        let callback = self.callback_url(headers, forge);
+        let off = || {
+            forge::ForgeError::Credentials(format!(
+                "sign-in with {} is not configured",
+                forge.display_name()
+            ))
+        };
+        match forge {
+            ForgeKind::GitHub => {
+                let oauth = self.oauth.as_ref().ok_or_else(off)?;
+                oauth.sign_in(code, pkce_verifier, &callback).await
+            }
+            ForgeKind::GitLab => {
+                let (oauth, host) = self.gitlab.as_ref().ok_or_else(off)?;
+                let username = oauth.sign_in(code, pkce_verifier, &callback).await?;
+                Ok(format!("{host}/{username}"))
+            }
+        }
     }
 
     /// Start a sign-in: the cookie jar with the state cookie set (holding the state, the PKCE
@@ -159,15 +246,35 @@ impl Auth {
     pub fn begin(
         &self,
         headers: &HeaderMap,
+        forge: ForgeKind,
         return_to: Option<&str>,
         now: EpochSeconds,
     ) -> Result<(PrivateCookieJar, String), forge::ForgeError> {
         let state = hex::encode(rand::random::<[u8; 32]>());
-        let callback = self.callback_url(headers);
+        let callback = self.callback_url(headers, forge);
         let pkce = forge::oauth::Pkce::new_random();
-        let url = self.oauth.authorize_url(&callback, &state, &pkce)?;
+        let off = || {
+            forge::ForgeError::Credentials(format!(
+                "sign-in with {} is not configured",
+                forge.display_name()
+            ))
+        };
+        let url = match forge {
+            ForgeKind::GitHub => self
+                .oauth
+                .as_ref()
+                .ok_or_else(off)?
+                .authorize_url(&callback, &state, &pkce)?,
+            ForgeKind::GitLab => self
+                .gitlab
+                .as_ref()
+                .ok_or_else(off)?
+                .0
+                .authorize_url(&callback, &state, &pkce)?,
+        };
         let pending = PendingSignIn {
             state,
+            forge,
             pkce_verifier: pkce.verifier().to_owned(),
             return_to: safe_return_path(return_to),
             expires: now.0 + STATE_SECS,
@@ -183,10 +290,12 @@ impl Auth {
 
     /// Check the callback's `state` against the state cookie; returns the jar with the state
     /// cookie removed, the path to return to and the PKCE verifier for the code exchange.
-    /// `None`: missing, forged or expired state.
+    /// `None`: missing, forged or expired state, or a sign-in begun with another forge than
+    /// `forge`, the callback's.
     pub fn take_state(
         &self,
         headers: &HeaderMap,
+        forge: ForgeKind,
         state: &str,
         now: EpochSeconds,
     ) -> Option<(PrivateCookieJar, String, String)> {
@@ -196,7 +305,7 @@ impl Auth {
             pending.state.as_bytes(),
             state.as_bytes(),
         ));
-        if !same || pending.expires <= now.0 {
+        if !same || pending.expires <= now.0 || pending.forge != forge {
             return None;
         }
         let jar = jar.remove(Cookie::build(STATE_COOKIE).path("/api/auth"));
@@ -216,7 +325,7 @@ impl Auth {
             expires: now.0 + SESSION_SECS,
         };
         let value = serde_json::to_string(&session).unwrap_or_default();
-        let callback = self.callback_url(headers);
+        let callback = self.callback_url(headers, ForgeKind::GitHub);
         let mut cookie = self.cookie(SESSION_COOKIE, value, SESSION_SECS, &callback);
         cookie.set_path("/");
         jar.add(cookie)

@@ -402,41 +402,47 @@ impl Config {
 
     /// The sign-in variables that are set (non-empty) and those missing: the OAuth gate needs
     /// AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET together
-    /// (docs/review-service.md §5 rule 1). Some but not all is a start-up error naming the
-    /// missing ones, never a silently open API.
+    /// (docs/review-service.md §5 rule 1), or, for sign-in with GitLab, AUTH_SECRET,
+    /// GITLAB_OAUTH_CLIENT_ID and GITLAB_OAUTH_CLIENT_SECRET (docs/review-service.md,
+    /// "GitLab"), with GitHub's pair then both set or neither. Some but not all is a start-up
+    /// error naming the missing ones, never a silently open API.
     pub fn check_sign_in(&self) -> anyhow::Result<()> {
-        let set = [
-            (
-                "AUTH_SECRET",
-                self.auth_secret
-                    .as_ref()
-                    .is_some_and(|s| !s.expose_secret().trim().is_empty()),
-            ),
-            (
-                "FORGE_APP_CLIENT_ID",
-                self.app_client_id
-                    .as_deref()
-                    .is_some_and(|s| !s.trim().is_empty()),
-            ),
+        let given = |v: Option<&str>| v.is_some_and(|s| !s.trim().is_empty());
+        let auth_secret = (
+            "AUTH_SECRET",
+            given(self.auth_secret.as_ref().map(|s| s.expose_secret())),
+        );
+        let github = [
+            auth_secret,
+            ("FORGE_APP_CLIENT_ID", given(self.app_client_id.as_deref())),
             (
                 "FORGE_APP_CLIENT_SECRET",
-                self.app_client_secret
-                    .as_ref()
-                    .is_some_and(|s| !s.expose_secret().trim().is_empty()),
+                given(self.app_client_secret.as_ref().map(|s| s.expose_secret())),
             ),
         ];
-        let missing: Vec<&str> = set.iter().filter(|(_, on)| !on).map(|(n, _)| *n).collect();
-        if missing.is_empty() || missing.len() == set.len() {
-            return Ok(());
+        let gitlab = [
+            auth_secret,
+            (
+                "GITLAB_OAUTH_CLIENT_ID",
+                given(self.gitlab_oauth_client_id.as_deref()),
+            ),
+            (
+                "GITLAB_OAUTH_CLIENT_SECRET",
+                given(
+                    self.gitlab_oauth_client_secret
+                        .as_ref()
+                        .map(|s| s.expose_secret()),
+                ),
+            ),
+        ];
+        if !(gitlab[1].1 || gitlab[2].1) {
+            return all_or_none(&github, "");
         }
-        let given: Vec<&str> = set.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect();
-        anyhow::bail!(
-            "incomplete sign-in configuration: {} set but {} missing; the OAuth gate needs all \
-             three of AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET (or none, \
-             with LISTEN on loopback or ALLOW_OPEN_API=true)",
-            given.join(" and "),
-            missing.join(" and ")
-        )
+        all_or_none(&gitlab, " for sign-in with GitLab")?;
+        if github[1].1 != github[2].1 {
+            all_or_none(&github, "")?;
+        }
+        Ok(())
     }
 
     /// How `/api` is exposed, given whether the OAuth gate is on.
@@ -456,6 +462,28 @@ impl Config {
     pub fn defaults() -> Self {
         Cli::parse_from(["review-server"]).config
     }
+}
+
+/// Ok when every variable of `set` is set or none is; else the start-up error naming those set
+/// and those missing (names only, never values).
+fn all_or_none(set: &[(&str, bool)], purpose: &str) -> anyhow::Result<()> {
+    let missing: Vec<&str> = set.iter().filter(|(_, on)| !on).map(|(n, _)| *n).collect();
+    if missing.is_empty() || missing.len() == set.len() {
+        return Ok(());
+    }
+    let given: Vec<&str> = set.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect();
+    let names: Vec<&str> = set.iter().map(|(n, _)| *n).collect();
+    let names = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    anyhow::bail!(
+        "incomplete sign-in configuration: {} set but {} missing; the OAuth gate{purpose} needs \
+         all three of {} (or none, with LISTEN on loopback or ALLOW_OPEN_API=true)",
+        given.join(" and "),
+        missing.join(" and "),
+        names
+    )
 }
 
 /// The host (and port) of a URL, without user info; `forge` for a URL without one.
@@ -478,6 +506,32 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sign_in_with_gitlab_needs_its_pair_and_the_auth_secret() {
+        let secret = |v: &str| Some(SecretString::from(v.to_owned()));
+        let mut c = Config::defaults();
+        c.auth_secret = secret("s");
+        c.gitlab_oauth_client_id = Some("id".into());
+        c.gitlab_oauth_client_secret = secret("x");
+        c.check_sign_in().unwrap();
+        c.app_client_id = Some("gh".into());
+        let e = c.check_sign_in().unwrap_err().to_string();
+        assert!(e.contains("but FORGE_APP_CLIENT_SECRET missing"), "{e}");
+        c.app_client_secret = secret("y");
+        c.check_sign_in().unwrap();
+        c.auth_secret = None;
+        let e = c.check_sign_in().unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "GITLAB_OAUTH_CLIENT_ID and GITLAB_OAUTH_CLIENT_SECRET set but AUTH_SECRET missing"
+            ),
+            "{e}"
+        );
+        c.gitlab_oauth_client_secret = None;
+        let e = c.check_sign_in().unwrap_err().to_string();
+        assert!(e.contains("GITLAB_OAUTH_CLIENT_SECRET missing"), "{e}");
     }
 
     #[test]

@@ -1862,8 +1862,17 @@ export interface components {
         };
         /** @description Whether OAuth is configured (docs/review-service.md §4). */
         AuthStatus: {
-            /** @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set. */
+            /**
+             * @description True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set
+             *     (or AUTH_SECRET with GitLab's OAuth pair).
+             */
             enabled: boolean;
+            /**
+             * @description **Added.** The forges a user can sign in with, `github` and/or `gitlab`, present when
+             *     sign-in with GitLab is configured; absent: GitHub's alone, or the gate is off (the
+             *     specification's body) (docs/review-service.md, "GitLab").
+             */
+            providers?: string[] | null;
         };
         /**
          * @description The body of GET /api/budget. Amounts are USD, in the units of ReviewRow.cost, summed over

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use forge::ForgeKind;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -18,7 +19,8 @@ pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/auth-status", get(auth_status))
         .route("/api/auth/signin", get(sign_in))
-        .route("/api/auth/callback/github", get(callback))
+        .route("/api/auth/callback/github", get(callback_github))
+        .route("/api/auth/callback/gitlab", get(callback_gitlab))
         .route("/api/auth/session", get(session))
         .route("/api/auth/signout", post(sign_out))
 }
@@ -26,8 +28,14 @@ pub(crate) fn router() -> Router<AppState> {
 /// Whether OAuth is configured (docs/review-service.md §4).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct AuthStatus {
-    /// True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set.
+    /// True when AUTH_SECRET, FORGE_APP_CLIENT_ID and FORGE_APP_CLIENT_SECRET are all set
+    /// (or AUTH_SECRET with GitLab's OAuth pair).
     pub enabled: bool,
+    /// **Added.** The forges a user can sign in with, `github` and/or `gitlab`, present when
+    /// sign-in with GitLab is configured; absent: GitHub's alone, or the gate is off (the
+    /// specification's body) (docs/review-service.md, "GitLab").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub providers: Option<Vec<String>>,
 }
 
 /// GET /api/auth-status: 200 `{enabled}`; exempt from the gate.
@@ -36,6 +44,10 @@ pub(crate) struct AuthStatus {
 pub(crate) async fn auth_status(State(app): State<AppState>) -> Json<AuthStatus> {
     Json(AuthStatus {
         enabled: app.auth.is_some(),
+        providers: (app.auth.as_ref())
+            .map(|a| a.providers())
+            .filter(|p| p.contains(&ForgeKind::GitLab))
+            .map(|p| p.iter().map(|f| f.as_str().to_owned()).collect::<Vec<_>>()),
     })
 }
 
@@ -43,9 +55,12 @@ pub(crate) async fn auth_status(State(app): State<AppState>) -> Json<AuthStatus>
 pub(crate) struct SignInQuery {
     #[serde(rename = "callbackUrl")]
     callback_url: Option<String>,
+    /// `github` or `gitlab`; default the first configured, GitHub's when both are.
+    provider: Option<String>,
 }
 
-/// GET /api/auth/signin?callbackUrl=/path: 303 to the forge's authorize page.
+/// GET /api/auth/signin?callbackUrl=/path[&provider=gitlab]: 303 to the forge's authorize
+/// page; 404 for a provider that is not configured.
 async fn sign_in(
     State(app): State<AppState>,
     headers: HeaderMap,
@@ -54,7 +69,15 @@ async fn sign_in(
     let Some(auth) = &app.auth else {
         return not_found().await;
     };
-    match auth.begin(&headers, q.callback_url.as_deref(), now()) {
+    let providers = auth.providers();
+    let forge = match q.provider.as_deref() {
+        None => providers.first().copied(),
+        Some(p) => providers.iter().copied().find(|f| f.as_str() == p),
+    };
+    let Some(forge) = forge else {
+        return not_found().await;
+    };
+    match auth.begin(&headers, forge, q.callback_url.as_deref(), now()) {
         Ok((jar, url)) => (jar, Redirect::to(&url)).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "cannot start an OAuth sign-in");
@@ -70,20 +93,42 @@ pub(crate) struct CallbackQuery {
     error: Option<String>,
 }
 
-/// GET /api/auth/callback/github?code&state: checks the state, exchanges the code, checks
-/// ALLOWED_FORGE_USERS, sets the session cookie and returns 303 to where sign-in started.
-/// 400 on a missing or forged state or a refused code; 403 for a login not allowed.
-async fn callback(
+/// GET /api/auth/callback/github?code&state: see [`callback`].
+async fn callback_github(
     State(app): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
 ) -> Response {
+    callback(app, headers, q, ForgeKind::GitHub).await
+}
+
+/// GET /api/auth/callback/gitlab?code&state: see [`callback`].
+async fn callback_gitlab(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<CallbackQuery>,
+) -> Response {
+    callback(app, headers, q, ForgeKind::GitLab).await
+}
+
+/// The callback of `forge`'s sign-in: checks the state (begun with this forge), exchanges the
+/// code, checks ALLOWED_FORGE_USERS, sets the session cookie and returns 303 to where sign-in
+/// started. 400 on a missing or forged state or a refused code; 403 for a login not allowed.
+async fn callback(
+    app: AppState,
+    headers: HeaderMap,
+    q: CallbackQuery,
+    forge: ForgeKind,
+) -> Response {
     let Some(auth) = &app.auth else {
         return not_found().await;
     };
+    if !auth.providers().contains(&forge) {
+        return not_found().await;
+    }
     let now = now();
     let Some((jar, return_to, pkce_verifier)) =
-        auth.take_state(&headers, q.state.as_deref().unwrap_or(""), now)
+        auth.take_state(&headers, forge, q.state.as_deref().unwrap_or(""), now)
     else {
         return text(
             StatusCode::BAD_REQUEST,
@@ -107,11 +152,7 @@ async fn callback(
         )
             .into_response();
     };
-    let login = match auth
-        .oauth
-        .sign_in(&code, &pkce_verifier, &auth.callback_url(&headers))
-        .await
-    {
+    let login = match auth.exchange(forge, &code, &pkce_verifier, &headers).await {
         Ok(login) => login,
         Err(e) => {
             tracing::warn!(error = %e, "OAuth sign-in failed");
