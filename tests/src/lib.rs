@@ -6,6 +6,7 @@
 )]
 
 pub mod fake_forge;
+pub mod fake_gitlab;
 pub mod git_bomb;
 pub mod module_graph;
 pub mod scripted_model;

@@ -857,7 +857,7 @@ impl Forge for GitLabForge {
         })
     }
 
-    /// A `pending` commit status (already pending is Ok).
+    /// A `pending` commit status, "Queued for review" (already pending or running is Ok).
     async fn mark_queued(
         &self,
         repo: &RepoRef,
@@ -870,7 +870,17 @@ impl Forge for GitLabForge {
             .await
         {
             Ok(_) => Ok(()),
-            Err(e) if is_same_state(&e, "pending") => Ok(()),
+            // Already pending, or already running (a review of this commit has started):
+            // the status shows the commit is being looked at either way.
+            Err(e) if is_same_state(&e, "pending") || is_same_state(&e, "running") => {
+                tracing::debug!(
+                    project,
+                    head_sha,
+                    name,
+                    "commit status already pending or running"
+                );
+                Ok(())
+            }
             Err(e) => Err(e),
         }
     }
