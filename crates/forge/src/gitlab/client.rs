@@ -532,7 +532,17 @@ impl GitLabForge {
         repo: &(impl GitLabProject + ?Sized),
         user_id: i64,
     ) -> Result<Option<u32>, ForgeError> {
-        let path = format!("/projects/{}/members/all/{user_id}", repo.project_segment());
+        self.access_level_at(&repo.project_segment(), user_id).await
+    }
+
+    /// [`GitLabForge::member_access_level`] on the project whose `:id` segment (already
+    /// encoded) is `project`.
+    async fn access_level_at(
+        &self,
+        project: &str,
+        user_id: i64,
+    ) -> Result<Option<u32>, ForgeError> {
+        let path = format!("/projects/{project}/members/all/{user_id}");
         match self.send("GET", &path, None).await {
             Ok(v) => Ok(v["access_level"].as_u64().map(|l| l as u32)),
             Err(ForgeError::Api { status: 404, .. }) => Ok(None),
@@ -603,7 +613,7 @@ impl GitLabForge {
         if let Some(a) = cache.get(&author.id) {
             return Ok(a);
         }
-        let level = self.member_access_level(project, author.id).await?;
+        let level = self.access_level_at(project, author.id).await?;
         let a = association_of(level);
         cache.insert(author.id, a);
         Ok(a)
