@@ -861,7 +861,22 @@ mod tests {
         )
         .await;
         assert_eq!(status, 400);
-        assert_eq!(gl.discussions("group/sub/project", 1).len(), 3);
+        // A multi-line range: by line code (sha1 of the path, old and new counters), ending at
+        // the note's line.
+        let code = |o: i64, n: i64| mr::line_code("src/a.rs", o, n);
+        let range = |start: &str, end: &str| {
+            pos(json!({"new_line": 3, "line_range": {
+                "start": {"line_code": start, "type": "new", "old_line": null, "new_line": 2},
+                "end": {"line_code": end, "type": "new", "old_line": null, "new_line": 3},
+            }}))
+        };
+        let (status, body) = call(&gl, "POST", path, t, range(&code(3, 2), &code(3, 3))).await;
+        assert_eq!(status, 201, "{body}");
+        for (start, end) in [(code(2, 2), code(3, 3)), (code(3, 2), code(3, 4))] {
+            let (status, _) = call(&gl, "POST", path, t, range(&start, &end)).await;
+            assert_eq!(status, 400, "{start} {end}");
+        }
+        assert_eq!(gl.discussions("group/sub/project", 1).len(), 4);
     }
 
     #[tokio::test]

@@ -197,6 +197,16 @@ async fn a_review_posts_a_summary_note_and_discussions_on_the_diff() {
     );
     assert_eq!(line(diff_notes[3]), (json!(2), Value::Null));
     assert_eq!(diff_notes[4]["position"]["old_path"], "NOTES.md");
+    // The three-line comment spans its lines with GitLab's line codes (an added line's code
+    // carries the next old line: 3).
+    assert_eq!(
+        diff_notes[1]["position"]["line_range"],
+        json!({
+            "start": {"line_code": forge::gitlab::line_code("src/lib.rs", 3, 2), "type": "new", "old_line": null, "new_line": 2},
+            "end": {"line_code": forge::gitlab::line_code("src/lib.rs", 3, 4), "type": "new", "old_line": null, "new_line": 4},
+        })
+    );
+    assert!(diff_notes[0]["position"].get("line_range").is_none());
     assert_eq!(diff_notes[0]["position"]["base_sha"], BASE);
     assert_eq!(diff_notes[0]["position"]["position_type"], "text");
     assert_eq!(

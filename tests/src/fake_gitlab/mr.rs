@@ -33,6 +33,17 @@ struct FileDiff {
     removed: BTreeSet<i64>,
     /// Unchanged lines: old number -> new number.
     context: BTreeMap<i64, i64>,
+    /// Line codes (`<sha1(new path)>_<old counter>_<new counter>`) -> (old_line, new_line) of
+    /// the line, as GitLab's `line_range` names lines.
+    codes: BTreeMap<String, (Option<i64>, Option<i64>)>,
+}
+
+/// GitLab's line code: `Gitlab::Git.diff_line_code`
+/// (<https://gitlab.com/gitlab-org/gitlab/-/issues/323760>).
+pub(super) fn line_code(path: &str, old: i64, new: i64) -> String {
+    let digest = <sha1::Sha1 as sha1::Digest>::digest(path.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}_{old}_{new}")
 }
 
 /// The files of `git diff base...head` output.
@@ -95,16 +106,20 @@ fn parse_diff(diff: &str) -> Vec<FileDiff> {
         }
         f.hunks.push_str(l);
         f.hunks.push('\n');
+        let code = line_code(&f.new_path, old, new);
         match l.as_bytes().first() {
             Some(b'+') => {
+                f.codes.insert(code, (None, Some(new)));
                 f.added.insert(new);
                 new += 1;
             }
             Some(b'-') => {
+                f.codes.insert(code, (Some(old), None));
                 f.removed.insert(old);
                 old += 1;
             }
             Some(b' ') => {
+                f.codes.insert(code, (Some(old), Some(new)));
                 f.context.insert(old, new);
                 old += 1;
                 new += 1;
@@ -356,11 +371,24 @@ fn check_position(mr: &MergeRequest, pos: &Value) -> Result<(), Response> {
         (Some(o), Some(n)) => file.context.get(&o) == Some(&n),
         (None, None) => false,
     };
-    if paths_ok && on {
-        Ok(())
-    } else {
-        Err(gl_error(400, LINE_CODE_ERROR))
+    if !(paths_ok && on) {
+        return Err(gl_error(400, LINE_CODE_ERROR));
     }
+    // A multi-line comment: both ends must be lines of the file, by line code, and the range
+    // must end at the line the note is on.
+    if let Some(range) = pos.get("line_range").filter(|r| !r.is_null()) {
+        let end_of = |key: &str| -> Option<(Option<i64>, Option<i64>)> {
+            let end = &range[key];
+            let lines = *file.codes.get(end["line_code"].as_str()?)?;
+            let given = (end["old_line"].as_i64(), end["new_line"].as_i64());
+            (given == lines).then_some(lines)
+        };
+        match (end_of("start"), end_of("end")) {
+            (Some(_), Some(end)) if end == (line("old_line"), line("new_line")) => {}
+            _ => return Err(gl_error(400, LINE_CODE_ERROR)),
+        }
+    }
+    Ok(())
 }
 
 /// POST .../discussions {body, position?}: a diff discussion (checked) or a plain one.

@@ -340,17 +340,45 @@ struct WireDiff {
     diff: String,
 }
 
+/// One line of a merge request's diff, as GitLab's diff lines describe it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DiffLine {
+    /// Its number in the old file: None for an added line.
+    old_line: Option<i64>,
+    /// Its number in the new file: None for a removed line.
+    new_line: Option<i64>,
+    /// GitLab's counters where the line sits (for an added line the old counter is the next
+    /// old line, for a removed one the next new line): what its line code is made of.
+    code: (i64, i64),
+}
+
+impl DiffLine {
+    /// GitLab's line type: `new` (added), `old` (removed), null (unchanged).
+    fn kind(&self) -> Value {
+        match (self.old_line, self.new_line) {
+            (None, _) => json!("new"),
+            (_, None) => json!("old"),
+            _ => Value::Null,
+        }
+    }
+}
+
+/// GitLab's line code of a diff line: `<sha1(path)>_<old>_<new>`, from `Gitlab::Git.diff_line_code`
+/// (<https://gitlab.com/gitlab-org/gitlab/-/issues/323760>).
+pub fn line_code(path: &str, old: i64, new: i64) -> String {
+    let digest = <sha1::Sha1 as sha1::Digest>::digest(path.as_bytes());
+    format!("{}_{old}_{new}", hex::encode(digest))
+}
+
 /// The lines of a merge request's diff, to fill a discussion `position`: GitLab wants both
-/// `old_line` and `new_line` for an unchanged (context) line, and the file's `old_path`
-/// (gitlab-org/gitlab#325161).
+/// `old_line` and `new_line` for an unchanged (context) line (gitlab-org/gitlab#325161), the
+/// file's `old_path`, and line codes for a multi-line `line_range`.
 #[derive(Debug, Default)]
 struct DiffMap {
     /// new path -> old path.
     old_paths: HashMap<String, String>,
-    /// (new path, new line) -> old line, for context lines.
-    new_to_old: HashMap<(String, i64), i64>,
-    /// (new path, old line) -> new line, for context lines.
-    old_to_new: HashMap<(String, i64), i64>,
+    /// (new path, new side?, number on that side) -> the line.
+    lines: HashMap<(String, bool, i64), DiffLine>,
 }
 
 impl DiffMap {
@@ -358,6 +386,7 @@ impl DiffMap {
         self.old_paths
             .insert(d.new_path.clone(), d.old_path.clone());
         let (mut old, mut new) = (0i64, 0i64);
+        let path = &d.new_path;
         for l in d.diff.lines() {
             if let Some(h) = l.strip_prefix("@@ ") {
                 let mut nums = h.split(' ').take(2).map(|r| {
@@ -370,12 +399,26 @@ impl DiffMap {
                 new = nums.next().unwrap_or(0);
                 continue;
             }
+            let line = |old_line, new_line| DiffLine {
+                old_line,
+                new_line,
+                code: (old, new),
+            };
             match l.as_bytes().first() {
-                Some(b'+') => new += 1,
-                Some(b'-') => old += 1,
+                Some(b'+') => {
+                    self.lines
+                        .insert((path.clone(), true, new), line(None, Some(new)));
+                    new += 1;
+                }
+                Some(b'-') => {
+                    self.lines
+                        .insert((path.clone(), false, old), line(Some(old), None));
+                    old += 1;
+                }
                 Some(b' ') => {
-                    self.new_to_old.insert((d.new_path.clone(), new), old);
-                    self.old_to_new.insert((d.new_path.clone(), old), new);
+                    let both = line(Some(old), Some(new));
+                    self.lines.insert((path.clone(), true, new), both);
+                    self.lines.insert((path.clone(), false, old), both);
                     new += 1;
                     old += 1;
                 }
@@ -384,8 +427,10 @@ impl DiffMap {
         }
     }
 
-    /// The `position` of an inline comment: paths, and `new_line` (side RIGHT) or `old_line`
-    /// (LEFT), with the other one too when the line is unchanged.
+    /// The `position` of an inline comment: paths, `new_line` (side RIGHT) or `old_line`
+    /// (LEFT), with the other one too when the line is unchanged, and for a comment spanning
+    /// lines a `line_range` from `start_line` to `line` when both are on the diff (else it
+    /// is anchored at `line` alone).
     fn position(&self, c: &InlineComment, refs: &DiffRefs) -> Value {
         let old_path = self.old_paths.get(&c.path).unwrap_or(&c.path);
         let mut p = json!({
@@ -396,20 +441,32 @@ impl DiffMap {
             "old_path": old_path,
             "new_path": c.path,
         });
-        let key = (c.path.clone(), c.line);
-        match c.side {
-            Side::Right => {
-                p["new_line"] = json!(c.line);
-                if let Some(old) = self.new_to_old.get(&key) {
-                    p["old_line"] = json!(old);
+        let right = c.side == Side::Right;
+        let find = |n: i64| self.lines.get(&(c.path.clone(), right, n));
+        match find(c.line) {
+            Some(l) => {
+                if let Some(o) = l.old_line {
+                    p["old_line"] = json!(o);
+                }
+                if let Some(n) = l.new_line {
+                    p["new_line"] = json!(n);
                 }
             }
-            Side::Left => {
-                p["old_line"] = json!(c.line);
-                if let Some(new) = self.old_to_new.get(&key) {
-                    p["new_line"] = json!(new);
-                }
-            }
+            None if right => p["new_line"] = json!(c.line),
+            None => p["old_line"] = json!(c.line),
+        }
+        if let Some(start) = c.start_line.filter(|s| *s < c.line)
+            && let (Some(s), Some(e)) = (find(start), find(c.line))
+        {
+            let end = |l: &DiffLine| {
+                json!({
+                    "line_code": line_code(&c.path, l.code.0, l.code.1),
+                    "type": l.kind(),
+                    "old_line": l.old_line,
+                    "new_line": l.new_line,
+                })
+            };
+            p["line_range"] = json!({ "start": end(s), "end": end(e) });
         }
         p
     }

@@ -8,6 +8,6 @@ pub mod webhook;
 pub(crate) use client::gitlab_message;
 pub use client::{
     CONTENTS_MAX_BYTES, DiffRefs, GitLabForge, GitLabProject, GitLabUser, MergeRequest,
-    STATUS_DESCRIPTION_MAX_CHARS, association_of, gitlab_suggestions, is_bot_username,
+    STATUS_DESCRIPTION_MAX_CHARS, association_of, gitlab_suggestions, is_bot_username, line_code,
     reaction_content,
 };
