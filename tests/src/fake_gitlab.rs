@@ -173,6 +173,8 @@ struct Shared {
 /// The running fake GitLab; stops when dropped.
 pub struct FakeGitLab {
     addr: std::net::SocketAddr,
+    /// The path prefix the instance is served under (`""` or e.g. `/gitlab`).
+    prefix: String,
     shared: Shared,
     task: JoinHandle<()>,
 }
@@ -370,6 +372,13 @@ fn is_bot_name(username: &str) -> bool {
     })
 }
 
+/// Anything no route serves: recorded too (so a test can assert that no call went anywhere
+/// else), then GitLab's 404.
+async fn fallback(State(s): State<Shared>, call: Call) -> Response {
+    let _ = s.check(&call, &Value::Null);
+    gl_error(404, "404 Not Found")
+}
+
 /// Items `page` of `per_page` (GitLab's defaults: 1 and 20; at most 100).
 fn paginate(items: Vec<Value>, query: &HashMap<String, String>) -> Vec<Value> {
     let per_page = query
@@ -400,6 +409,14 @@ impl FakeGitLab {
 
     /// Start on 127.0.0.1:0. Must be called inside a tokio runtime.
     pub async fn start() -> FakeGitLab {
+        Self::start_under("").await
+    }
+
+    /// [`FakeGitLab::start`] for a self-managed instance served under a path prefix
+    /// (`/gitlab`: the API at `/gitlab/api/v4`); [`FakeGitLab::base_url`] includes it, and
+    /// recorded paths leave it out.
+    pub async fn start_under(prefix: &str) -> FakeGitLab {
+        let prefix = prefix.trim_end_matches('/').to_owned();
         let shared = Shared {
             inner: Arc::default(),
             next_id: Arc::new(AtomicI64::new(5000)),
@@ -454,24 +471,30 @@ impl FakeGitLab {
             .route("/api/v4/user", get(oauth::get_user))
             .route("/oauth/authorize", get(oauth::authorize))
             .route("/oauth/token", post(oauth::token))
-            .fallback(|State(s): State<Shared>, call: Call| async move {
-                // Recorded too, so a test can assert that no call went anywhere else.
-                let _ = s.check(&call, &Value::Null);
-                gl_error(404, "404 Not Found")
-            })
-            .with_state(shared.clone());
+            .fallback(fallback);
+        let app = if prefix.is_empty() {
+            app
+        } else {
+            Router::new().nest(&prefix, app).fallback(fallback)
+        }
+        .with_state(shared.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeGitLab { addr, shared, task }
+        FakeGitLab {
+            addr,
+            prefix,
+            shared,
+            task,
+        }
     }
 
     /// The instance's base, for GITLAB_URL (the API is under `/api/v4`, OAuth under
     /// `/oauth`).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}{}", self.addr, self.prefix)
     }
 
     /// The REST base, `{base_url}/api/v4`.

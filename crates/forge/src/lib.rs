@@ -368,8 +368,9 @@ impl CheckConclusion {
     }
 }
 
-/// The forge operations of a review. Implemented by [`GitHubForge`]; tests use the same
-/// implementation against the fake forge in `tests/`.
+/// The forge operations of a review. Implemented by [`GitHubForge`] and [`GitLabForge`]
+/// (each method's GitLab mapping is documented on its impl there); tests use the same
+/// implementations against the fake forge and the fake GitLab in `tests/`.
 #[async_trait]
 pub trait Forge: Send + Sync {
     /// A token for git transport and REST calls of this installation (cached until shortly

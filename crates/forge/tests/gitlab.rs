@@ -218,6 +218,17 @@ async fn a_review_posts_a_summary_note_and_discussions_on_the_diff() {
         "Three lines:\n```suggestion:-2+0\n    all();\n```"
     );
     assert!(fake.posted("POST", "/approve").is_empty());
+    // Nothing went anywhere but this merge request.
+    for r in fake.requests() {
+        assert!(
+            r.path
+                .starts_with("/api/v4/projects/group%2Fsub%2Fproject/merge_requests/7"),
+            "{} {}",
+            r.method,
+            r.path
+        );
+        assert!(r.authenticated);
+    }
 }
 
 #[tokio::test]
@@ -692,4 +703,17 @@ async fn oauth_sign_in_with_pkce_returns_the_username() {
     assert!(err.to_string().contains("invalid_grant"), "{err}");
     let token = fake.posted("POST", "/oauth/token");
     assert_eq!(token[0].body["grant_type"], "authorization_code");
+}
+
+#[tokio::test]
+async fn a_self_managed_base_with_a_path_prefix_works() {
+    let fake = FakeGitLab::start_under("/gitlab").await;
+    fake.add_project(PATH, PROJECT_ID, "trunk");
+    assert!(fake.base_url().ends_with("/gitlab"));
+    let client = GitLabForge::new(&fake.base_url(), SecretString::from(FakeGitLab::TOKEN)).unwrap();
+    assert_eq!(client.default_branch(&repo()).await.unwrap(), "trunk");
+    // Without the prefix nothing answers.
+    let bare = fake.base_url().trim_end_matches("/gitlab").to_owned();
+    let client = GitLabForge::new(&bare, SecretString::from(FakeGitLab::TOKEN)).unwrap();
+    assert_eq!(status(client.default_branch(&repo()).await), 404);
 }
