@@ -91,7 +91,7 @@ if [ -n "${REVIEW_TEST_DATABASE_URL:-}" ]; then
   REVIEW_E2E_DATABASE=postgres cargo test -p review-server --no-fail-fast \
     --test e2e_bad_input --test e2e_git_bounds --test e2e_improve --test e2e_lifecycle \
     --test e2e_review --test e2e_self_history --test hostile_review --test e2e_outcomes \
-    --test e2e_answers --test e2e_budget
+    --test e2e_answers --test e2e_budget --test e2e_gitlab
 fi
 
 # Supply chain (deny.toml, README "Supply chain"): licences, sources and bans without touching the

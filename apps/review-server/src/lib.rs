@@ -97,6 +97,7 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
         replica,
         queue_wake: tokio::sync::Notify::new(),
         inbox_wake: tokio::sync::Notify::new(),
+        queue_marks: tokio::sync::RwLock::new(()),
         auth,
         chat_turns: Arc::new(Semaphore::new(config.chat_max_concurrent.max(1))),
         hosts,

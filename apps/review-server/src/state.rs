@@ -111,6 +111,10 @@ pub struct App {
     /// Woken when this replica accepted a delivery into the webhook inbox, so the promoter
     /// turns it into a review at once (docs/architecture.md, "The webhook inbox").
     pub inbox_wake: tokio::sync::Notify,
+    /// Held (write) while this replica queues GitLab reviews and marks their heads `pending`;
+    /// a GitLab run takes it (read) before it posts `running`, so its `pending` always comes
+    /// first (docs/review-service.md, "GitLab").
+    pub queue_marks: tokio::sync::RwLock<()>,
     /// The OAuth gate; `None` when OAuth is not configured and the API is open (docs/review-service.md §5).
     pub auth: Option<Arc<Auth>>,
     /// CHAT_MAX_CONCURRENT permits, one per running chat turn.

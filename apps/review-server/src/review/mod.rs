@@ -170,6 +170,11 @@ async fn queue_directly(
     delivery: Option<&str>,
     job: &PrJob,
 ) -> anyhow::Result<Option<ReviewRow>> {
+    // A GitLab head is marked `pending` before its run can post `running`.
+    let _marks = match job.repo.forge() {
+        forge::ForgeKind::GitLab => Some(app.queue_marks.write().await),
+        forge::ForgeKind::GitHub => None,
+    };
     let Some(row) = app
         .records
         .create_delivered_review(delivery, &new_review(job), &serde_json::to_string(job)?)
@@ -252,6 +257,12 @@ const PROMOTE_BATCH: i64 = 64;
 /// another replica accepted are promoted too: a replica that died after its reply loses none.
 pub(crate) async fn drain_inbox(app: &AppState) {
     loop {
+        // With GitLab on, a promoted GitLab head is marked `pending` before its run can post
+        // `running` on this replica.
+        let _marks = match app.gitlab {
+            Some(_) => Some(app.queue_marks.write().await),
+            None => None,
+        };
         let promoted = match app.records.promote_accepted(PROMOTE_BATCH).await {
             Ok(p) => p,
             Err(e) => {
@@ -450,6 +461,9 @@ async fn lifecycle(
         // docs/review-service.md, "Answers in review threads": no check run, no retry.
         answer::run(app, &review, job, request, &session_id, cancel, &reason).await;
         return;
+    }
+    if job.repo.forge() == forge::ForgeKind::GitLab {
+        drop(app.queue_marks.read().await);
     }
     let check_run_id = match app
         .forge

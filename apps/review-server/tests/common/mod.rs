@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use test_doubles::fake_forge::{FakeForge, TEST_APP_ID, TEST_APP_KEY};
 use test_doubles::scripted_model::{Behavior, ScriptedModel};
 
+pub(crate) mod gitlab;
+
 pub(crate) const SECRET: &str = "e2e-webhook-secret";
 pub(crate) const OWNER: &str = "acme";
 pub(crate) const REPO: &str = "widgets";
@@ -555,7 +557,7 @@ impl Server {
 
     /// The review rows of `full_name`'s PR `pr`, newest first.
     pub(crate) async fn reviews_of(&self, full_name: &str, pr: i64) -> Vec<Value> {
-        self.get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+        self.get_json(&format!("/api/repos/{}/pr/{pr}", repo_path(full_name)))
             .await
             .as_array()
             .unwrap()
@@ -619,7 +621,7 @@ impl Server {
         assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
         let r = self
             .http
-            .put(format!("{}/api/repos/{full_name}", self.url))
+            .put(format!("{}/api/repos/{}", self.url, repo_path(full_name)))
             .json(&json!({ "enabled": 1, "model": model }))
             .send()
             .await
@@ -632,7 +634,7 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let rows = self
-                .get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+                .get_json(&format!("/api/repos/{}/pr/{pr}", repo_path(full_name)))
                 .await;
             let rows = rows.as_array().cloned().unwrap_or_default();
             let done = rows.iter().all(|r| {
@@ -654,7 +656,14 @@ impl Server {
     }
 }
 
-fn uuid_like() -> String {
+/// `owner/name` of a full name for the API's `:owner/:name` routes: a GitLab project's owner
+/// (`<host>/<namespace>`) as one percent-encoded segment (docs/review-service.md, "GitLab").
+pub(crate) fn repo_path(full_name: &str) -> String {
+    let (owner, name) = full_name.rsplit_once('/').unwrap();
+    format!("{}/{name}", owner.replace('/', "%2F"))
+}
+
+pub(crate) fn uuid_like() -> String {
     format!("{:032x}", rand_u128())
 }
 
@@ -1001,7 +1010,7 @@ impl Server {
         pr: i64,
     ) -> Vec<(i64, String, Option<String>)> {
         let rows = self
-            .get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+            .get_json(&format!("/api/repos/{}/pr/{pr}", repo_path(full_name)))
             .await;
         let mut out: Vec<_> = rows
             .as_array()
@@ -1027,7 +1036,7 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let rows = self
-                .get_json(&format!("/api/repos/{full_name}/pr/{pr}"))
+                .get_json(&format!("/api/repos/{}/pr/{pr}", repo_path(full_name)))
                 .await;
             if let Some(first) = rows.as_array().and_then(|r| r.first()) {
                 return first.clone();

@@ -1,0 +1,488 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The reviewer on GitLab end to end (docs/review-service.md, "GitLab"): the real binary, a
+//! real repository published as GitLab publishes a merge request's head, GitLab's merge request
+//! and note hooks, the strict fake GitLab (token, positions against the diff, commit status
+//! transitions) and the scripted model. Run on SQLite and, by scripts/test.sh, on PostgreSQL.
+
+mod common;
+
+use common::gitlab::*;
+use common::*;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use test_doubles::scripted_model::Behavior;
+
+/// The review rows of merge request 1, newest first.
+async fn rows(w: &GitLabWorld) -> Vec<Value> {
+    w.server.reviews_of(&w.full_name(), 1).await
+}
+
+async fn wait_status(w: &GitLabWorld, id: i64, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let row = w.server.get_json(&format!("/api/reviews/{id}")).await;
+        if row["status"] == status {
+            return row;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "review {id} never became {status}: {row}\n{}",
+            w.server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The discussions on lines of the diff (the summary note is an individual note, listed
+/// among the discussions as GitLab lists it).
+fn diff_discussions(w: &GitLabWorld) -> Vec<Value> {
+    w.gitlab
+        .discussions(PROJECT, 1)
+        .into_iter()
+        .filter(|d| d["notes"][0]["type"] == "DiffNote")
+        .collect()
+}
+
+/// (new_path, new_line) of every discussion GitLab holds on merge request 1, sorted.
+fn discussion_lines(w: &GitLabWorld) -> Vec<(String, i64)> {
+    let mut lines: Vec<(String, i64)> = w
+        .gitlab
+        .discussions(PROJECT, 1)
+        .iter()
+        .filter_map(|d| {
+            let p = &d["notes"][0]["position"];
+            Some((p["new_path"].as_str()?.to_owned(), p["new_line"].as_i64()?))
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_opened_merge_request_gets_a_note_discussions_on_its_lines_and_a_status() {
+    let w = GitLabWorld::start(Behavior::Reviewer, &[]).await;
+    let head = w.upstream.sha("feature");
+    w.set_mr(1, &head);
+    // The first delivery registers the project, disabled, under its full name with the
+    // project id: nothing is reviewed.
+    w.deliver_mr("open", &head, None).await;
+    let repo = w
+        .server
+        .get_json(&format!("/api/repos/{}", repo_path(&w.full_name())))
+        .await;
+    assert_eq!(
+        (
+            repo["full_name"].as_str(),
+            repo["installation_id"].as_i64(),
+            repo["enabled"].as_i64()
+        ),
+        (Some(w.full_name().as_str()), Some(PROJECT_ID), Some(0))
+    );
+    assert_eq!(rows(&w).await.len(), 0);
+
+    w.enable().await;
+    w.deliver_mr("open", &head, None).await;
+    let done = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(
+        (done[0]["status"].as_str(), done[0]["trigger"].as_str()),
+        (Some("completed"), Some("opened")),
+        "{}",
+        w.server.log()
+    );
+
+    // The summary is a merge request note; the inline comments are discussions on exactly
+    // the added lines that hold unwrap() or TODO.
+    let notes = w.gitlab.notes(PROJECT, 1);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n["type"].is_null() && !n["body"].as_str().unwrap_or_default().is_empty()),
+        "no summary note: {notes:?}"
+    );
+    let flagged = w.upstream.flagged_lines(&w.upstream.sha("main"), &head);
+    assert!(!flagged.is_empty());
+    assert_eq!(discussion_lines(&w), flagged);
+    // Every discussion is positioned with the merge request's diff_refs.
+    let mr = w.gitlab.merge_request(PROJECT, 1).unwrap();
+    for d in diff_discussions(&w) {
+        let p = &d["notes"][0]["position"];
+        assert_eq!(p["head_sha"], mr["diff_refs"]["head_sha"]);
+        assert_eq!(p["base_sha"], mr["diff_refs"]["base_sha"]);
+        assert_eq!(p["start_sha"], mr["diff_refs"]["start_sha"]);
+    }
+    // The findings keep GitLab's ids: an inline finding's id is its discussion's first note.
+    let id = done[0]["id"].as_i64().unwrap();
+    let findings = w
+        .server
+        .get_json(&format!("/api/reviews/{id}/findings"))
+        .await;
+    let first_notes: Vec<i64> = diff_discussions(&w)
+        .iter()
+        .map(|d| d["notes"][0]["id"].as_i64().unwrap())
+        .collect();
+    let inline: Vec<&Value> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "inline")
+        .collect();
+    assert_eq!(inline.len(), flagged.len());
+    for f in inline {
+        let note = f["github_comment_id"].as_i64().unwrap();
+        assert!(first_notes.contains(&note), "{f}");
+    }
+    // The commit status moved pending, running, success.
+    assert_eq!(
+        w.final_statuses(&head).await,
+        ["pending", "running", "success"]
+    );
+    // The clone lives under repos/<gitlab host>/<namespace>/<project>.git.
+    let host = w.full_name().split('/').next().unwrap().replace(':', "_");
+    assert!(
+        w.server
+            .data_dir
+            .join("repos")
+            .join(host)
+            .join("acme/platform/widgets.git")
+            .is_dir()
+    );
+    // Nothing but the GitLab API was called, always with the token.
+    for r in w.gitlab.requests() {
+        assert!(
+            r.path.starts_with("/api/v4/projects/"),
+            "{} {}",
+            r.method,
+            r.path
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_or_a_reopen_reviews_again_and_other_updates_do_not() {
+    let w = GitLabWorld::reviewing().await;
+    let first = w.open_mr().await;
+    w.server.wait_reviews(&w.full_name(), 1, 1).await;
+
+    // A title edit: an update without oldrev.
+    w.deliver_mr("update", &first, None).await;
+    // New commits: an update with oldrev.
+    let head2 = w.upstream.push_feature_commit();
+    w.publish_mr(1, "feature");
+    w.set_mr(1, &head2);
+    w.deliver_mr("update", &head2, Some(&first)).await;
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(
+        (all[0]["trigger"].as_str(), all[0]["status"].as_str()),
+        (Some("synchronize"), Some("completed"))
+    );
+    assert_eq!(
+        w.final_statuses(&head2).await,
+        ["pending", "running", "success"]
+    );
+
+    w.deliver_mr("close", &head2, None).await;
+    w.deliver_mr("reopen", &head2, None).await;
+    let all = w.server.wait_reviews(&w.full_name(), 1, 3).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[0]["trigger"], "reopened");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delivery_sent_twice_makes_one_review() {
+    let w = GitLabWorld::reviewing().await;
+    let head = w.upstream.sha("feature");
+    w.set_mr(1, &head);
+    let body = w.mr_payload(1, "open", &head, None);
+    let uuid = "7f3c1a2e-9b4d-4e5f-8a6b-0c1d2e3f4a5b";
+    for _ in 0..2 {
+        let r = w
+            .deliver("Merge Request Hook", &body, Some(GITLAB_SECRET), Some(uuid))
+            .await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.json::<Value>().await.unwrap(), json!({"ok": true}));
+    }
+    w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rows(&w).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn review_from_a_developer_reviews_and_from_a_guest_does_not() {
+    let w = GitLabWorld::reviewing().await;
+    let head = w.upstream.sha("feature");
+    w.set_mr(1, &head);
+    w.deliver_note(&w.note_payload("/review", GUEST, 5001, None))
+        .await;
+    w.deliver_note(&w.note_payload("/review please", (99, "stranger"), 5002, None))
+        .await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        rows(&w).await.len(),
+        0,
+        "a guest's and a non-member's /review start nothing"
+    );
+
+    w.deliver_note(&w.note_payload("/review", DEVELOPER, 5003, None))
+        .await;
+    let done = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(
+        (done[0]["trigger"].as_str(), done[0]["status"].as_str()),
+        (Some("command"), Some("completed"))
+    );
+    // The access levels were read from GitLab's members API.
+    assert!(!w.gitlab.posted("GET", "/members/all/").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_or_missing_token_is_refused_401_and_starts_nothing() {
+    let w = GitLabWorld::reviewing().await;
+    let head = w.upstream.sha("feature");
+    w.set_mr(1, &head);
+    let body = w.mr_payload(1, "open", &head, None);
+    for token in [
+        Some("wrong"),
+        Some(""),
+        None,
+        Some("e2e-gitlab-secret-tokeN"),
+        Some("e2e-gitlab-secret-toke"),
+    ] {
+        let r = w.deliver("Merge Request Hook", &body, token, None).await;
+        assert_eq!(r.status(), 401, "{token:?}");
+        // The spec's body, as the GitHub route answers it.
+        assert_eq!(
+            r.json::<Value>().await.unwrap(),
+            json!({"error": "invalid signature", "code": "invalid_signature"})
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rows(&w).await.len(), 0);
+    assert!(w.gitlab.requests().is_empty());
+
+    // Without GITLAB_WEBHOOK_SECRET every delivery is refused, whatever it carries.
+    let env: Vec<(&str, String)> = w
+        .env
+        .iter()
+        .filter(|(k, _)| *k != "GITLAB_WEBHOOK_SECRET")
+        .cloned()
+        .collect();
+    let (_dir, bare) = start_temp(&env).await;
+    for token in [Some(GITLAB_SECRET), Some(""), None] {
+        let mut req = bare
+            .http
+            .post(format!("{}/webhook/gitlab", bare.url))
+            .header("X-Gitlab-Event", "Merge Request Hook")
+            .body(body.clone());
+        if let Some(t) = token {
+            req = req.header("X-Gitlab-Token", t);
+        }
+        assert_eq!(req.send().await.unwrap().status(), 401, "{token:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draft_waits_until_it_leaves_draft() {
+    let w = GitLabWorld::reviewing().await;
+    let head = w.upstream.sha("feature");
+    w.set_mr(1, &head);
+    let mut draft: Value = serde_json::from_slice(&w.mr_payload(1, "open", &head, None)).unwrap();
+    draft["object_attributes"]["draft"] = json!(true);
+    draft["object_attributes"]["title"] = json!("Draft: Parse helpers");
+    let r = w
+        .deliver(
+            "Merge Request Hook",
+            &serde_json::to_vec(&draft).unwrap(),
+            Some(GITLAB_SECRET),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rows(&w).await.len(), 0, "a draft is not reviewed");
+
+    let mut ready: Value = serde_json::from_slice(&w.mr_payload(1, "update", &head, None)).unwrap();
+    ready["changes"] = json!({ "draft": { "previous": true, "current": false } });
+    let r = w
+        .deliver(
+            "Merge Request Hook",
+            &serde_json::to_vec(&ready).unwrap(),
+            Some(GITLAB_SECRET),
+            None,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let done = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(done[0]["trigger"], "ready_for_review");
+}
+
+/// A world whose model answers after `delay`, with merge request 1 opened and its review
+/// running: the world and the review's id.
+async fn running_review(delay: Duration, extra: &[(&'static str, String)]) -> (GitLabWorld, i64) {
+    let w = GitLabWorld::start(Behavior::Slow(delay), extra).await;
+    w.enable().await;
+    w.open_mr().await;
+    let first = w.server.wait_reviews_any(&w.full_name(), 1).await;
+    let id = first["id"].as_i64().unwrap();
+    wait_status(&w, id, "running").await;
+    (w, id)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_cancels_the_run_and_its_commit_status() {
+    let (w, id) = running_review(Duration::from_secs(3), &[("RETRY_DELAY_SECS", "1".into())]).await;
+    let r = w
+        .server
+        .http
+        .post(format!("{}/api/reviews/{id}/stop", w.server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let row = wait_status(&w, id, "failed").await;
+    assert_eq!(row["error"], "Stopped by user");
+    let head = w.upstream.sha("feature");
+    assert_eq!(
+        w.final_statuses(&head).await,
+        ["pending", "running", "canceled"]
+    );
+    w.server
+        .wait_log_line(&[
+            "no automatic retry: the run was cancelled",
+            &format!("review_id={id}"),
+        ])
+        .await;
+    assert_eq!(rows(&w).await.len(), 1, "a stopped review is never retried");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newer_push_supersedes_the_running_review() {
+    let (w, first_id) = running_review(
+        Duration::from_millis(700),
+        &[("RETRY_DELAY_SECS", "1".into())],
+    )
+    .await;
+    let first_head = w.upstream.sha("feature");
+    let head2 = w.upstream.push_feature_commit();
+    w.publish_mr(1, "feature");
+    w.set_mr(1, &head2);
+    w.deliver_mr("update", &head2, Some(&first_head)).await;
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    let old = all.iter().find(|r| r["id"] == first_id).unwrap();
+    assert_eq!(
+        (old["status"].as_str(), old["error"].as_str()),
+        (Some("failed"), Some("superseded by a newer push"))
+    );
+    assert_eq!(all[0]["status"], "completed");
+    assert_eq!(
+        w.final_statuses(&first_head)
+            .await
+            .last()
+            .map(String::as_str),
+        Some("canceled")
+    );
+    assert_eq!(
+        w.final_statuses(&head2).await,
+        ["pending", "running", "success"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_genuine_failure_is_retried_once_and_the_status_fails() {
+    let w = GitLabWorld::start(Behavior::Fail500, &[("RETRY_DELAY_SECS", "1".into())]).await;
+    w.enable().await;
+    // The retry reads the merge request from GitLab.
+    let head = w.open_mr().await;
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    let (retry, first) = (&all[0], &all[1]);
+    assert_eq!(
+        (first["status"].as_str(), first["attempt"].as_i64()),
+        (Some("failed"), Some(0))
+    );
+    assert_eq!(
+        (
+            retry["status"].as_str(),
+            retry["attempt"].as_i64(),
+            retry["trigger"].as_str()
+        ),
+        (Some("failed"), Some(1), Some("retry"))
+    );
+    let states = w.final_statuses(&head).await;
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("failed"),
+        "{states:?}"
+    );
+    // The failed retry says so on the merge request, as a note.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !w.gitlab.notes(PROJECT, 1).iter().any(|n| {
+        n["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("failed twice")
+    }) {
+        assert!(Instant::now() < deadline, "no note about the failed retry");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_and_restarted_server_fails_its_interrupted_gitlab_review_at_boot() {
+    let settings = [
+        ("RETRY_DELAY_SECS", "1".to_owned()),
+        ("QUEUE_POLL_MS", "100".to_owned()),
+    ];
+    let (mut w, id) = running_review(Duration::from_secs(30), &settings).await;
+    w.kill_and_restart().await;
+    let row = w.server.get_json(&format!("/api/reviews/{id}")).await;
+    assert_eq!(
+        (row["status"].as_str(), row["error"].as_str()),
+        (Some("failed"), Some("interrupted by restart"))
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        rows(&w).await.len(),
+        1,
+        "an interrupted review is not retried"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_in_a_findings_discussion_is_answered_in_it() {
+    let w = GitLabWorld::reviewing().await;
+    w.open_mr().await;
+    let done = w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    assert_eq!(done[0]["status"], "completed");
+    let discussion = diff_discussions(&w)[0].clone();
+    let discussion_id = discussion["id"].as_str().unwrap().to_owned();
+    let reply = w.gitlab.add_discussion_reply(
+        PROJECT,
+        1,
+        &discussion_id,
+        AUTHOR.1,
+        "Why is this a problem?",
+    );
+    w.deliver_note(&w.note_payload(
+        "Why is this a problem?",
+        AUTHOR,
+        reply,
+        Some(&discussion_id),
+    ))
+    .await;
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(
+        (all[0]["trigger"].as_str(), all[0]["status"].as_str()),
+        (Some("reply"), Some("completed")),
+        "{}",
+        w.server.log()
+    );
+    // The answer is a note in that discussion.
+    let after = w
+        .gitlab
+        .discussions(PROJECT, 1)
+        .into_iter()
+        .find(|d| d["id"] == discussion_id.as_str())
+        .unwrap();
+    let notes = after["notes"].as_array().unwrap();
+    assert!(notes.len() >= 3, "{notes:?}");
+}
