@@ -528,7 +528,8 @@ impl FakeGitLab {
     /// `draft`, `author` {id, username}, `source_branch`, `target_branch`, `sha`, `diff_refs`
     /// {base_sha, start_sha, head_sha}, `web_url`) in project `path`. Missing `id`,
     /// `project_id`, `web_url`, `state` and `draft` are filled in; its head and base commits
-    /// become commits of the project (without files), as they exist on GitLab.
+    /// become commits of the project (without files), as they exist on GitLab. Serving an
+    /// existing merge request again (its head moved) keeps its discussions and approvals.
     pub fn add_merge_request(&self, path: &str, mr: Value) {
         let id = self.shared.id();
         self.project(path, |p| {
@@ -565,13 +566,9 @@ impl FakeGitLab {
                     });
                 }
             }
-            p.mrs.insert(
-                iid,
-                MergeRequest {
-                    json: mr,
-                    ..MergeRequest::default()
-                },
-            );
+            // A merge request served again (a push moved its head) keeps its discussions and
+            // approvals, as on GitLab.
+            p.mrs.entry(iid).or_default().json = mr;
         });
     }
 

@@ -486,3 +486,55 @@ async fn a_reply_in_a_findings_discussion_is_answered_in_it() {
     let notes = after["notes"].as_array().unwrap();
     assert!(notes.len() >= 3, "{notes:?}");
 }
+
+/// Merge request 1 reviewed with its findings, then fixed (no unwrap, no TODO left) and pushed:
+/// the second review clears the first one's requested changes with an approval. Returns the
+/// rows, newest first.
+async fn fixed_after_review(w: &GitLabWorld) -> Vec<Value> {
+    let first = w.open_mr().await;
+    w.server.wait_reviews(&w.full_name(), 1, 1).await;
+    let parse = "use std::str::FromStr;\n\npub fn parse(s: &str) -> Option<i32> {\n    i32::from_str(s).ok()\n}\n";
+    let lib = "pub mod parse;\n\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n\npub fn first(v: &[i32]) -> Option<i32> {\n    v.first().copied()\n}\n";
+    commit_on(
+        &w.upstream,
+        "feature",
+        &[("src/parse.rs", parse), ("src/lib.rs", lib)],
+        "fix",
+    );
+    w.publish_mr(1, "feature");
+    let fixed = w.upstream.sha("feature");
+    w.set_mr(1, &fixed);
+    w.deliver_mr("update", &fixed, Some(&first)).await;
+    w.server.wait_reviews(&w.full_name(), 1, 2).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fixed_merge_request_is_approved_through_the_approvals_api() {
+    let w = GitLabWorld::reviewing().await;
+    let all = fixed_after_review(&w).await;
+    assert_eq!(all[0]["status"], "completed", "{}", w.server.log());
+    // One approval, at the fixed head.
+    assert_eq!(
+        w.gitlab.approvals(PROJECT, 1),
+        [w.upstream.sha("feature")],
+        "{}",
+        w.server.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn where_the_instance_refuses_approvals_a_note_says_so() {
+    let w = GitLabWorld::reviewing().await;
+    w.gitlab.refuse_approvals(401, "401 Unauthorized");
+    let all = fixed_after_review(&w).await;
+    assert_eq!(all[0]["status"], "completed", "{}", w.server.log());
+    assert!(w.gitlab.approvals(PROJECT, 1).is_empty());
+    let notes = w.gitlab.notes(PROJECT, 1);
+    assert!(
+        notes.iter().any(|n| n["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not accept an approval")),
+        "{notes:?}"
+    );
+}
