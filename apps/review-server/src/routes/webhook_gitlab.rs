@@ -36,8 +36,10 @@ use forge::gitlab::webhook::{
 };
 use review_domain::{FindingKind, PullRequest, Trigger};
 use secrecy::ExposeSecret;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// GitLab's access level of the Developer role: members at or above it may run `/review`
 /// (<https://docs.gitlab.com/api/members/#roles>).
@@ -79,22 +81,54 @@ pub(crate) async fn receive(
     dispatch(&app, &event, delivery.as_deref(), &body).await
 }
 
+/// The fields every delivery is looked at for, borrowed: the project's id and path.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    project: Option<EnvelopeProject<'a>>,
+}
+
+#[derive(Deserialize)]
+struct EnvelopeProject<'a> {
+    #[serde(default)]
+    id: Option<i64>,
+    #[serde(borrow, default)]
+    path_with_namespace: Option<Cow<'a, str>>,
+}
+
 async fn dispatch(
     app: &AppState,
     event: &str,
     delivery: Option<&str>,
     body: &[u8],
 ) -> Result<Json<Value>, ApiError> {
-    let project: Option<String> = serde_json::from_slice::<Value>(body)
-        .map_err(|e| {
-            ApiError::refused(ErrorCode::InvalidPayload, format!("body is not JSON: {e}"))
-        })?
-        .pointer("/project/path_with_namespace")
-        .and_then(Value::as_str)
+    let project = match serde_json::from_slice::<Envelope>(body) {
+        Ok(envelope) => envelope.project,
+        Err(e) if e.is_data() => None,
+        Err(e) => {
+            return Err(ApiError::refused(
+                ErrorCode::InvalidPayload,
+                format!("body is not JSON: {e}"),
+            ));
+        }
+    };
+    let full_name = project
+        .as_ref()
+        .and_then(|p| p.path_with_namespace.as_deref())
         .and_then(|p| crate::forges::gitlab_full_name(&app.config, p));
     app.records
-        .webhook_received(project.as_deref(), event, delivery);
-    tracing::debug!(event, ?delivery, repo = ?project, "gitlab webhook verified");
+        .webhook_received(full_name.as_deref(), event, delivery);
+    tracing::debug!(event, ?delivery, repo = ?full_name, "gitlab webhook verified");
+    if event == MERGE_REQUEST_HOOK || event == NOTE_HOOK {
+        // Most deliveries of a group hook are for projects nobody enabled: register and skip
+        // those from the envelope, without reading the rest of the payload.
+        if let (Some(name), Some(id)) = (&full_name, project.as_ref().and_then(|p| p.id))
+            && app.records.register(name, id).await?.enabled != 1
+        {
+            tracing::debug!(repo = name, "repo disabled; delivery skipped");
+            return Ok(Json(json!({ "ok": true })));
+        }
+    }
     match event {
         MERGE_REQUEST_HOOK => merge_request(app, delivery, payload(event, body)?).await?,
         NOTE_HOOK => note(app, delivery, payload(event, body)?).await?,
