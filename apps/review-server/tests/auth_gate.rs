@@ -464,3 +464,115 @@ async fn return_paths_with_tabs_newlines_or_other_hosts_go_home() {
         assert_eq!(location(&r), "/", "{hostile}");
     }
 }
+
+/// A server signing in with GitLab only (AUTH_SECRET and GitLab's OAuth pair), the fake GitLab
+/// approving as `login`, with ALLOWED_FORGE_USERS = `allowed` (`{host}` is replaced by GitLab's
+/// host).
+async fn gated_by_gitlab(
+    allowed: &str,
+    login: &str,
+) -> (
+    test_doubles::fake_gitlab::FakeGitLab,
+    tempfile::TempDir,
+    Server,
+    String,
+) {
+    let gitlab = test_doubles::fake_gitlab::FakeGitLab::start().await;
+    gitlab.set_oauth_client("gitlab-app-id", "gitlab-app-secret");
+    gitlab.set_oauth_login(login);
+    let host = gitlab.base_url().trim_start_matches("http://").to_owned();
+    let env = vec![
+        ("GITLAB_URL", gitlab.base_url()),
+        ("GITLAB_TOKEN", "glpat-x".to_owned()),
+        ("AUTH_SECRET", "a-long-random-auth-secret".to_owned()),
+        ("GITLAB_OAUTH_CLIENT_ID", "gitlab-app-id".to_owned()),
+        ("GITLAB_OAUTH_CLIENT_SECRET", "gitlab-app-secret".to_owned()),
+        ("ALLOWED_FORGE_USERS", allowed.replace("{host}", &host)),
+    ];
+    let (dir, server) = start_temp(&env).await;
+    (gitlab, dir, server, host)
+}
+
+/// The browser's sign-in with GitLab, redirects followed by hand: the callback's answer.
+async fn sign_in_with_gitlab(server: &Server) -> reqwest::Response {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = http
+        .get(format!(
+            "{}/api/auth/signin?provider=gitlab&callbackUrl=/stats",
+            server.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let state_cookie = cookies(&r);
+    let authorize = location(&r);
+    assert!(authorize.contains("/oauth/authorize?"), "{authorize}");
+    assert_eq!(query_param(&authorize, "code_challenge_method"), "S256");
+    assert!(authorize.contains("redirect_uri=http%3A%2F%2F127.0.0.1%3A"));
+    assert!(
+        authorize.contains("%2Fapi%2Fauth%2Fcallback%2Fgitlab"),
+        "{authorize}"
+    );
+    // GitLab's authorize page, approved: back to the callback with a code.
+    let r = http.get(&authorize).send().await.unwrap();
+    assert_eq!(r.status(), 302, "{:?}", r.text().await);
+    let callback = location(&r);
+    http.get(&callback)
+        .header("cookie", state_cookie)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn signing_in_with_gitlab_opens_the_api_for_a_listed_gitlab_user() {
+    let (gitlab, _dir, server, host) = gated_by_gitlab("{host}/ada", "ada").await;
+    assert_eq!(
+        server.get_json("/api/auth-status").await,
+        json!({"enabled": true, "providers": ["gitlab"]})
+    );
+    let r = sign_in_with_gitlab(&server).await;
+    assert_eq!(r.status(), 303, "{:?}", r.text().await);
+    assert_eq!(location(&r), "/stats");
+    let cookie = cookies(&r);
+    let r = server
+        .http
+        .get(format!("{}/api/auth/session", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    let s: Value = r.json().await.unwrap();
+    assert_eq!(s["user"], json!({"login": format!("{host}/ada")}));
+    let r = server
+        .http
+        .get(format!("{}/api/stats", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // The code was exchanged once, with the PKCE verifier (the fake checks it).
+    assert_eq!(gitlab.posted("POST", "/oauth/token").len(), 1);
+}
+
+#[tokio::test]
+async fn a_github_login_of_the_same_name_does_not_let_a_gitlab_user_in() {
+    let (_gitlab, _dir, server, _host) = gated_by_gitlab("ada", "ada").await;
+    let r = sign_in_with_gitlab(&server).await;
+    assert_eq!(r.status(), 403);
+    let (_, _, text) = body_text(r).await;
+    assert!(text.contains("/ada is not allowed"), "{text}");
+    // GitHub's sign-in is not configured here: its routes are not there.
+    let r = server
+        .http
+        .get(format!("{}/api/auth/signin?provider=github", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}

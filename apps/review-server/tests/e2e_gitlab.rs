@@ -538,3 +538,57 @@ async fn where_the_instance_refuses_approvals_a_note_says_so() {
         "{notes:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn review_command_reviews_a_merge_request_of_a_gitlab_checkout() {
+    let w = GitLabWorld::start(Behavior::Reviewer, &[]).await;
+    // A clone of the GitLab project with merge request 1 fetched as GitLab's docs show it.
+    let clone = w.upstream.root.path().join("checkout");
+    git(
+        w.upstream.root.path(),
+        &[
+            "clone",
+            "-q",
+            w.bare.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    git(
+        &clone,
+        &["fetch", "-q", "origin", "merge-requests/1/head:mr-1"],
+    );
+    let data = tempfile::tempdir().unwrap();
+    let out = tokio::task::spawn_blocking({
+        let base_url = w.model.base_url();
+        let clone = clone.clone();
+        let data = data.path().to_owned();
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_review-server"))
+                .args(["review", "--repo", clone.to_str().unwrap()])
+                .args(["--base", "origin/main", "--head", "mr-1"])
+                .args(["--model", "anthropic/claude-sonnet-4-5"])
+                .env("ANTHROPIC_BASE_URL", base_url)
+                .env("AGENT_API_KEY", "k")
+                .env("DATA_DIR", data)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("# Review ("), "{stdout}");
+    // The same lines the server flags on the merge request.
+    let head = w.upstream.sha("feature");
+    for (path, line) in w.upstream.flagged_lines(&w.upstream.sha("main"), &head) {
+        assert!(
+            stdout.contains(&format!("{path}:{line}")),
+            "{path}:{line} in {stdout}"
+        );
+    }
+}
