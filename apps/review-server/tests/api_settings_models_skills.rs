@@ -920,3 +920,77 @@ async fn settings_in_force_name_each_models_source_and_each_keys_state() {
     let settings = s.get_json("/api/settings/effective").await.to_string();
     assert!(!settings.contains("sk-stored") && !settings.contains("sk-env"));
 }
+
+/// docs/review-service.md, "GitLab": a skill installs from a GitLab tree URL of a project in a
+/// nested group, pinned to the commit its ref names, read with GitLab's token.
+#[tokio::test]
+async fn skill_installs_from_a_gitlab_tree_url_pinned_to_its_commit() {
+    use test_doubles::fake_gitlab::FakeGitLab;
+    let gitlab = FakeGitLab::start().await;
+    gitlab.add_project("platform/tools/skill-pack", 77, "main");
+    let files: Vec<(&str, &[u8])> = vec![
+        ("skills/sql-safety/SKILL.md", SQL_SKILL_MD.as_bytes()),
+        (
+            "skills/sql-safety/refs/checklist.md",
+            b"- bind parameters (marker CHECK-5512)\n",
+        ),
+        ("README.md", b"# pack\n"),
+    ];
+    gitlab.add_commit("platform/tools/skill-pack", &["release/v2"], SHA1, &files);
+    let (_dir, s) = start_temp(&[
+        ("GITLAB_URL", gitlab.base_url()),
+        ("GITLAB_TOKEN", FakeGitLab::TOKEN.to_owned()),
+    ])
+    .await;
+    let host = gitlab.base_url().trim_start_matches("http://").to_owned();
+    let url = format!(
+        "{}/platform/tools/skill-pack/-/tree/release/v2/skills/sql-safety?ref_type=heads",
+        gitlab.base_url()
+    );
+    let (status, row) = s.post_json("/api/skills", json!({ "url": url })).await;
+    assert_eq!(status, 200, "{row}");
+    assert_eq!(
+        (
+            row["owner"].as_str(),
+            row["repo"].as_str(),
+            row["path"].as_str(),
+            row["ref"].as_str()
+        ),
+        (
+            Some(format!("{host}/platform/tools").as_str()),
+            Some("skill-pack"),
+            Some("skills/sql-safety"),
+            Some(SHA1)
+        )
+    );
+    let dir = s.data_dir.join("skills/sql-safety");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("SKILL.md")).unwrap(),
+        SQL_SKILL_MD
+    );
+    assert!(dir.join("refs/checklist.md").is_file());
+    // Every file was read at the commit, not at the branch.
+    let reads: Vec<String> = gitlab
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("/repository/files/") || r.path.contains("/repository/tree"))
+        .map(|r| r.path)
+        .collect();
+    assert!(!reads.is_empty());
+    assert!(
+        reads.iter().all(|p| p.contains(&format!("ref={SHA1}"))),
+        "{reads:?}"
+    );
+    // A GitLab URL that is not a tree URL is refused with GitLab's form in the message.
+    let (status, body) = s
+        .post_json(
+            "/api/skills",
+            json!({ "url": format!("{}/platform/tools/skill-pack/tree/main/skills/x", gitlab.base_url()) }),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("/-/tree/"),
+        "{body}"
+    );
+}
