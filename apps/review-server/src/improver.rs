@@ -194,7 +194,7 @@ async fn improve(
 ) -> anyhow::Result<Outcome> {
     let (owner, name) = repo
         .full_name
-        .split_once('/')
+        .rsplit_once('/')
         .context("repo name without a slash")?;
     let repo_ref = RepoRef {
         installation_id: repo.installation_id,

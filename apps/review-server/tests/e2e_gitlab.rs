@@ -592,3 +592,94 @@ async fn review_command_reviews_a_merge_request_of_a_gitlab_checkout() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_improver_learns_from_a_developers_reply_and_opens_a_merge_request() {
+    use test_doubles::scripted_model::IMPROVED_REVIEW_MD;
+    let w = GitLabWorld::reviewing().await;
+    w.open_mr().await;
+    assert_eq!(
+        w.server.wait_reviews(&w.full_name(), 1, 1).await[0]["status"],
+        "completed"
+    );
+    w.gitlab.add_commit(
+        PROJECT,
+        &["main"],
+        &w.upstream.sha("main"),
+        &[("REVIEW.md", b"# Review guide\n\n- Keep functions small.\n")],
+    );
+    let discussion = diff_discussions(&w)[0]["id"].as_str().unwrap().to_owned();
+    w.gitlab.add_discussion_reply(
+        PROJECT,
+        1,
+        &discussion,
+        DEVELOPER.1,
+        "In this repo library code never unwraps; return an error instead.",
+    );
+    let r = w
+        .server
+        .http
+        .post(format!(
+            "{}/api/repos/{}/improve",
+            w.server.url,
+            repo_path(&w.full_name())
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let rows = w.server.wait_reviews(&w.full_name(), 0, 1).await;
+    assert_eq!(
+        rows[0]["status"],
+        "completed",
+        "{}\n{}",
+        rows[0],
+        w.server.log()
+    );
+    // A branch from main with the file written whole, and a merge request against main.
+    let branch = format!("review-server/improve-review-md-{}", rows[0]["id"]);
+    let written = w.gitlab.file_at(PROJECT, &branch, "REVIEW.md").unwrap();
+    assert_eq!(String::from_utf8(written).unwrap(), IMPROVED_REVIEW_MD);
+    let opened = w
+        .gitlab
+        .merge_request(PROJECT, 2)
+        .expect("a merge request opened");
+    assert_eq!(
+        (
+            opened["source_branch"].as_str(),
+            opened["target_branch"].as_str()
+        ),
+        (Some(branch.as_str()), Some("main"))
+    );
+    // The row links it on GitLab.
+    let findings = w
+        .server
+        .get_json(&format!("/api/reviews/{}/findings", rows[0]["id"]))
+        .await;
+    let link = opened["web_url"].as_str().unwrap();
+    assert!(
+        findings[0]["body"].as_str().unwrap().contains(link),
+        "{findings}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_manual_retry_reads_the_merge_request_from_gitlab() {
+    let w = GitLabWorld::reviewing().await;
+    w.open_mr().await;
+    let first = w.server.wait_reviews(&w.full_name(), 1, 1).await[0].clone();
+    let r = w
+        .server
+        .http
+        .post(format!(
+            "{}/api/reviews/{}/retry",
+            w.server.url, first["id"]
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
+    let all = w.server.wait_reviews(&w.full_name(), 1, 2).await;
+    assert_eq!(all[0]["trigger"], "retry");
+    assert!(!w.gitlab.posted("GET", "/merge_requests/1").is_empty());
+}

@@ -149,7 +149,7 @@ pub(crate) async fn retry(
     }
     let (owner, name) = repo
         .full_name
-        .split_once('/')
+        .rsplit_once('/')
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("repo name without a slash")))?;
     let repo_ref = RepoRef {
         installation_id: repo.installation_id,
