@@ -854,6 +854,49 @@ async function signin() {
   log("ok: sign-in");
 }
 
+// Sign-in with GitLab beside GitHub's (docs/review-service.md, "GitLab"): both buttons, the fake
+// GitLab's authorize page approving and sending the browser back, the overview; then a GitLab
+// project's review and pull request pages link to GitLab.
+async function signinGitLab() {
+  step = "sign-in page with two forges";
+  const gitlab = env("E2E_GITLAB_URL");
+  const project = env("E2E_GITLAB_PROJECT");
+  const host = project.split("/")[0];
+  const page = await newPage();
+  await open(page, "/");
+  await page.getByRole("link", { name: "Sign in with GitHub" }).waitFor();
+  await page.getByRole("link", { name: "Sign in with GitLab" }).waitFor();
+  await sees(page, "GitHub or GitLab account");
+  await accessible(page, "sign-in with two forges");
+  await shot(page, "signin-two-forges");
+  step = "signing in with GitLab";
+  await page.getByRole("link", { name: "Sign in with GitLab" }).click();
+  // The fake GitLab's authorize page approves at once and redirects back to the callback.
+  await page.locator("main h1").getByText("Overview").waitFor();
+  await page.getByTestId("signed-in-login").getByText(`${host}/ada`).waitFor();
+  await page.getByTestId("stat-cards").waitFor();
+  await accessible(page, "overview after sign-in with GitLab");
+  await shot(page, "signed-in-gitlab-overview");
+
+  step = "a GitLab review links to GitLab";
+  const mr = `${gitlab}/acme/platform/widgets/-/merge_requests/1`;
+  await open(page, "/reviews/7001");
+  await page.locator("main h1").getByText("Parse helpers").waitFor();
+  const finding = page.locator(`a[href="${mr}#note_5123"]`);
+  await finding.waitFor();
+  check((await finding.textContent()).includes("src/parse.rs:5"), "the finding's link text");
+  await shot(page, "gitlab-review");
+  const at = project.lastIndexOf("/");
+  await open(page, `/repos/${encodeURIComponent(project.slice(0, at))}/${project.slice(at + 1)}`);
+  const open1 = page.getByRole("link", { name: /Open !1/ });
+  await open1.waitFor();
+  check((await open1.getAttribute("href")) === mr, `merge request link ${await open1.getAttribute("href")}`);
+  await accessible(page, "a GitLab project's page");
+  await shot(page, "gitlab-repo");
+  await page.context().close();
+  log("ok: sign-in with GitLab, GitLab links");
+}
+
 function gzippedJs() {
   const dir = new URL("../dist/assets", import.meta.url).pathname;
   return readdirSync(dir)
@@ -894,6 +937,7 @@ async function bench() {
 try {
   if (MODE === "main") await main();
   else if (MODE === "signin") await signin();
+  else if (MODE === "signin-gitlab") await signinGitLab();
   else if (MODE === "bench") await bench();
   else throw new Error(`unknown E2E_MODE ${MODE}`);
   log("all checks passed");

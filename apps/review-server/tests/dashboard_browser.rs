@@ -185,6 +185,65 @@ async fn the_dashboard_works_in_a_real_browser() {
         &[("E2E_FORGE_URL", forge.api_url()), ("E2E_OAUTH_CODE", code)],
     );
 
+    // Sign-in with GitLab beside GitHub's, and a GitLab project's review linking to GitLab
+    // (docs/review-service.md, "GitLab").
+    let gitlab = test_doubles::fake_gitlab::FakeGitLab::start().await;
+    gitlab.set_oauth_client("gitlab-dash", "gitlab-dash-secret");
+    gitlab.set_oauth_login("ada");
+    let host = gitlab.base_url().trim_start_matches("http://").to_owned();
+    let (_dir, both) = start_temp(&[
+        ("FORGE_URL", forge.api_url()),
+        ("FORGE_API_URL", forge.api_url()),
+        ("GITLAB_URL", gitlab.base_url()),
+        ("GITLAB_TOKEN", "glpat-dash".to_owned()),
+        (
+            "AUTH_SECRET",
+            "a-long-random-auth-secret-for-e2e".to_owned(),
+        ),
+        ("FORGE_APP_CLIENT_ID", "dash-client".to_owned()),
+        ("FORGE_APP_CLIENT_SECRET", "dash-client-secret".to_owned()),
+        ("GITLAB_OAUTH_CLIENT_ID", "gitlab-dash".to_owned()),
+        (
+            "GITLAB_OAUTH_CLIENT_SECRET",
+            "gitlab-dash-secret".to_owned(),
+        ),
+        ("ALLOWED_FORGE_USERS", format!("octocat, {host}/ada")),
+    ])
+    .await;
+    let project = format!("{host}/acme/platform/widgets");
+    let pool = sqlx_pool(&both.data_dir.join("review.db")).await;
+    let at = now();
+    sqlx::query(
+        "INSERT INTO repos (full_name, installation_id, enabled, created_at) VALUES (?, 42, 1, ?)",
+    )
+    .bind(&project)
+    .bind(at - 600)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO reviews (id, repo_full_name, pr_number, title, status, \"trigger\", attempt, cost, tokens, model, created_at, completed_at) VALUES (7001, ?, 1, 'Parse helpers', 'completed', 'opened', 0, 0.03, 3000, 'anthropic/claude-sonnet-4-5', ?, ?)")
+        .bind(&project)
+        .bind(at - 300)
+        .bind(at - 200)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO findings (review_id, repo_full_name, pr_number, kind, severity, path, line, body, github_comment_id, created_at) VALUES (7001, ?, 1, 'inline', 'blocking', 'src/parse.rs', 5, 'unwrap() panics on bad input', 5123, ?)")
+        .bind(&project)
+        .bind(at - 200)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    browser(
+        "signin-gitlab",
+        &both.url,
+        &[
+            ("E2E_GITLAB_URL", gitlab.base_url()),
+            ("E2E_GITLAB_PROJECT", project.clone()),
+        ],
+    );
+
     // The overview over 100,000 reviews and 300,000 findings (the stats benchmark's seed), timed
     // by the browser.
     let (_dir, big) = start_temp(&[]).await;

@@ -683,3 +683,70 @@ async fn a_manual_retry_reads_the_merge_request_from_gitlab() {
     assert_eq!(all[0]["trigger"], "retry");
     assert!(!w.gitlab.posted("GET", "/merge_requests/1").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_gitlab_deliveries_get_clear_errors_and_start_nothing() {
+    let w = GitLabWorld::reviewing().await;
+    let head = w.upstream.sha("feature");
+    let send = |event: Option<&'static str>, body: Vec<u8>| {
+        let mut req = w
+            .server
+            .http
+            .post(format!("{}/webhook/gitlab", w.server.url))
+            .header("X-Gitlab-Token", GITLAB_SECRET)
+            .body(body);
+        if let Some(e) = event {
+            req = req.header("X-Gitlab-Event", e);
+        }
+        req.send()
+    };
+    // Not JSON.
+    let r = send(Some("Merge Request Hook"), b"{not json".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "invalid_payload", "{body}");
+    // No event header.
+    let r = send(None, w.mr_payload(1, "open", &head, None))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "missing_event");
+    // A merge request hook without the head commit it needs.
+    let mut v: Value = serde_json::from_slice(&w.mr_payload(1, "open", &head, None)).unwrap();
+    v["object_attributes"]
+        .as_object_mut()
+        .unwrap()
+        .remove("last_commit");
+    let r = send(Some("Merge Request Hook"), serde_json::to_vec(&v).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("last_commit"),
+        "{body}"
+    );
+    // A merge request hook whose iid is a string: the payload's own error, 400.
+    v["object_attributes"]["iid"] = json!("1; DROP TABLE reviews");
+    let r = send(Some("Merge Request Hook"), serde_json::to_vec(&v).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    // Events the reviewer does not act on are acknowledged: a push, a note on an issue.
+    let r = send(Some("Push Hook"), br#"{"object_kind":"push"}"#.to_vec())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut issue_note: Value =
+        serde_json::from_slice(&w.note_payload("/review", DEVELOPER, 6001, None)).unwrap();
+    issue_note["object_attributes"]["noteable_type"] = json!("Issue");
+    issue_note.as_object_mut().unwrap().remove("merge_request");
+    let r = send(Some("Note Hook"), serde_json::to_vec(&issue_note).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(rows(&w).await.len(), 0);
+}

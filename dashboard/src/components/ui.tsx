@@ -184,7 +184,9 @@ export function PrLink({ review }: { review: Review }) {
       params={{ ...splitRepo(repo), number: String(pr) }}
       className="mono"
     >
-      {repo}#{pr}
+      {repo}
+      {isGitLab(repo) ? "!" : "#"}
+      {pr}
     </Link>
   );
 }

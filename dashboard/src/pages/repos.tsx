@@ -412,13 +412,14 @@ function PrTable({ rows }: { rows: Review[] }) {
               <tr key={pr} data-pr={pr}>
                 <td>
                   <Link to="/repos/$owner/$name/pr/$number" params={{ ...repoParams(latest.repo_full_name), number: String(pr) }} className="mono">
-                    #{pr}
+                    {links.sigil(latest.repo_full_name)}
+                    {pr}
                   </Link>
                 </td>
                 <td className="hide-narrow">{latest.title ?? "—"}</td>
                 <td className="num">{list.length}</td>
                 <td>
-                  <Link to="/reviews/$id" params={{ id: String(latest.id) }} aria-label={`Latest review of #${pr}: ${latest.status}`}>
+                  <Link to="/reviews/$id" params={{ id: String(latest.id) }} aria-label={`Latest review of ${links.sigil(latest.repo_full_name)}${pr}: ${latest.status}`}>
                     <StatusBadge status={latest.status} />
                   </Link>
                 </td>
