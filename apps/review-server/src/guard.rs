@@ -25,6 +25,9 @@
 //!    (or without a Content-Length) are read at once (503 `webhook_busy`, with Retry-After): a
 //!    client that stalls or sends many 25 MiB bodies holds neither a connection nor memory for
 //!    long. Bodies that declare at most 1 MiB, every ordinary delivery, are not counted.
+//! 7. **GitLab's token first.** GitLab sends its secret token in `X-Gitlab-Token`, so a
+//!    delivery to `/webhook/gitlab` without the right one is refused 401 `invalid_signature`
+//!    before any of its body is read (docs/review-service.md, "GitLab").
 //!
 //! Refusals are JSON `{"error", "code"}` with the codes of docs/review-service.md §7.
 //!
@@ -37,8 +40,9 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use secrecy::{ExposeSecret, SecretString};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +50,8 @@ use tokio::sync::Semaphore;
 
 /// Largest webhook delivery: GitHub caps payloads at 25 MiB.
 pub(crate) const WEBHOOK_BODY_LIMIT: usize = 25 * 1024 * 1024;
+/// GitLab's webhook route, whose token is checked before the body is read.
+const GITLAB_WEBHOOK: &str = "/webhook/gitlab";
 
 /// Largest body of every other route (`/api` JSON, the internal findings route): 1 MiB.
 pub(crate) const API_BODY_LIMIT: usize = 1024 * 1024;
@@ -66,6 +72,9 @@ pub struct HostPolicy {
     body_timeout: Duration,
     /// Rule 6: one permit per webhook body being read.
     webhook_bodies: Arc<Semaphore>,
+    /// GITLAB_WEBHOOK_SECRET: GitLab sends its token in a header, so a delivery without the
+    /// right one is refused before its body is read (empty: every GitLab delivery is).
+    gitlab_token: Arc<SecretString>,
 }
 
 impl Default for HostPolicy {
@@ -77,6 +86,7 @@ impl Default for HostPolicy {
             refuse_api: false,
             body_timeout: Duration::from_secs(10),
             webhook_bodies: Arc::new(Semaphore::new(4)),
+            gitlab_token: Arc::new(SecretString::from(String::new())),
         }
     }
 }
@@ -123,6 +133,14 @@ impl HostPolicy {
         self
     }
 
+    /// GITLAB_WEBHOOK_SECRET, for refusing a GitLab delivery before its body is read.
+    pub fn with_gitlab_token(mut self, token: Option<&SecretString>) -> Self {
+        if let Some(t) = token {
+            self.gitlab_token = Arc::new(t.clone());
+        }
+        self
+    }
+
     /// Whether a request naming `host` (a Host header value) is let through.
     pub fn allows(&self, host: &str) -> bool {
         let Some(name) = host_name(host) else {
@@ -163,6 +181,22 @@ pub(crate) async fn guard(State(hosts): State<HostPolicy>, req: Request, next: N
         return error_response(ErrorCode::CrossSite, why);
     }
     let webhook = path.starts_with("/webhook/");
+    if path == GITLAB_WEBHOOK {
+        let given = req
+            .headers()
+            .get("x-gitlab-token")
+            .map(|v| v.as_bytes())
+            .unwrap_or_default();
+        let secret = hosts.gitlab_token.expose_secret().as_bytes();
+        if !forge::gitlab::webhook::verify_token(secret, given) {
+            let mut resp = crate::error::ApiError::InvalidSignature.into_response();
+            resp.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            return resp;
+        }
+    }
     let _permit = if webhook && !declared_small(req.headers()) {
         match hosts.webhook_bodies.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),

@@ -80,7 +80,8 @@ pub async fn build(config: Config) -> anyhow::Result<AppState> {
             exposure == config::ApiExposure::Refused,
             Duration::from_secs(config.body_timeout_secs.max(1)),
             config.webhook_max_concurrent_bodies,
-        );
+        )
+        .with_gitlab_token(config.gitlab_webhook_secret.as_ref());
     let app = App {
         records,
         forge: Arc::new(forge),

@@ -256,6 +256,25 @@ async fn a_wrong_or_missing_token_is_refused_401_and_starts_nothing() {
             json!({"error": "invalid signature", "code": "invalid_signature"})
         );
     }
+    // The token is checked before the body is read: a 25 MiB delivery with a wrong token is
+    // answered while its body has not been sent.
+    let port: u16 = w.server.url.rsplit(':').next().unwrap().parse().unwrap();
+    let answer = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(
+            b"POST /webhook/gitlab HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Gitlab-Event: Merge Request Hook\r\n\
+              X-Gitlab-Token: wrong\r\nContent-Type: application/json\r\nContent-Length: 26213376\r\n\r\n{",
+        )
+        .unwrap();
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(rows(&w).await.len(), 0);
     assert!(w.gitlab.requests().is_empty());
