@@ -769,3 +769,119 @@ async fn bad_gitlab_deliveries_get_clear_errors_and_start_nothing() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(rows(&w).await.len(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_github_repository_and_a_gitlab_project_of_the_same_name_are_two_repositories() {
+    use test_doubles::fake_gitlab::FakeGitLab;
+    let gitlab = FakeGitLab::start().await;
+    let upstream = Upstream::new();
+    // GitLab serves the same repository as acme/widgets, its merge request 1 at the feature
+    // head, from the same bare repository GitHub's pull request 1 comes from.
+    git(
+        &upstream.work,
+        &[
+            "push",
+            "-q",
+            upstream.bare.to_str().unwrap(),
+            "feature:refs/merge-requests/1/head",
+        ],
+    );
+    // Both forges clone from the same folder here.
+    let git_url = upstream.git_url();
+    let w = World::start_with(
+        upstream,
+        Behavior::Reviewer,
+        "anthropic/claude-sonnet-4-5",
+        true,
+        &[
+            ("GITLAB_URL", gitlab.base_url()),
+            ("GITLAB_TOKEN", FakeGitLab::TOKEN.to_owned()),
+            ("GITLAB_WEBHOOK_SECRET", GITLAB_SECRET.to_owned()),
+            ("GITLAB_GIT_URL", git_url),
+        ],
+    )
+    .await;
+    let server = &w.server;
+    let head = w.upstream.sha("feature");
+    let main = w.upstream.sha("main");
+    gitlab.add_project("acme/widgets", 5, "main");
+    gitlab.add_merge_request(
+        "acme/widgets",
+        json!({
+            "iid": 1, "title": "Parse helpers", "author": {"id": 7, "username": "ada"},
+            "source_branch": "feature", "target_branch": "main", "sha": head,
+            "diff_refs": {"base_sha": git(&w.upstream.work, &["merge-base", &main, &head]),
+                          "start_sha": main, "head_sha": head},
+        }),
+    );
+    let diff = git(&w.upstream.work, &["diff", &format!("main...{head}")]);
+    gitlab.set_merge_request_diff("acme/widgets", 1, &format!("{diff}\n"));
+    w.forge.set_diff("acme/widgets", &head, &diff);
+
+    let gitlab_name = format!(
+        "{}/acme/widgets",
+        gitlab.base_url().trim_start_matches("http://")
+    );
+    server.enable("acme/widgets", None).await;
+    let (status, _) = server
+        .post_json(
+            "/api/repos",
+            json!({"full_name": gitlab_name, "installation_id": 5}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = server
+        .put_json(
+            &format!("/api/repos/{}", repo_path(&gitlab_name)),
+            json!({"enabled": 1}),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    let r = server
+        .deliver(
+            "pull_request",
+            &w.pull_request_payload("opened", &head),
+            Some(SECRET),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let mut mr = fixture("merge_request.open.json");
+    mr["project"]["id"] = json!(5);
+    mr["project"]["path_with_namespace"] = json!("acme/widgets");
+    mr["object_attributes"]["last_commit"]["id"] = json!(head);
+    let r = server
+        .http
+        .post(format!("{}/webhook/gitlab", server.url))
+        .header("X-Gitlab-Event", "Merge Request Hook")
+        .header("X-Gitlab-Token", GITLAB_SECRET)
+        .body(serde_json::to_vec(&mr).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    let github = server.wait_reviews("acme/widgets", 1, 1).await;
+    let on_gitlab = server.wait_reviews(&gitlab_name, 1, 1).await;
+    assert_eq!((github.len(), on_gitlab.len()), (1, 1));
+    assert_eq!(github[0]["status"], "completed", "{}", server.log());
+    assert_eq!(on_gitlab[0]["status"], "completed", "{}", server.log());
+    // Each review went to its own forge, and each repository has its own clone.
+    assert_eq!(w.forge.reviews().len(), 1);
+    assert!(!gitlab.discussions("acme/widgets", 1).is_empty());
+    let repos = server.data_dir.join("repos");
+    let gitlab_host = gitlab_name.split('/').next().unwrap().replace(':', "_");
+    assert!(repos.join("github.com/acme/widgets.git").is_dir());
+    assert!(repos.join(gitlab_host).join("acme/widgets.git").is_dir());
+    let listed = server.get_json("/api/repos").await;
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["full_name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"acme/widgets") && names.contains(&gitlab_name.as_str()),
+        "{names:?}"
+    );
+}

@@ -281,7 +281,7 @@ impl GitLabWorld {
 }
 
 /// A GitLab example delivery of tests/fixtures/webhooks/gitlab.
-fn fixture(name: &str) -> Value {
+pub(crate) fn fixture(name: &str) -> Value {
     let path = format!(
         "{}/../../tests/fixtures/webhooks/gitlab/{name}",
         env!("CARGO_MANIFEST_DIR")
