@@ -76,16 +76,14 @@ impl OAuthApp {
         state: &str,
         pkce: &Pkce,
     ) -> Result<String, ForgeError> {
-        let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
-        let client = BasicClient::new(ClientId::new(self.client_id.clone()))
-            .set_auth_uri(AuthUrl::new(self.endpoint("/login/oauth/authorize")).map_err(bad)?)
-            .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
-        let state = state.to_owned();
-        let (url, _) = client
-            .authorize_url(move || CsrfToken::new(state))
-            .set_pkce_challenge(pkce.challenge.clone())
-            .url();
-        Ok(url.to_string())
+        authorize_url(
+            &self.client_id,
+            &self.endpoint("/login/oauth/authorize"),
+            redirect_uri,
+            state,
+            pkce,
+            None,
+        )
     }
 
     /// Exchange the callback's `code` (with the PKCE verifier of [`Pkce::verifier`]) for a user
@@ -98,34 +96,19 @@ impl OAuthApp {
         pkce_verifier: &str,
         redirect_uri: &str,
     ) -> Result<String, ForgeError> {
-        let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
-        let client = BasicClient::new(ClientId::new(self.client_id.clone()))
-            .set_client_secret(ClientSecret::new(
-                self.client_secret.expose_secret().to_owned(),
-            ))
-            .set_auth_type(AuthType::RequestBody)
-            .set_token_uri(TokenUrl::new(self.endpoint("/login/oauth/access_token")).map_err(bad)?)
-            .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| ForgeError::github_transport(e.to_string()))?;
-        let token = client
-            .exchange_code(AuthorizationCode::new(code.to_owned()))
-            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
-            .request_async(&http)
-            .await
-            .map_err(|e| ForgeError::Api {
-                forge: ForgeKind::GitHub,
-                method: "POST",
-                path: "/login/oauth/access_token".into(),
-                status: 400,
-                message: oauth_error(&e),
-            })?;
+        let (http, token) = TokenEndpoint {
+            forge: ForgeKind::GitHub,
+            client_id: &self.client_id,
+            client_secret: &self.client_secret,
+            url: self.endpoint("/login/oauth/access_token"),
+            path: "/login/oauth/access_token",
+        }
+        .exchange(code, pkce_verifier, redirect_uri)
+        .await?;
         let url = format!("{}/user", self.api_url.trim_end_matches('/'));
         let resp = http
             .get(&url)
-            .bearer_auth(token.access_token().secret())
+            .bearer_auth(&token)
             .header("Accept", "application/vnd.github+json")
             .header("X-GitHub-Api-Version", "2022-11-28")
             .header("User-Agent", "review-server")
@@ -189,17 +172,14 @@ impl GitLabOAuthApp {
         state: &str,
         pkce: &Pkce,
     ) -> Result<String, ForgeError> {
-        let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
-        let client = BasicClient::new(ClientId::new(self.client_id.clone()))
-            .set_auth_uri(AuthUrl::new(self.endpoint("/oauth/authorize")).map_err(bad)?)
-            .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
-        let state = state.to_owned();
-        let (url, _) = client
-            .authorize_url(move || CsrfToken::new(state))
-            .add_scope(Scope::new(GITLAB_SIGN_IN_SCOPE.into()))
-            .set_pkce_challenge(pkce.challenge.clone())
-            .url();
-        Ok(url.to_string())
+        authorize_url(
+            &self.client_id,
+            &self.endpoint("/oauth/authorize"),
+            redirect_uri,
+            state,
+            pkce,
+            Some(GITLAB_SIGN_IN_SCOPE),
+        )
     }
 
     /// Exchange the callback's `code` (with the PKCE verifier) at `<base>/oauth/token` for a
@@ -214,39 +194,23 @@ impl GitLabOAuthApp {
         pkce_verifier: &str,
         redirect_uri: &str,
     ) -> Result<String, ForgeError> {
-        let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
         let transport = |message: String| ForgeError::Transport {
             forge: ForgeKind::GitLab,
             message,
         };
-        let client = BasicClient::new(ClientId::new(self.client_id.clone()))
-            .set_client_secret(ClientSecret::new(
-                self.client_secret.expose_secret().to_owned(),
-            ))
-            .set_auth_type(AuthType::RequestBody)
-            .set_token_uri(TokenUrl::new(self.endpoint("/oauth/token")).map_err(bad)?)
-            .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| transport(e.to_string()))?;
-        let token = client
-            .exchange_code(AuthorizationCode::new(code.to_owned()))
-            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
-            .request_async(&http)
-            .await
-            .map_err(|e| ForgeError::Api {
-                forge: ForgeKind::GitLab,
-                method: "POST",
-                path: "/oauth/token".into(),
-                status: 400,
-                message: oauth_error(&e),
-            })?;
+        let (http, token) = TokenEndpoint {
+            forge: ForgeKind::GitLab,
+            client_id: &self.client_id,
+            client_secret: &self.client_secret,
+            url: self.endpoint("/oauth/token"),
+            path: "/oauth/token",
+        }
+        .exchange(code, pkce_verifier, redirect_uri)
+        .await?;
         let url = self.endpoint("/api/v4/user");
         let resp = http
             .get(&url)
-            .bearer_auth(token.access_token().secret())
+            .bearer_auth(&token)
             .header("User-Agent", "review-server")
             .send()
             .await
@@ -324,6 +288,86 @@ impl OAuthProvider {
 }
 
 /// The forge's reason for refusing a code (`bad_verification_code`, ...), else the error text.
+/// The authorize URL of either forge: `auth_url?response_type=code&client_id=..&state=..
+/// &code_challenge=..&code_challenge_method=S256&redirect_uri=..[&scope=..]`. Errors: a URL
+/// that does not parse.
+fn authorize_url(
+    client_id: &str,
+    auth_url: &str,
+    redirect_uri: &str,
+    state: &str,
+    pkce: &Pkce,
+    scope: Option<&str>,
+) -> Result<String, ForgeError> {
+    let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
+    let client = BasicClient::new(ClientId::new(client_id.to_owned()))
+        .set_auth_uri(AuthUrl::new(auth_url.to_owned()).map_err(bad)?)
+        .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
+    let state = state.to_owned();
+    let mut request = client
+        .authorize_url(move || CsrfToken::new(state))
+        .set_pkce_challenge(pkce.challenge.clone());
+    if let Some(scope) = scope {
+        request = request.add_scope(Scope::new(scope.to_owned()));
+    }
+    Ok(request.url().0.to_string())
+}
+
+/// A forge's token endpoint, for the code exchange both forges share.
+struct TokenEndpoint<'a> {
+    forge: ForgeKind,
+    client_id: &'a str,
+    client_secret: &'a SecretString,
+    /// The endpoint's URL.
+    url: String,
+    /// Its path, naming it in errors.
+    path: &'static str,
+}
+
+impl TokenEndpoint<'_> {
+    /// POST the code with the PKCE verifier (client secret in the body); the HTTP client for
+    /// the user call (no redirects followed, 30 s timeout) and the access token. Errors:
+    /// [`ForgeError::Api`] with the forge's OAuth error when the code is refused (expired,
+    /// used, wrong verifier or secret), [`ForgeError::Credentials`] for a URL that does not
+    /// parse, [`ForgeError::Transport`] when the client cannot be built.
+    async fn exchange(
+        &self,
+        code: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<(reqwest::Client, String), ForgeError> {
+        let bad = |e: oauth2::url::ParseError| ForgeError::Credentials(format!("OAuth URL: {e}"));
+        let client = BasicClient::new(ClientId::new(self.client_id.to_owned()))
+            .set_client_secret(ClientSecret::new(
+                self.client_secret.expose_secret().to_owned(),
+            ))
+            .set_auth_type(AuthType::RequestBody)
+            .set_token_uri(TokenUrl::new(self.url.clone()).map_err(bad)?)
+            .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(bad)?);
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| ForgeError::Transport {
+                forge: self.forge,
+                message: e.to_string(),
+            })?;
+        let token = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
+            .request_async(&http)
+            .await
+            .map_err(|e| ForgeError::Api {
+                forge: self.forge,
+                method: "POST",
+                path: self.path.into(),
+                status: 400,
+                message: oauth_error(&e),
+            })?;
+        Ok((http, token.access_token().secret().to_owned()))
+    }
+}
+
 fn oauth_error<RE, T>(e: &oauth2::RequestTokenError<RE, T>) -> String
 where
     RE: std::error::Error + 'static,

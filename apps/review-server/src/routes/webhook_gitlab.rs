@@ -235,28 +235,14 @@ async fn is_developer(app: &AppState, repo: &RepoRef, user_id: i64) -> bool {
     }
 }
 
-/// GitLab's service and bot users (project, group and service-account tokens): their notes
-/// never start work.
-fn is_bot(username: &str) -> bool {
-    let bot_token_user = |prefix: &str| {
-        username
-            .strip_prefix(prefix)
-            .and_then(|rest| rest.split_once('_'))
-            .is_some_and(|(id, rest)| {
-                !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && rest.starts_with("bot")
-            })
-    };
-    bot_token_user("project_")
-        || bot_token_user("group_")
-        || username.starts_with("service_account")
-}
-
 async fn note(app: &AppState, delivery: Option<&str>, e: NoteEvent) -> Result<(), ApiError> {
     let Some(mr) = e.new_merge_request_note().cloned() else {
         tracing::debug!("note ignored: not a new note on a merge request");
         return Ok(());
     };
-    if is_bot(&e.user.username) {
+    // GitLab's service and bot users (project, group and service-account tokens) never
+    // start work.
+    if forge::gitlab::is_bot_username(&e.user.username) {
         tracing::debug!(user = %e.user.username, "note by a bot user ignored");
         return Ok(());
     }
@@ -379,24 +365,4 @@ async fn thread_reply(
         body: note.note.clone(),
     });
     command_job(app, delivery, job).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn token_bot_users_are_bots_and_people_are_not() {
-        for bot in [
-            "project_42_bot_3f1c",
-            "project_7_bot",
-            "group_9_bot_ab12",
-            "service_account_group_5_x",
-        ] {
-            assert!(is_bot(bot), "{bot}");
-        }
-        for person in ["ada", "project_manager", "group_lead_bot", "projectx_1_bot"] {
-            assert!(!is_bot(person), "{person}");
-        }
-    }
 }

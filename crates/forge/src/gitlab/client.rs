@@ -196,9 +196,13 @@ fn flatten(v: &Value) -> String {
 }
 
 /// Whether `username` is one of the bot users GitLab makes for project and group access
-/// tokens: `project_<id>_bot...` and `group_<id>_bot...`
-/// (<https://docs.gitlab.com/ee/user/project/settings/project_access_tokens.html#bot-users-for-projects>).
+/// tokens, `project_<id>_bot...` and `group_<id>_bot...`
+/// (<https://docs.gitlab.com/ee/user/project/settings/project_access_tokens.html#bot-users-for-projects>),
+/// or a service account (`service_account_...`, GitLab's default name for them).
 pub fn is_bot_username(username: &str) -> bool {
+    if username.starts_with("service_account") {
+        return true;
+    }
     let rest = username
         .strip_prefix("project_")
         .or_else(|| username.strip_prefix("group_"));
@@ -1342,7 +1346,10 @@ mod tests {
     fn bot_users_are_recognised_by_name() {
         assert!(is_bot_username("project_42_bot_3f2a"));
         assert!(is_bot_username("group_7_bot"));
+        assert!(is_bot_username("service_account_group_5_x"));
         assert!(!is_bot_username("project_bot"));
+        assert!(!is_bot_username("project_manager"));
+        assert!(!is_bot_username("group_lead_bot"));
         assert!(!is_bot_username("alice"));
     }
 
