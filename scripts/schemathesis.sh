@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs schemathesis (PyPI) against review-server's /api/openapi.json on a seeded data dir
 # (scripts/schemathesis/seed.py: 200 reviews, 600 findings, repos, a skill, transcripts), with
-# every webhook case signed (hooks.py) and every check on: no 5xx, responses that match their
+# every webhook case signed, or carrying GitLab's token (hooks.py) and every check on: no 5xx, responses that match their
 # precise schemas, statuses and content types, schema-valid requests accepted and schema-invalid
 # ones rejected. Configuration: scripts/schemathesis/schemathesis.toml.
 # Usage: scripts/schemathesis.sh [review-server binary] (default: the debug build).
@@ -18,6 +18,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 # reach out fail at once instead of waiting on the network.
 start() {
   LISTEN="127.0.0.1:$port" DATA_DIR="$data" FORGE_WEBHOOK_SECRET=st \
+    GITLAB_URL=http://127.0.0.1:9 GITLAB_TOKEN=st-fuzz GITLAB_WEBHOOK_SECRET=st-gitlab \
     FORGE_API_URL=http://127.0.0.1:9 MODELS_CATALOG_URL=http://127.0.0.1:9/api.json \
     ANTHROPIC_BASE_URL=http://127.0.0.1:9 OPENAI_BASE_URL=http://127.0.0.1:9/v1 \
     AGENT_API_KEY=st-fuzz RUST_LOG=warn "$bin" >>"$data/server.log" 2>&1 &
@@ -40,7 +41,7 @@ seed="${SCHEMATHESIS_SEED:-20261127}"
 seed_args=()
 [ "$seed" = random ] || seed_args=(--seed "$seed")
 # /api/events is an endless stream: its shape is tested in e2e_lifecycle instead.
-FORGE_WEBHOOK_SECRET=st SCHEMATHESIS_HOOKS=hooks PYTHONPATH=scripts/schemathesis \
+FORGE_WEBHOOK_SECRET=st GITLAB_WEBHOOK_SECRET=st-gitlab SCHEMATHESIS_HOOKS=hooks PYTHONPATH=scripts/schemathesis \
 schemathesis --config-file scripts/schemathesis/schemathesis.toml run "http://127.0.0.1:$port/api/openapi.json" \
   --exclude-path /api/events \
   --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" \

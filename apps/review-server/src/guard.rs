@@ -181,7 +181,7 @@ pub(crate) async fn guard(State(hosts): State<HostPolicy>, req: Request, next: N
         return error_response(ErrorCode::CrossSite, why);
     }
     let webhook = path.starts_with("/webhook/");
-    if path == GITLAB_WEBHOOK {
+    if path == GITLAB_WEBHOOK && req.method() == Method::POST {
         let given = req
             .headers()
             .get("x-gitlab-token")

@@ -234,7 +234,7 @@ pub(super) async fn resolve(app: &AppState, job: &PrJob, rechecked: &[agent::Rec
                 .resolve_review_thread(&job.repo, job.pr.number, &thread.id)
                 .await
         {
-            tracing::warn!(finding = id, error = %e, "cannot resolve the finding's thread on GitHub");
+            tracing::warn!(finding = id, error = %e, "cannot resolve the finding's thread on the forge");
         }
     }
 }

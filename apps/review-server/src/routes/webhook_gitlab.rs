@@ -56,7 +56,7 @@ fn payload<T: DeserializeOwned>(event: &str, body: &[u8]) -> Result<T, ApiError>
 
 /// POST /webhook/gitlab (see the module docs).
 #[utoipa::path(post, path = "/webhook/gitlab", request_body(content = Object, description = "GitLab's payload"),
-    params(("X-Gitlab-Token" = String, Header), ("X-Gitlab-Event" = String, Header), ("X-Gitlab-Event-UUID" = Option<String>, Header)),
+    params(("X-Gitlab-Token" = String, Header, min_length = 1), ("X-Gitlab-Event" = String, Header, min_length = 1), ("X-Gitlab-Event-UUID" = Option<String>, Header)),
     responses((status = 200, body = super::bodies::Ack), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody),
         (status = 503, description = "WEBHOOK_MAX_CONCURRENT_BODIES bodies are being read (`webhook_busy`, Retry-After)", body = crate::error::ErrorBody)))]
 pub(crate) async fn receive(
