@@ -226,33 +226,20 @@ fn gitlab_bench(bin: &str, requests: usize, wrk_secs: u64) -> GitLab {
 
     // Throughput: wrk as for GitHub, one static request (a disabled project's delivery claims
     // no id either way).
-    let script = data.path().join("webhook_gitlab.lua");
-    std::fs::write(
-        &script,
-        format!(
-            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"X-Gitlab-Event\"] = \"Merge Request Hook\"\nwrk.headers[\"X-Gitlab-Token\"] = \"{GITLAB_SECRET}\"\nwrk.headers[\"X-Gitlab-Event-UUID\"] = \"72d3162e-0000-4000-8000-000000000000\"\nwrk.body = [==[{}]==]\n",
-            String::from_utf8(body).unwrap()
-        ),
-    )
-    .unwrap();
-    let out = Command::new("wrk")
-        .args(["-t2", "-c64", &format!("-d{wrk_secs}s"), "-s"])
-        .arg(&script)
-        .arg(format!("http://127.0.0.1:{port}/webhook/gitlab"))
-        .output()
-        .expect("wrk is installed (apt-get install wrk)");
-    let wrk = String::from_utf8_lossy(&out.stdout).to_string();
-    let rps: f64 = wrk
-        .lines()
-        .find_map(|l| l.strip_prefix("Requests/sec:"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap_or(0.0);
-    let non2xx = wrk
-        .lines()
-        .find(|l| l.contains("Non-2xx"))
-        .unwrap_or("none")
-        .trim()
-        .to_owned();
+    let (rps, non2xx) = wrk(
+        &data.path().join("webhook_gitlab.lua"),
+        &[
+            ("X-Gitlab-Event", "Merge Request Hook"),
+            ("X-Gitlab-Token", GITLAB_SECRET),
+            (
+                "X-Gitlab-Event-UUID",
+                "72d3162e-0000-4000-8000-000000000000",
+            ),
+        ],
+        &body,
+        &format!("http://127.0.0.1:{port}/webhook/gitlab"),
+        wrk_secs,
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     GitLab {
@@ -377,6 +364,48 @@ fn round_trip(s: &mut TcpStream, req: &[u8], buf: &mut Vec<u8>) -> bool {
     }
 }
 
+/// wrk -t2 -c64 for `secs` seconds, POSTing `body` as JSON with `headers` to `url` (one static
+/// request, written as a Lua script at `script`): requests per second and wrk's non-2xx line
+/// ("none" when every answer was 2xx).
+fn wrk(
+    script: &std::path::Path,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    url: &str,
+    secs: u64,
+) -> (f64, String) {
+    let mut lua = String::from(
+        "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n",
+    );
+    for (name, value) in headers {
+        lua.push_str(&format!("wrk.headers[\"{name}\"] = \"{value}\"\n"));
+    }
+    lua.push_str(&format!(
+        "wrk.body = [==[{}]==]\n",
+        String::from_utf8_lossy(body)
+    ));
+    std::fs::write(script, lua).unwrap();
+    let out = Command::new("wrk")
+        .args(["-t2", "-c64", &format!("-d{secs}s"), "-s"])
+        .arg(script)
+        .arg(url)
+        .output()
+        .expect("wrk is installed (apt-get install wrk)");
+    let wrk = String::from_utf8_lossy(&out.stdout).to_string();
+    let rps: f64 = wrk
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0.0);
+    let non2xx = wrk
+        .lines()
+        .find(|l| l.contains("Non-2xx"))
+        .unwrap_or("none")
+        .trim()
+        .to_owned();
+    (rps, non2xx)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
@@ -438,33 +467,17 @@ fn main() {
     // Throughput: wrk, 64 connections, the same signed delivery (a static request: wrk's Lua
     // `request()` hook, which a new delivery id per request needs, costs wrk more CPU than the
     // server spends; a disabled repository's delivery claims no id either way).
-    let script = data.path().join("webhook.lua");
-    std::fs::write(
-        &script,
-        format!(
-            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"X-GitHub-Event\"] = \"pull_request\"\nwrk.headers[\"X-GitHub-Delivery\"] = \"72d3162e\"\nwrk.headers[\"X-Hub-Signature-256\"] = \"{sig}\"\nwrk.body = [==[{}]==]\n",
-            String::from_utf8(body.clone()).unwrap()
-        ),
-    )
-    .unwrap();
-    let out = Command::new("wrk")
-        .args(["-t2", "-c64", &format!("-d{wrk_secs}s"), "-s"])
-        .arg(&script)
-        .arg(format!("http://127.0.0.1:{port}/webhook/github"))
-        .output()
-        .expect("wrk is installed (apt-get install wrk)");
-    let wrk = String::from_utf8_lossy(&out.stdout).to_string();
-    let rps: f64 = wrk
-        .lines()
-        .find_map(|l| l.strip_prefix("Requests/sec:"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap_or(0.0);
-    let non2xx = wrk
-        .lines()
-        .find(|l| l.contains("Non-2xx"))
-        .unwrap_or("none")
-        .trim()
-        .to_owned();
+    let (rps, non2xx) = wrk(
+        &data.path().join("webhook.lua"),
+        &[
+            ("X-GitHub-Event", "pull_request"),
+            ("X-GitHub-Delivery", "72d3162e"),
+            ("X-Hub-Signature-256", &sig),
+        ],
+        &body,
+        &format!("http://127.0.0.1:{port}/webhook/github"),
+        wrk_secs,
+    );
     let peak_rss = proc_kib(pid, "VmHWM:");
 
     // Deliveries that queue a review: an enabled repository, a new PR and delivery id each
