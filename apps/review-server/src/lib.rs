@@ -369,3 +369,28 @@ pub async fn shutdown_signal() {
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
     tracing::info!("shutting down");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gitlab_setting_without_gitlab_url_or_a_url_without_a_token_refuses_to_start() {
+        let mut c = Config::defaults();
+        assert!(gitlab_forge(&c).unwrap().is_none(), "GitLab off by default");
+        c.gitlab_webhook_secret = Some(SecretString::from("s".to_owned()));
+        let e = gitlab_forge(&c).err().unwrap().to_string();
+        assert!(
+            e.starts_with("GITLAB_WEBHOOK_SECRET is set but GITLAB_URL is not"),
+            "{e}"
+        );
+        c.gitlab_url = Some("https://gitlab.example.com".into());
+        let e = gitlab_forge(&c).err().unwrap().to_string();
+        assert!(
+            e.starts_with("GITLAB_URL is set but GITLAB_TOKEN is not"),
+            "{e}"
+        );
+        c.gitlab_token = Some(SecretString::from("glpat-x".to_owned()));
+        assert!(gitlab_forge(&c).unwrap().is_some());
+    }
+}
