@@ -859,7 +859,8 @@ async fn a_github_repository_and_a_gitlab_project_of_the_same_name_are_two_repos
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200);
+    let status = r.status();
+    assert_eq!(status, 200, "{}\n{}", r.text().await.unwrap(), server.log());
 
     let github = server.wait_reviews("acme/widgets", 1, 1).await;
     let on_gitlab = server.wait_reviews(&gitlab_name, 1, 1).await;

@@ -181,7 +181,7 @@ impl Store {
                 "the target database already holds repos, reviews or settings: copy into an empty one",
             ));
         }
-        let mut tx = target.pool.begin().await?;
+        let mut tx = target.begin_write().await?;
         let mut report = Vec::new();
         for (table, columns) in TABLES {
             let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();

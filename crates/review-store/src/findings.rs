@@ -117,7 +117,7 @@ impl Store {
         findings: &[NewFinding],
         now: EpochSeconds,
     ) -> Result<Vec<FindingRow>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         if self.backend == Backend::Postgres {
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(FINDINGS_LOCK)
@@ -185,7 +185,7 @@ impl Store {
         dropped: &[(InlineComment, String)],
         now: EpochSeconds,
     ) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for (c, reason) in dropped {
             sqlx::query(
                 "INSERT INTO dropped_findings (review_id, repo_full_name, pr_number, path, line,

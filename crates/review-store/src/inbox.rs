@@ -140,7 +140,7 @@ impl Store {
             }
             Backend::Sqlite => {
                 // SQLite has no INSERT inside WITH; the claim and the row share a transaction.
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.begin_write().await?;
                 if !crate::deliveries::claim_in(&mut tx, id, now).await? {
                     return Ok(false);
                 }
@@ -170,7 +170,7 @@ impl Store {
         job: &str,
         now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         if let Some(id) = delivery.filter(|d| !d.is_empty())
             && !crate::deliveries::claim_in(&mut tx, id, now).await?
         {
@@ -254,7 +254,7 @@ impl Store {
     async fn begin_promotion(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
         let mut attempt = 1;
         loop {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             if self.backend == Backend::Sqlite {
                 return Ok(tx);
             }

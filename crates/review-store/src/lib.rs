@@ -158,6 +158,18 @@ const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 10000; PRAGMA journal_mode =
      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;";
 
 impl Store {
+    /// A write transaction. On SQLite it is `BEGIN IMMEDIATE`: the write lock is taken (or
+    /// waited for, within the busy timeout) before the first statement, so a transaction that
+    /// reads before it writes never fails with `SQLITE_BUSY_SNAPSHOT` (517) when another
+    /// connection committed in between, which no busy timeout retries
+    /// (<https://www.sqlite.org/lang_transaction.html>). On PostgreSQL a plain `BEGIN`.
+    pub(crate) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool.begin().await?,
+        })
+    }
+
     /// Open the database at `url` and bring its schema up to date:
     /// - `sqlite://path` (created if missing) or `sqlite::memory:`: WAL mode with a busy
     ///   timeout, the migrations of `migrations/`;

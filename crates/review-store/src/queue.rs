@@ -62,7 +62,7 @@ impl Store {
         lease_until: Option<EpochMillis>,
         now: EpochSeconds,
     ) -> Result<ReviewRow> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         insert_queue_row(&mut tx, row.id, job, owner, lease_until).await?;
         tx.commit().await?;
@@ -166,7 +166,7 @@ impl Store {
         .await?;
         let mut failed = Vec::new();
         for id in lapsed {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             let won = sqlx::query(
                 "DELETE FROM review_queue WHERE review_id = $1 AND owner IS NOT NULL
                  AND lease_until < $2",
@@ -225,7 +225,7 @@ impl Store {
         error: &str,
         now: EpochSeconds,
     ) -> Result<Vec<ReviewRow>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let mine = "owner IS NOT NULL AND (CAST($1 AS TEXT) IS NULL OR owner = $2)";
         let ids: Vec<i64> = sqlx::query_scalar(&format!(
             "DELETE FROM review_queue WHERE {mine} RETURNING review_id"
@@ -369,7 +369,7 @@ impl Store {
         job: &str,
         now: EpochSeconds,
     ) -> Result<Option<ReviewRow>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let held = sqlx::query("DELETE FROM review_retries WHERE id = $1 AND owner = $2")
             .bind(retry_id)
             .bind(owner)

@@ -16,7 +16,7 @@ impl Store {
         installation_id: i64,
         now: EpochSeconds,
     ) -> Result<(RepoRow, bool)> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let inserted = sqlx::query(
             "INSERT INTO repos (full_name, installation_id, enabled, created_at) VALUES ($1, $2, 0, $3)
              ON CONFLICT (full_name) DO NOTHING",
@@ -74,7 +74,7 @@ impl Store {
         min_severity: Option<Option<&str>>,
         monthly_budget: Option<Option<f64>>,
     ) -> Result<Option<RepoRow>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "UPDATE repos SET prompt = $1, model = $2, enabled = COALESCE($3, enabled) WHERE full_name = $4",
         )

@@ -41,7 +41,7 @@ pub struct Completion {
 impl Store {
     /// Insert a pending review and return the re-read row.
     pub async fn insert_review(&self, new: &NewReview, now: EpochSeconds) -> Result<ReviewRow> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row = crate::reviews::insert_review_in(&mut tx, new, now).await?;
         tx.commit().await?;
         Ok(row)

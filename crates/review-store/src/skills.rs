@@ -52,7 +52,7 @@ impl Store {
     /// created_at kept) and re-enabled (docs/review-service.md §4, Skills). Returns the re-read
     /// row.
     pub async fn upsert_skill(&self, skill: &NewSkill, now: EpochSeconds) -> Result<SkillMetaRow> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO skills (name, source_url, owner, repo, path, \"ref\", description, enabled, blob, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9)
