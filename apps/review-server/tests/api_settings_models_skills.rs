@@ -921,6 +921,29 @@ async fn settings_in_force_name_each_models_source_and_each_keys_state() {
     assert!(!settings.contains("sk-stored") && !settings.contains("sk-env"));
 }
 
+/// docs/review-service.md, "GitLab": a server for GitLab alone raises no GitHub alarm, and
+/// GitLab without its webhook secret raises its own.
+#[tokio::test]
+async fn a_gitlab_only_server_raises_gitlab_alarms_and_not_githubs() {
+    let codes = |v: &Value| field_strings(&v["alarms"], "code");
+    let gitlab = [
+        ("GITLAB_URL", "https://gitlab.example.com".to_owned()),
+        ("GITLAB_TOKEN", "glpat-x".to_owned()),
+        ("AGENT_API_KEY", "sk-env".to_owned()),
+    ];
+    let (_d, s) = start_temp(&gitlab).await;
+    let v = s.get_json("/api/settings/effective").await;
+    assert_eq!(codes(&v), ["no_gitlab_webhook_secret"]);
+    assert_eq!(v["gitlabUrl"], "https://gitlab.example.com");
+    let mut both = gitlab.to_vec();
+    both.push(("GITLAB_WEBHOOK_SECRET", "s".to_owned()));
+    both.push(("FORGE_WEBHOOK_SECRET", "s".to_owned()));
+    let (_d, s) = start_temp(&both).await;
+    // A GitHub setting given: GitHub is meant to work, and its App is missing.
+    let v = s.get_json("/api/settings/effective").await;
+    assert_eq!(codes(&v), ["no_app_credentials"]);
+}
+
 /// docs/review-service.md, "GitLab": a skill installs from a GitLab tree URL of a project in a
 /// nested group, pinned to the commit its ref names, read with GitLab's token.
 #[tokio::test]

@@ -1853,8 +1853,10 @@ export interface components {
         /** @description A configuration problem the overview's triage band shows. */
         Alarm: {
             /**
-             * @description `model_without_key`, `model_invalid`, `no_webhook_secret`, `no_app_credentials` or
-             *     `open_api`.
+             * @description `model_without_key`, `model_invalid`, `no_webhook_secret`, `no_app_credentials`,
+             *     `no_gitlab_webhook_secret` or `open_api`. With GitLab on (GITLAB_URL) and no GitHub
+             *     setting given, GitHub is off by choice: its two alarms are not raised
+             *     (docs/review-service.md, "GitLab").
              */
             code: string;
             /** @description What is wrong and what to do, in one sentence. */

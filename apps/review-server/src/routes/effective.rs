@@ -84,8 +84,10 @@ pub(crate) struct KeyInForce {
 /// A configuration problem the overview's triage band shows.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub(crate) struct Alarm {
-    /// `model_without_key`, `model_invalid`, `no_webhook_secret`, `no_app_credentials` or
-    /// `open_api`.
+    /// `model_without_key`, `model_invalid`, `no_webhook_secret`, `no_app_credentials`,
+    /// `no_gitlab_webhook_secret` or `open_api`. With GitLab on (GITLAB_URL) and no GitHub
+    /// setting given, GitHub is off by choice: its two alarms are not raised
+    /// (docs/review-service.md, "GitLab").
     pub code: String,
     /// What is wrong and what to do, in one sentence.
     pub message: String,
@@ -255,13 +257,23 @@ pub(crate) async fn effective(
             ))
         })
         .collect();
-    if !webhook_secret {
+    // A server for GitLab alone has no GitHub App: GitHub's alarms only where GitHub is meant
+    // to work (GitLab off, or one of its settings given).
+    let gitlab = app.config.gitlab_url.is_some();
+    let github_meant = !gitlab || webhook_secret || app.config.app_id.is_some();
+    if gitlab && app.config.gitlab_webhook_secret.is_none() {
+        alarms.push(alarm(
+            "no_gitlab_webhook_secret",
+            "GITLAB_WEBHOOK_SECRET is not set: every GitLab delivery is refused with 401, so no merge request is reviewed.".into(),
+        ));
+    }
+    if github_meant && !webhook_secret {
         alarms.push(alarm(
             "no_webhook_secret",
             "FORGE_WEBHOOK_SECRET is not set: every webhook delivery is refused with 401, so no review starts.".into(),
         ));
     }
-    if !app_credentials {
+    if github_meant && !app_credentials {
         alarms.push(alarm(
             "no_app_credentials",
             "The GitHub App's id and private key (FORGE_APP_ID, FORGE_APP_PRIVATE_KEY) are not set: reviews cannot fetch or post.".into(),
